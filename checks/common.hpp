@@ -1,0 +1,261 @@
+// checks/common.hpp — what every check uses: run settings, the registry entry, and the
+// helpers that turn a computed value, its closed form and a tolerance fixed in advance
+// into a report row.  A check never prints "pass" unless judge_le() found the error within
+// the tolerance, and tolerances are computed from the format's ε before the value is.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "attncert/attention/bounds.hpp"
+#include "attncert/attention/heads.hpp"
+#include "attncert/attention/softmax.hpp"
+#include "attncert/linalg/exact.hpp"
+#include "attncert/linalg/rank_policy.hpp"
+#include "attncert/linalg/spectra.hpp"
+#include "attncert/number/format.hpp"
+#include "attncert/report/model.hpp"
+
+namespace attncert::checks {
+
+/// Settings that shape every check's answer (all printed in the report).
+struct run_settings {
+  std::vector<format_spec> formats;
+  std::vector<rank_policy> policies;
+  std::uint64_t seed = 20261129;
+  unsigned certify_bits = 128;      ///< starting precision of enclosure-tier witnesses
+  unsigned certify_max_bits = 4096; ///< escalation cap (doubling)
+};
+
+/// A registered check.
+struct check_entry {
+  std::string id, title, section, proof, error_model;
+  std::function<report::check_report(const run_settings&)> run;
+};
+
+/// All checks, in the article's order.
+const std::vector<check_entry>& registry();
+/// Find by id (nullptr if unknown).
+const check_entry* find_check(const std::string& id);
+/// Run one check and fill its identity fields.
+report::check_report run_check(const check_entry& c, const run_settings& rs);
+
+// ---- helpers -----------------------------------------------------------------------
+
+/// Decimal digits that identify a value of T at its precision.
+template <class T>
+int digits_for() {
+  const unsigned p = number_traits<T>::bits();
+  return p == 0 ? 0 : static_cast<int>(p * 0.30103) + 2;
+}
+
+template <class T>
+std::string str(const T& x) {
+  return number_traits<T>::to_string(x, digits_for<T>());
+}
+
+template <class T>
+T eps() {
+  return number_traits<T>::epsilon();
+}
+
+/// Start a claim row with the format columns filled.
+inline report::claim_row make_row(const std::string& claim, const std::string& statement, const std::string& instance,
+                                  const std::string& format, tier t) {
+  report::claim_row r;
+  r.claim = claim;
+  r.statement = statement;
+  r.instance = instance;
+  r.format = format;
+  r.tier = to_string(t);
+  return r;
+}
+
+/// Claim "computed = expected within tolerance".  `relative`: the tolerance is tol·|expected|
+/// (absolute error compared with it); otherwise tol is absolute.  Both computed in T.
+template <class T>
+report::claim_row claim_close(const std::string& claim, const std::string& statement, const std::string& instance,
+                              const format_spec& fmt, const T& computed, const T& expected, const T& tol,
+                              bool relative, const std::string& rule) {
+  report::claim_row r = make_row(claim, statement, instance, fmt.name, tier_of<T>);
+  const T err = abs_of(T(computed - expected));
+  const T aexp = abs_of(expected);
+  const T bound = relative ? T(tol * aexp) : tol;
+  r.expected = str(expected);
+  r.computed = str(computed);
+  r.abs_error = str(err);
+  if constexpr (std::is_same_v<T, mpfi_float>) {
+    r.rel_error = contains_zero(aexp) ? std::string("n/a") : str(T(err / aexp));
+  } else {
+    r.rel_error = aexp == T(0) ? (err == T(0) ? std::string("0") : std::string("inf")) : str(T(err / aexp));
+  }
+  r.tolerance = str(bound);
+  r.tolerance_rule = (relative ? "relative " : "absolute ") + rule;
+  r.result = judge_le(err, bound);
+  return r;
+}
+
+/// Claim "lhs ≤ rhs" with a rounding allowance (lhs − rhs ≤ allowance).
+template <class T>
+report::claim_row claim_le(const std::string& claim, const std::string& statement, const std::string& instance,
+                           const format_spec& fmt, const T& lhs, const T& rhs, const T& allowance,
+                           const std::string& rule) {
+  report::claim_row r = make_row(claim, statement, instance, fmt.name, tier_of<T>);
+  const T margin = lhs - rhs;
+  r.computed = str(lhs);
+  r.expected = "<= " + str(rhs);
+  r.abs_error = str(margin);
+  r.rel_error = "";
+  r.tolerance = str(allowance);
+  r.tolerance_rule = "inequality, rounding allowance " + rule;
+  r.result = judge_le(margin, allowance);
+  return r;
+}
+
+/// Exact-tier claim decided by an exact computation (rationals / integer ranks).
+inline report::claim_row claim_exact(const std::string& claim, const std::string& statement, const std::string& instance,
+                                     const std::string& computed, const std::string& expected, bool holds,
+                                     const std::string& how) {
+  report::claim_row r = make_row(claim, statement, instance, "exact", tier::exact);
+  r.computed = computed;
+  r.expected = expected;
+  r.abs_error = holds ? "0" : "";
+  r.tolerance = "0";
+  r.tolerance_rule = "exact: " + how;
+  r.result = holds ? verdict::pass : verdict::fail;
+  return r;
+}
+
+/// A claim not asserted in this format, with the reason (decided before computing).
+inline report::claim_row claim_skipped(const std::string& claim, const std::string& statement, const std::string& instance,
+                                       const format_spec& fmt, tier t, const std::string& why) {
+  report::claim_row r = make_row(claim, statement, instance, fmt.name, t);
+  r.result = verdict::skipped;
+  r.note = why;
+  return r;
+}
+
+/// Result of a certified (enclosure-tier) positivity / nonzero test with escalation.
+struct certified_sign {
+  truth answer = truth::unknown;
+  unsigned bits = 0;         ///< precision at which it was decided (or the cap)
+  std::string enclosure;     ///< the deciding interval
+};
+
+/// Filter, then escalate: evaluate `f` (returning an mpfi_float) at `start` bits; if its
+/// sign is not decided, double the precision up to `cap`.  Reports the path taken.
+/// `want_positive`: decide x > 0; otherwise decide x ≠ 0.
+certified_sign certify_sign(const std::function<mpfi_float()>& f, unsigned start, unsigned cap, bool want_positive);
+
+/// Ranks measured on one matrix of one instance, in the format it was formed in.
+template <class T>
+report::rank_row measure_rank(const std::string& object, const std::string& instance, const format_spec& fmt,
+                              const matrix<T>& M, std::size_t exact_rank, const std::string& exact_source,
+                              const std::vector<rank_policy>& policies) {
+  report::rank_row r;
+  r.object = object;
+  r.instance = instance;
+  r.format = fmt.name;
+  r.rows = static_cast<std::size_t>(M.rows());
+  r.cols = static_cast<std::size_t>(M.cols());
+  r.exact_rank = exact_rank;
+  r.exact_rank_source = exact_source;
+  auto fill = [&](const auto& sigma) {
+    using S = typename std::decay_t<decltype(sigma)>::value_type;
+    for (const auto& s : sigma) r.singular_values.push_back(str(s));
+    r.condition_number = sigma.empty() ? "" : str(approx_condition_number(sigma));
+    for (const auto& p : policies) {
+      report::numerical_rank nr;
+      nr.policy = p.name();
+      nr.threshold = sigma.empty() ? "0" : str(p.threshold(sigma[0], M.rows(), M.cols(), fmt));
+      nr.rank = p.rank(sigma, M.rows(), M.cols(), fmt);
+      if (nr.rank != exact_rank) r.diverges = true;
+      r.numerical.push_back(nr);
+    }
+    (void)sizeof(S);
+  };
+  if constexpr (std::is_same_v<T, double> || std::is_same_v<T, float> || std::is_same_v<T, mpfr_float>) {
+    r.svd_type = fmt.name;
+    fill(approx_singular_values(M));
+  } else if constexpr (std::is_same_v<T, mpfi_float>) {
+    // Numerical rank of an enclosure: measured on the midpoint matrix in MPFR at the same
+    // precision (approx tier; certified ranks are the exact_rank column).
+    matrix<mpfr_float> mid(M.rows(), M.cols());
+    for (Eigen::Index i = 0; i < M.rows(); ++i)
+      for (Eigen::Index j = 0; j < M.cols(); ++j) mid(i, j) = approx_mid(M(i, j));
+    r.svd_type = "mpfr" + std::to_string(fmt.requested_bits) + " (midpoints)";
+    fill(approx_singular_values(mid));
+  } else {
+    // 16-bit formats: like NumPy and PyTorch, the SVD runs in binary32 on the (exactly
+    // converted) matrix formed in the 16-bit format.
+    matrix<float> f(M.rows(), M.cols());
+    for (Eigen::Index i = 0; i < M.rows(); ++i)
+      for (Eigen::Index j = 0; j < M.cols(); ++j) f(i, j) = static_cast<float>(M(i, j));
+    r.svd_type = "binary32";
+    fill(approx_singular_values(f));
+  }
+  return r;
+}
+
+/// Seeded generator of small dyadic rationals k/4, k in [lo, hi]: exactly representable in
+/// every format (bfloat16 included), so the exact tier and every format see the same input.
+class dyadic_source {
+ public:
+  explicit dyadic_source(std::uint64_t seed) : gen_(seed) {}
+  double next(int lo = -8, int hi = 8) {
+    std::uniform_int_distribution<int> d(lo, hi);
+    return d(gen_) / 4.0;
+  }
+  matrix<double> matrix_of(Eigen::Index r, Eigen::Index c, int lo = -8, int hi = 8) {
+    matrix<double> m(r, c);
+    for (Eigen::Index i = 0; i < r; ++i)
+      for (Eigen::Index j = 0; j < c; ++j) m(i, j) = next(lo, hi);
+    return m;
+  }
+  std::mt19937_64& engine() { return gen_; }
+
+ private:
+  std::mt19937_64 gen_;
+};
+
+/// Largest |x| over a matrix (approx or exact; intervals: upper bound of |x|).
+template <class T>
+T max_abs(const matrix<T>& m) {
+  T r(0);
+  for (Eigen::Index i = 0; i < m.rows(); ++i)
+    for (Eigen::Index j = 0; j < m.cols(); ++j) r = max_of(r, abs_of(m(i, j)));
+  return r;
+}
+
+/// max |a − b| entrywise.
+template <class T>
+T max_abs_diff(const matrix<T>& a, const matrix<T>& b) {
+  T r(0);
+  for (Eigen::Index i = 0; i < a.rows(); ++i)
+    for (Eigen::Index j = 0; j < a.cols(); ++j) r = max_of(r, abs_of(T(a(i, j) - b(i, j))));
+  return r;
+}
+
+/// max_i |Σ_j A_ij − 1|.
+template <class T>
+T max_row_sum_error(const matrix<T>& A) {
+  T r(0);
+  for (Eigen::Index i = 0; i < A.rows(); ++i) {
+    T s(0);
+    for (Eigen::Index j = 0; j < A.cols(); ++j) s += A(i, j);
+    r = max_of(r, abs_of(T(s - T(1))));
+  }
+  return r;
+}
+
+/// Run `per_format` for every requested format (under its precision guard).
+template <class F>
+void for_each_format(const run_settings& rs, F&& per_format) {
+  for (const auto& f : rs.formats) with_format(f, [&]<class T>() { per_format.template operator()<T>(f); });
+}
+
+}  // namespace attncert::checks

@@ -1,0 +1,51 @@
+// checks/registry.cpp — the list of checks and the shared escalation helper.
+#include "checks/common.hpp"
+
+namespace attncert::checks {
+
+check_entry make_two_token();
+check_entry make_identical_values();
+check_entry make_causal_mask();
+check_entry make_output_bound();
+check_entry make_log_odds();
+check_entry make_residual();
+check_entry make_multi_head();
+
+const std::vector<check_entry>& registry() {
+  static const std::vector<check_entry> all = {make_two_token(), make_identical_values(), make_causal_mask(),
+                                               make_output_bound(), make_log_odds(), make_residual(),
+                                               make_multi_head()};
+  return all;
+}
+
+const check_entry* find_check(const std::string& id) {
+  for (const auto& c : registry())
+    if (c.id == id) return &c;
+  return nullptr;
+}
+
+certified_sign certify_sign(const std::function<mpfi_float()>& f, unsigned start, unsigned cap, bool want_positive) {
+  certified_sign out;
+  for (unsigned bits = start;; bits = bits * 2 > cap ? cap : bits * 2) {
+    precision_guard g(bits);
+    const mpfi_float x = f();
+    out.bits = g.bits();
+    out.enclosure = number_traits<mpfi_float>::to_string(x, 20);
+    out.answer = want_positive ? certainly_positive(x) : certainly_nonzero(x);
+    if (out.answer != truth::unknown || bits >= cap) return out;
+  }
+}
+
+}  // namespace attncert::checks
+
+namespace attncert::checks {
+report::check_report run_check(const check_entry& c, const run_settings& rs) {
+  report::check_report rep = c.run(rs);
+  rep.id = c.id;
+  rep.title = c.title;
+  rep.section = c.section;
+  rep.proof = c.proof;
+  rep.error_model = c.error_model;
+  return rep;
+}
+}  // namespace attncert::checks

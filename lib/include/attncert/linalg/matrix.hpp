@@ -1,0 +1,90 @@
+// attncert/linalg/matrix.hpp — dense matrices over any attncert number type.
+#pragma once
+
+#include <Eigen/Core>
+#include <string>
+
+#include "attncert/error.hpp"
+#include "attncert/number/eigen_support.hpp"
+#include "attncert/number/traits.hpp"
+
+namespace attncert {
+
+template <class T>
+using matrix = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic>;
+template <class T>
+using vector = Eigen::Matrix<T, Eigen::Dynamic, 1>;
+
+/// Convert a matrix entry by entry with number_traits<To>::from_double (exact into
+/// rationals and intervals; correctly rounded into approx types).
+template <class To>
+matrix<To> from_double_matrix(const matrix<double>& m) {
+  matrix<To> r(m.rows(), m.cols());
+  for (Eigen::Index i = 0; i < m.rows(); ++i)
+    for (Eigen::Index j = 0; j < m.cols(); ++j) r(i, j) = number_traits<To>::from_double(m(i, j));
+  return r;
+}
+
+/// Convert exact rationals to T: correctly rounded for mpfr_float, enclosing for mpfi_float,
+/// rounded from the nearest double for float/emulated formats (two roundings).
+template <class To>
+To from_rational(const mpq_rational& q) {
+  if constexpr (std::is_same_v<To, mpq_rational>) return q;
+  else if constexpr (std::is_same_v<To, mpfr_float>) {
+    mpfr_float r;
+    mpfr_set_q(r.backend().data(), q.backend().data(), MPFR_RNDN);
+    return r;
+  } else if constexpr (std::is_same_v<To, mpfi_float>) {
+    mpfi_float r;
+    mpfi_set_q(r.backend().data(), q.backend().data());
+    return r;
+  } else if constexpr (std::is_same_v<To, double> || std::is_same_v<To, float>) {
+    // Round once to the target precision with MPFR (correct rounding for normal results).
+    mpfr_t t;
+    mpfr_init2(t, std::is_same_v<To, double> ? 53 : 24);
+    mpfr_set_q(t, q.backend().data(), MPFR_RNDN);
+    const double d = mpfr_get_d(t, MPFR_RNDN);
+    mpfr_clear(t);
+    return static_cast<To>(d);
+  } else {
+    // Emulated 16-bit formats: nearest binary64, then the format (two roundings).
+    return To(from_rational<double>(q));
+  }
+}
+
+template <class To>
+matrix<To> from_rational_matrix(const matrix<mpq_rational>& m) {
+  matrix<To> r(m.rows(), m.cols());
+  for (Eigen::Index i = 0; i < m.rows(); ++i)
+    for (Eigen::Index j = 0; j < m.cols(); ++j) r(i, j) = from_rational<To>(m(i, j));
+  return r;
+}
+
+/// Matrix product written out (no Eigen kernel): safe for intervals and rationals, and the
+/// summation order is fixed (k ascending), so results are reproducible across types.
+/// Precondition: a.cols() == b.rows() (else input_error).
+template <class T>
+matrix<T> multiply(const matrix<T>& a, const matrix<T>& b) {
+  if (a.cols() != b.rows())
+    throw input_error("shape mismatch in product: " + std::to_string(a.rows()) + "x" + std::to_string(a.cols()) +
+                      " times " + std::to_string(b.rows()) + "x" + std::to_string(b.cols()));
+  matrix<T> c(a.rows(), b.cols());
+  for (Eigen::Index i = 0; i < a.rows(); ++i)
+    for (Eigen::Index j = 0; j < b.cols(); ++j) {
+      T s(0);
+      for (Eigen::Index k = 0; k < a.cols(); ++k) s += a(i, k) * b(k, j);
+      c(i, j) = s;
+    }
+  return c;
+}
+
+/// Transpose (exact in every tier).
+template <class T>
+matrix<T> transpose(const matrix<T>& a) {
+  matrix<T> t(a.cols(), a.rows());
+  for (Eigen::Index i = 0; i < a.rows(); ++i)
+    for (Eigen::Index j = 0; j < a.cols(); ++j) t(j, i) = a(i, j);
+  return t;
+}
+
+}  // namespace attncert

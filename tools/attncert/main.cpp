@@ -1,0 +1,187 @@
+// tools/attncert/main.cpp — the command-line front end.  Thin: parse, call checks, write.
+//
+// Exit status: 0 every claim holds; 1 a claim failed (or is undecided); 2 bad input or usage
+// (one line on stderr, no partial output file left behind).
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <unistd.h>
+
+#include "attncert/report/writers.hpp"
+#include "checks/common.hpp"
+
+namespace {
+
+using namespace attncert;
+
+std::string join_args(int argc, char** argv) {
+  std::string s = "attncert";
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    s += " " + (a.find_first_of(" \t\"'") == std::string::npos ? a : "'" + a + "'");
+  }
+  return s;
+}
+
+// Write `content` to `path` atomically (temp file + rename), or to stdout when empty.
+void emit(const std::string& path, const std::string& content) {
+  if (path.empty() || path == "-") {
+    std::cout << content;
+    std::cout.flush();
+    return;
+  }
+  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
+  {
+    std::ofstream out(tmp, std::ios::binary);
+    if (!out) throw input_error("cannot write '" + path + "'");
+    out << content;
+    out.flush();
+    if (!out) {
+      std::remove(tmp.c_str());
+      throw input_error("cannot write '" + path + "'");
+    }
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) {
+    std::remove(tmp.c_str());
+    throw input_error("cannot write '" + path + "': " + ec.message());
+  }
+}
+
+int run_check_command(const std::vector<std::string>& ids, bool list, const std::string& formats_text,
+                      const std::string& policies_text, const std::string& out_format, const std::string& out_path,
+                      std::uint64_t seed, unsigned certify_bits, unsigned certify_max_bits, const std::string& command) {
+  const auto& reg = checks::registry();
+  if (list) {
+    std::ostringstream os;
+    for (const auto& c : reg) os << c.id << "\t" << c.section << "\t" << c.title << "\t" << c.proof << "\n";
+    emit(out_path, os.str());
+    return 0;
+  }
+  std::vector<const checks::check_entry*> chosen;
+  if (ids.empty()) {
+    for (const auto& c : reg) chosen.push_back(&c);
+  } else {
+    for (const auto& id : ids) {
+      const auto* c = checks::find_check(id);
+      if (!c) {
+        std::string known;
+        for (const auto& k : reg) known += (known.empty() ? "" : ", ") + k.id;
+        throw input_error("unknown check '" + id + "' (known: " + known + ")");
+      }
+      chosen.push_back(c);
+    }
+  }
+  checks::run_settings rs;
+  rs.formats = parse_formats(formats_text);
+  rs.policies = parse_policies(policies_text);
+  rs.seed = seed;
+  if (certify_bits < min_precision_bits || certify_bits > certify_max_bits || certify_max_bits > max_precision_bits)
+    throw input_error("--certify-bits must satisfy " + std::to_string(min_precision_bits) +
+                      " <= certify-bits <= certify-max-bits <= " + std::to_string(max_precision_bits));
+  rs.certify_bits = certify_bits;
+  rs.certify_max_bits = certify_max_bits;
+  const auto fmt = report::parse_output_format(out_format);
+
+  report::document doc;
+  doc.version = ATTNCERT_VERSION;
+  doc.command = command;
+  nlohmann::json fs = nlohmann::json::array();
+  for (const auto& f : rs.formats)
+    fs.push_back({{"name", f.name}, {"tier", to_string(f.number_tier())}, {"precision_bits_requested", f.requested_bits},
+                  {"precision_bits_used", f.precision_bits()},
+                  {"svd", f.type == format_spec::kind::binary16 || f.type == format_spec::kind::bfloat16
+                              ? "binary32 (as NumPy/PyTorch upcast 16-bit matrices)"
+                              : f.type == format_spec::kind::mpfi ? "mpfr on interval midpoints" : f.name}});
+  nlohmann::json ps = nlohmann::json::array();
+  for (const auto& p : rs.policies) ps.push_back({{"name", p.name()}, {"rule", p.formula()}});
+  doc.settings = {{"formats", fs},
+                  {"policies", ps},
+                  {"policy_epsilon", "eps = 2^(1-p) of the format the matrix was formed in"},
+                  {"seed", rs.seed},
+                  {"certify_bits", rs.certify_bits},
+                  {"certify_max_bits", rs.certify_max_bits},
+                  {"softmax", "row maximum subtracted; masks applied before normalization; fully masked rows: error"},
+                  {"tolerances", "fixed per claim from each check's error model before computing (see error_model)"}};
+  const bool tty = ::isatty(2);
+  for (std::size_t k = 0; k < chosen.size(); ++k) {
+    if (tty) std::cerr << "\r[" << (k + 1) << "/" << chosen.size() << "] " << chosen[k]->id << "            " << std::flush;
+    doc.checks.push_back(checks::run_check(*chosen[k], rs));
+  }
+  if (tty) std::cerr << "\r" << std::string(40, ' ') << "\r" << std::flush;
+  std::ostringstream os;
+  report::write(os, doc, fmt);
+  emit(out_path, os.str());
+  const auto s = doc.totals();
+  return (s.fail == 0 && s.undecided == 0) ? 0 : 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::string command = join_args(argc, argv);
+  CLI::App app{
+      "attncert — exact and arbitrary-precision verification of claims about transformer attention.\n"
+      "Verdicts: a claim passes only if the computed error is within a tolerance fixed before computing;\n"
+      "a numerical rank that differs from the exact rank is a measured divergence, not a failure.\n"
+      "Exit status: 0 all claims hold, 1 a claim failed or is undecided, 2 bad input or usage."};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", std::string("attncert ") + ATTNCERT_VERSION);
+
+  auto* check = app.add_subcommand("check", "Run the article's constructions (all, or the IDs given) and report every claim.");
+  check->footer(
+      "Examples:\n"
+      "  attncert check                               all seven checks in binary64 and mpfr256\n"
+      "  attncert check two-token --formats binary16,bfloat16,binary32,binary64,mpfr256\n"
+      "  attncert check causal-mask --policies numpy,absolute:1e-6 --format json --out report.json\n"
+      "  attncert check --list\n"
+      "Formats: binary16, bfloat16, binary32, binary64, mpfrN, mpfiN (N bits, >= 24).\n"
+      "Policies: numpy, matlab, torch[:RTOL[:ATOL]], lapack[:RCOND], eigen, absolute:TAU, relative:TAU\n"
+      "  (eps is the machine epsilon of the format the matrix was formed in).");
+  std::vector<std::string> ids;
+  bool list = false;
+  std::string formats = "binary64,mpfr256", policies = "numpy,matlab,torch,lapack,eigen", out_format = "text", out_path;
+  std::uint64_t seed = 20261129;
+  unsigned certify_bits = 128, certify_max_bits = 4096;
+  check->add_option("ids", ids, "Check IDs (default: all; see --list)");
+  check->add_flag("--list", list, "List the checks with their sections and proof files, then exit");
+  check->add_option("--formats", formats, "Comma-separated evaluation formats")->capture_default_str();
+  check->add_option("--policies", policies, "Comma-separated numerical-rank policies")->capture_default_str();
+  check->add_option("--format", out_format, "Report format: text, json, md or csv")->capture_default_str();
+  check->add_option("--out", out_path, "Write the report to FILE (atomically) instead of stdout");
+  check->add_option("--seed", seed, "Seed of the random instances")->capture_default_str();
+  check->add_option("--certify-bits", certify_bits, "Starting MPFI precision of certified witnesses")->capture_default_str();
+  check->add_option("--certify-max-bits", certify_max_bits, "Escalation cap of certified witnesses")->capture_default_str();
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::cerr << "attncert: " << e.what() << " (see attncert --help)\n";
+    return 2;
+  }
+  try {
+    if (*check)
+      return run_check_command(ids, list, formats, policies, out_format, out_path, seed, certify_bits, certify_max_bits,
+                               command);
+  } catch (const attncert::input_error& e) {
+    std::cerr << "attncert: " << e.what() << "\n";
+    return 2;
+  } catch (const std::invalid_argument& e) {
+    std::cerr << "attncert: " << e.what() << "\n";
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << "attncert: internal error: " << e.what() << "\n";
+    return 70;  // EX_SOFTWARE: a bug, not bad input
+  }
+  return 2;
+}
