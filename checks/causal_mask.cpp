@@ -109,7 +109,7 @@ void evaluate(report::check_report& rep, const format_spec& fmt, const instance&
               const run_settings& rs) {
   const T e = eps<T>();
   const matrix<T> S = from_double_matrix<T>(in.S);
-  const matrix<T> A = masked_softmax(S, mask::causal());
+  const matrix<T> A = attention_matrix(S, mask::causal(), rs);
   rep.claims.push_back(claim_close("rows-sum-to-1", "each row of A sums to 1 (mask applied before normalization)", in.name,
                                    fmt, max_row_sum_error(A), T(0), T(T(2 * (n + 3)) * e), false, "2(n+3) eps"));
   T above(0);

@@ -29,6 +29,11 @@ struct run_settings {
   std::uint64_t seed = 20261129;
   unsigned certify_bits = 128;      ///< starting precision of enclosure-tier witnesses
   unsigned certify_max_bits = 4096; ///< escalation cap (doubling)
+  /// Testing hook (not on the command line): every attention matrix the format-level claims
+  /// use is multiplied by (1 + fault) after the softmax, and the output bound's right-hand
+  /// sides (a theorem for any A, Â) are multiplied by (1 − fault).  Tests set it to show
+  /// that each check's tolerances can fail (tests/checks/checks.cpp).  0 in every real run.
+  double fault = 0;
 };
 
 /// A registered check.
@@ -250,6 +255,34 @@ T max_row_sum_error(const matrix<T>& A) {
     r = max_of(r, abs_of(T(s - T(1))));
   }
   return r;
+}
+
+/// The attention matrix a check's format-level claims use: masked_softmax, then the testing
+/// fault (see run_settings::fault) when it is nonzero.
+template <class T>
+matrix<T> attention_matrix(const matrix<T>& S, const mask& M, const run_settings& rs) {
+  matrix<T> A = masked_softmax(S, M);
+  if (rs.fault != 0) {
+    const T f = T(1) + number_traits<T>::from_double(rs.fault);
+    for (Eigen::Index i = 0; i < A.rows(); ++i)
+      for (Eigen::Index j = 0; j < A.cols(); ++j) A(i, j) = A(i, j) * f;
+  }
+  return A;
+}
+
+/// Representation-identical entries (bitwise-equal values; for intervals the same ends).
+template <class T>
+bool identical_entries(const matrix<T>& a, const matrix<T>& b) {
+  if (a.rows() != b.rows() || a.cols() != b.cols()) return false;
+  for (Eigen::Index i = 0; i < a.rows(); ++i)
+    for (Eigen::Index j = 0; j < a.cols(); ++j) {
+      if constexpr (std::is_same_v<T, mpfi_float>) {
+        if (!(lower_of(a(i, j)) == lower_of(b(i, j)) && upper_of(a(i, j)) == upper_of(b(i, j)))) return false;
+      } else {
+        if (!(a(i, j) == b(i, j))) return false;
+      }
+    }
+  return true;
 }
 
 /// Run `per_format` for every requested format (under its precision guard).

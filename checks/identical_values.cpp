@@ -99,7 +99,7 @@ void evaluate(report::check_report& rep, const format_spec& fmt, const instance&
               const std::string& src_A, const run_settings& rs) {
   const T e = eps<T>();
   const Eigen::Index m = in.S.rows();
-  const matrix<T> A = masked_softmax(from_double_matrix<T>(in.S));
+  const matrix<T> A = attention_matrix(from_double_matrix<T>(in.S), mask::none(), rs);
   const matrix<T> V = from_double_matrix<T>(identical_values(m));
   const matrix<T> O = multiply(A, V);
   // Relative error per entry, worst over the output.

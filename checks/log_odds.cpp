@@ -101,7 +101,7 @@ void evaluate(report::check_report& rep, const format_spec& fmt, const exact_inf
   // S·P reproduces A.
   const matrix<T> P = from_rational_matrix<T>(centering(n));
   const matrix<T> SP = multiply(S, P);
-  const matrix<T> A = masked_softmax(S), A2 = masked_softmax(SP);
+  const matrix<T> A = attention_matrix(S, mask::none(), rs), A2 = masked_softmax(SP);
   T rel(0);
   for (int i = 0; i < n; ++i)
     for (int j = 0; j < n; ++j) rel = max_of(rel, abs_of(T((A2(i, j) - A(i, j)) / A(i, j))));

@@ -102,9 +102,19 @@ void evaluate(report::check_report& rep, const format_spec& fmt, const data& d, 
   // (1) identical heads.
   const matrix<T> C = multi_head(X, {h1, h1});
   const matrix<T> H1 = C.leftCols(dh), H1b = C.rightCols(dh);
-  rep.claims.push_back(claim_close("identical-heads-identical-blocks", "identical heads give identical output blocks",
-                                   "two identical heads", fmt, max_abs_diff(H1, H1b), T(0), T(0), false,
-                                   "0 (deterministic code path)"));
+  {
+    // Identity of representation (for intervals: the same ends), not a difference: an
+    // interval minus itself is not [0, 0].
+    const bool same = identical_entries(H1, H1b);
+    report::claim_row r = make_row("identical-heads-identical-blocks", "identical heads give identical output blocks",
+                                   "two identical heads", fmt.name, tier_of<T>);
+    r.computed = same ? "identical" : "differ (max |diff| = " + str(max_abs_diff(H1, H1b)) + ")";
+    r.expected = "identical";
+    r.tolerance = "0";
+    r.tolerance_rule = "exact identity of the computed blocks (deterministic code path)";
+    r.result = same ? verdict::pass : verdict::fail;
+    rep.claims.push_back(r);
+  }
   rep.ranks.push_back(measure_rank("H1", "two identical heads", fmt, H1, ex.rank_H1, ex.src_H1, rs.policies));
   rep.ranks.push_back(measure_rank("[H1,H1]", "two identical heads", fmt, C, ex.rank_H1,
                                    "structure: duplicated columns, rank = rank H1", rs.policies));
@@ -113,12 +123,10 @@ void evaluate(report::check_report& rep, const format_spec& fmt, const data& d, 
   WO.topRows(dh) = from_double_matrix<T>(d.W1);
   const matrix<T> Y = multi_head(X, {h1, h2}, std::optional<matrix<T>>(WO));
   const matrix<T> Y1 = multiply(H1, from_double_matrix<T>(d.W1));
-  T rel(0);
   const T scale = max_abs(Y1);
   rep.claims.push_back(claim_close("projection-discards-head", "concat(H1, H2) [W1; 0] = H1 W1 (head 2 discarded)",
                                    "two different heads", fmt, max_abs_diff(Y, Y1), T(0),
                                    T(T(4 * (n + dm + dh + 4)) * e * scale), false, "4(n+dm+dh+4) eps max|H1 W1|"));
-  (void)rel;
   // (3) width-one head: numerical ranks against the certified rank 2.
   for (const auto& a : width_one_grid) {
     const matrix<T> A = width_one_attention(number_traits<T>::from_string(a));

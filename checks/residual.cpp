@@ -68,7 +68,7 @@ template <class T>
 void evaluate(report::check_report& rep, const format_spec& fmt, const data& d, const exact_info& ex, const run_settings& rs) {
   const T e = eps<T>();
   const matrix<T> X = from_double_matrix<T>(d.X), V = from_double_matrix<T>(d.V);
-  const matrix<T> A = masked_softmax(from_double_matrix<T>(d.S));
+  const matrix<T> A = attention_matrix(from_double_matrix<T>(d.S), mask::none(), rs);
   const matrix<T> AV = multiply(A, V);
   const matrix<T> R = residual(X, AV);
   const matrix<T> expected = X + V;

@@ -1,0 +1,173 @@
+// tests/checks/checks.cpp — the seven constructions: every claim holds in the default
+// formats, the named divergences are flagged, and every check's tolerances can fail.
+#define BOOST_TEST_MODULE checks
+#include <boost/test/unit_test.hpp>
+
+#include "checks/common.hpp"
+
+using namespace attncert;
+using namespace attncert::checks;
+
+namespace {
+
+run_settings settings(const std::string& formats, double fault = 0,
+                      const std::string& policies = "numpy,matlab,torch,lapack,eigen") {
+  run_settings rs;
+  rs.formats = parse_formats(formats);
+  rs.policies = parse_policies(policies);
+  rs.fault = fault;
+  return rs;
+}
+
+report::check_report run_id(const std::string& id, const run_settings& rs) {
+  const check_entry* c = find_check(id);
+  BOOST_TEST_REQUIRE(c != nullptr);
+  return run_check(*c, rs);
+}
+
+std::size_t count(const report::check_report& r, verdict v, const std::string& format = "") {
+  std::size_t n = 0;
+  for (const auto& c : r.claims)
+    if (c.result == v && (format.empty() || c.format == format)) ++n;
+  return n;
+}
+
+bool diverges(const report::check_report& r, const std::string& object, const std::string& instance,
+              const std::string& format) {
+  for (const auto& k : r.ranks)
+    if (k.object == object && k.instance == instance && k.format == format) return k.diverges;
+  BOOST_FAIL("no rank row " + object + " / " + instance + " / " + format);
+  return false;
+}
+
+const std::vector<std::string> ids = {"two-token", "identical-values", "causal-mask", "output-bound",
+                                      "log-odds",  "residual",         "multi-head"};
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(registry_has_the_seven_stable_ids) {
+  BOOST_TEST(registry().size() == ids.size());
+  for (const auto& id : ids) {
+    const check_entry* c = find_check(id);
+    BOOST_TEST_REQUIRE(c != nullptr, id);
+    BOOST_TEST(c->proof.rfind("proofs/", 0) == 0);
+    BOOST_TEST(!c->error_model.empty());
+  }
+  BOOST_TEST(find_check("no-such-check") == nullptr);
+}
+
+BOOST_AUTO_TEST_CASE(every_claim_holds_in_binary64_and_mpfr256) {
+  const auto rs = settings("binary64,mpfr256");
+  for (const auto& id : ids) {
+    const auto r = run_id(id, rs);
+    BOOST_TEST(count(r, verdict::fail) == 0u, id);
+    BOOST_TEST(count(r, verdict::undecided) == 0u, id);
+    BOOST_TEST(count(r, verdict::pass, "binary64") > 0u, id);
+    BOOST_TEST(count(r, verdict::pass, "mpfr256") > 0u, id);
+    for (const auto& c : r.claims)
+      if (c.result == verdict::fail) BOOST_TEST_MESSAGE(id << " " << c.claim << " " << c.instance << " " << c.format);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(every_claim_holds_in_16_and_32_bit_formats) {
+  const auto rs = settings("binary16,bfloat16,binary32");
+  for (const auto& id : ids) {
+    const auto r = run_id(id, rs);
+    BOOST_TEST(count(r, verdict::fail) == 0u, id);
+    for (const auto& c : r.claims)
+      if (c.result == verdict::fail)
+        BOOST_TEST_MESSAGE(id << " " << c.claim << " " << c.instance << " " << c.format << " computed " << c.computed
+                              << " expected " << c.expected << " tol " << c.tolerance);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(two_token_divergence_at_tiny_a_is_flagged_only_where_it_occurs) {
+  const auto r = run_id("two-token", settings("binary64,mpfr256"));
+  BOOST_TEST(diverges(r, "A", "a=1e-20", "binary64"));
+  BOOST_TEST(diverges(r, "A", "a=1e-17", "binary64"));
+  BOOST_TEST(!diverges(r, "A", "a=1e-3", "binary64"));
+  BOOST_TEST(!diverges(r, "A", "a=1e-20", "mpfr256"));
+  BOOST_TEST(!diverges(r, "A", "a=1", "binary64"));
+  BOOST_TEST(!diverges(r, "A", "a=0", "binary64"));  // exact rank 1 at a = 0, measured 1
+  for (const auto& k : r.ranks)
+    if (k.object == "A" && k.instance == "a=0") BOOST_TEST(k.exact_rank == 1u);
+    else if (k.object == "A") BOOST_TEST(k.exact_rank == 2u);
+}
+
+BOOST_AUTO_TEST_CASE(a_coarse_threshold_diverges_where_the_format_does_not) {
+  // relative:1e-3 cuts sigma_2 = tanh(1e-3) < 1e-3 even in mpfr256: the threshold, not the
+  // format, makes the divergence (article §5).
+  const auto r = run_id("two-token", settings("binary64,mpfr256", 0, "relative:1e-3"));
+  BOOST_TEST(diverges(r, "A", "a=1e-3", "binary64"));
+  BOOST_TEST(diverges(r, "A", "a=1e-3", "mpfr256"));
+  BOOST_TEST(!diverges(r, "A", "a=0.5", "mpfr256"));
+}
+
+BOOST_AUTO_TEST_CASE(causal_underflowing_diagonal_diverges_but_is_certified_full_rank) {
+  const auto r = run_id("causal-mask", settings("binary64,mpfr256"));
+  BOOST_TEST(diverges(r, "A", "diagonal-800-below-max", "binary64"));
+  BOOST_TEST(!diverges(r, "A", "random", "binary64"));
+  for (const auto& k : r.ranks) BOOST_TEST(k.exact_rank == 4u);
+  // The certified claim exists for every instance and is decided.
+  std::size_t certified = 0;
+  for (const auto& c : r.claims)
+    if (c.claim == "full-rank") {
+      ++certified;
+      BOOST_TEST(c.tier == "enclosure");
+      BOOST_TEST((c.result == verdict::pass));
+    }
+  BOOST_TEST(certified == 3u);
+}
+
+// A claim whose tolerance cannot fail would pass any computation.  Perturbing every
+// attention matrix by a relative 1e-6 (binary64) or 1e-60 (mpfr256) — far above rounding
+// error, far below what a plot shows — must make each check report failures.
+BOOST_AUTO_TEST_CASE(tolerances_can_fail_under_a_small_fault) {
+  for (const auto& [formats, fault] : std::vector<std::pair<std::string, double>>{{"binary64", 1e-6}, {"mpfr256", 1e-60}}) {
+    const auto rs = settings(formats, fault);
+    for (const auto& id : ids) {
+      if (id == "multi-head") continue;  // its claims compare heads with each other, not with a softmax
+      const auto r = run_id(id, rs);
+      BOOST_TEST(count(r, verdict::fail) > 0u, id << " under fault " << fault << " in " << formats);
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(passing_approx_claims_have_small_finite_tolerances) {
+  const auto rs = settings("binary64");
+  for (const auto& id : ids) {
+    const auto r = run_id(id, rs);
+    for (const auto& c : r.claims) {
+      if (c.tier != "approx" || c.result != verdict::pass) continue;
+      double tol = std::stod(c.tolerance);
+      if (c.tolerance_rule.rfind("relative", 0) == 0) {
+        const double expected = std::fabs(std::stod(c.expected));
+        if (expected != 0) tol /= expected;
+      }
+      BOOST_TEST(std::isfinite(tol), id << " " << c.claim);
+      // The condition number's first-order bound is asserted only where it is <= 1/4.
+      const double limit = c.claim == "condition-number" ? 0.25 : 1e-9;
+      BOOST_TEST(tol <= limit, id << " " << c.claim << " " << c.instance << " tolerance " << c.tolerance);
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(mpfi_format_claims_are_never_pass_without_certainty) {
+  // In an enclosure format a verdict is certain only if the whole interval satisfies it;
+  // anything else is undecided, never pass.
+  const auto r = run_id("two-token", settings("mpfi128"));
+  BOOST_TEST(count(r, verdict::fail) == 0u);
+  for (const auto& c : r.claims)
+    if (c.format == "mpfi128" && c.result == verdict::pass) BOOST_TEST(c.tier == "enclosure");
+}
+
+BOOST_AUTO_TEST_CASE(seed_changes_random_instances_but_not_verdicts) {
+  auto rs = settings("binary64");
+  rs.seed = 12345;
+  if (const char* s = std::getenv("ATTNCERT_SEED")) rs.seed = std::stoull(s);
+  BOOST_TEST_MESSAGE("seed " << rs.seed);
+  for (const auto& id : ids) {
+    const auto r = run_id(id, rs);
+    BOOST_TEST(count(r, verdict::fail) == 0u, id << " seed " << rs.seed);
+  }
+}
