@@ -192,7 +192,7 @@ BOOST_AUTO_TEST_CASE_TEMPLATE(invariant_under_row_constant, T, approx_types) {
   for (Eigen::Index i = 0; i < A.rows(); ++i)
     for (Eigen::Index j = 0; j < A.cols(); ++j) {
       BOOST_TEST(!number_traits<T>::is_nan(B(i, j)), "NaN at (" << i << ", " << j << ")");
-      BOOST_TEST(std::abs(to_d(A(i, j)) - to_d(B(i, j))) <= 4 * eps_of<T>() * to_d(A(i, j)) + 1e-300,
+      BOOST_TEST(std::abs(to_d(A(i, j)) - to_d(B(i, j))) <= 4 * ref_eps<T>() * to_d(A(i, j)) + 1e-300,
                  "entry (" << i << ", " << j << "): " << to_d(A(i, j)) << " vs " << to_d(B(i, j)));
     }
 }

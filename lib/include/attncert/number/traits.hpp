@@ -137,8 +137,12 @@ struct number_traits<mpfi_float> {
   /// Encloses the decimal value of s (MPFI rounds the ends outward).
   static T from_string(const std::string& s) { return T(s); }
   static std::string to_string(const T& x, int digits = 17) {
-    return "[" + lower_of(x).str(digits, std::ios_base::scientific) + ", " +
-           upper_of(x).str(digits, std::ios_base::scientific) + "]";
+    std::string s = "[";
+    s += lower_of(x).str(digits, std::ios_base::scientific);
+    s += ", ";
+    s += upper_of(x).str(digits, std::ios_base::scientific);
+    s += ']';
+    return s;
   }
   static bool is_nan(const T& x) { return mpfi_nan_p(x.backend().data()) != 0; }
 };

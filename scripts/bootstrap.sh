@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# scripts/bootstrap.sh — install the Debian 12 packages attncert needs (only those
+# missing), then configure and build.  Used by both README quick-start commands and CI.
+#
+#   ATTNCERT_BUILD_DIR   build directory (default: build)
+#   ATTNCERT_SANITIZE=1  build with AddressSanitizer + UndefinedBehaviorSanitizer
+#   ATTNCERT_WERROR=1    treat compiler warnings as errors
+#   ATTNCERT_JOBS        parallel build jobs (default: number of cores)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+packages=(build-essential cmake libgmp-dev libmpfr-dev libmpfi-dev libboost-dev libboost-test-dev
+          libeigen3-dev nlohmann-json3-dev libcli11-dev libflint-dev python3)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ "${#missing[@]}" -gt 0 ]; then
+  echo "bootstrap: installing ${missing[*]}" >&2
+  SUDO=""
+  [ "$(id -u)" = 0 ] || SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
+fi
+
+build="${ATTNCERT_BUILD_DIR:-build}"
+sanitize=OFF; [ "${ATTNCERT_SANITIZE:-0}" = 1 ] && sanitize=ON
+werror=OFF; [ "${ATTNCERT_WERROR:-0}" = 1 ] && werror=ON
+build_type=Release; [ "$sanitize" = ON ] && build_type=RelWithDebInfo
+cmake -S . -B "$build" -DCMAKE_BUILD_TYPE="$build_type" -DATTNCERT_SANITIZE="$sanitize" -DATTNCERT_WERROR="$werror" >&2
+cmake --build "$build" -j "${ATTNCERT_JOBS:-$(nproc)}" >&2
