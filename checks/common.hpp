@@ -173,6 +173,8 @@ report::rank_row measure_rank(const std::string& object, const std::string& inst
     using S = typename std::decay_t<decltype(sigma)>::value_type;
     for (const auto& s : sigma) r.singular_values.push_back(str(s));
     r.condition_number = sigma.empty() ? "" : str(approx_condition_number(sigma));
+    r.stable_rank = str(approx_stable_rank(sigma));
+    r.effective_rank = str(approx_effective_rank(sigma));
     for (const auto& p : policies) {
       report::numerical_rank nr;
       nr.policy = p.name();

@@ -400,6 +400,8 @@ ordered_json rank_json(const rank_row& r) {
   for (const auto& s : r.singular_values) sv.push_back(s);
   j["singular_values"] = std::move(sv);
   j["condition_number"] = r.condition_number;
+  j["stable_rank"] = r.stable_rank;
+  j["effective_rank"] = r.effective_rank;
   j["diverges"] = r.diverges;
   return j;
 }
@@ -711,7 +713,7 @@ void write_markdown(std::ostream& os, const document& doc) {
         header.push_back(md_escape(one_line(p)));
         right.push_back(true);
       }
-      for (const char* h : {"σ_min", "condition number", "diverges", "exact rank witness"}) {
+      for (const char* h : {"σ_min", "condition number", "stable rank", "effective rank", "diverges", "exact rank witness"}) {
         header.emplace_back(md_escape(h));
         right.push_back(false);
       }
@@ -725,6 +727,8 @@ void write_markdown(std::ostream& os, const document& doc) {
         for (const auto& p : policies) row.push_back(rank_under(r, p));
         row.push_back(md_cell(sigma_min(r)));
         row.push_back(md_cell(r.condition_number));
+        row.push_back(md_cell(r.stable_rank));
+        row.push_back(md_cell(r.effective_rank));
         row.push_back(r.diverges ? "**DIVERGES**" : "");
         row.push_back(md_cell(r.exact_rank_source));
         md_row(os, row);

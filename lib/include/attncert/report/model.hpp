@@ -48,6 +48,8 @@ struct rank_row {
   std::vector<numerical_rank> numerical;
   std::vector<std::string> singular_values;  ///< decreasing
   std::string condition_number;
+  std::string stable_rank;        ///< ‖A‖_F² / ‖A‖₂² from the same singular values
+  std::string effective_rank;     ///< exp(entropy of σᵢ/Σσ) (Roy & Vetterli)
   bool diverges = false;          ///< some numerical rank != exact_rank (a measurement, not a failure)
 };
 
