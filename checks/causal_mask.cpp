@@ -89,10 +89,10 @@ exact_info exact_part(report::check_report& rep, const instance& in, const run_s
       for (int j = i + 1; j < n; ++j)
         if (!(lower_of(A(i, j)) == 0 && upper_of(A(i, j)) == 0)) triangular = false;
   }
-  info.rank = all_positive && triangular ? n : 0;
-  info.source = all_positive && triangular
-                    ? "certified: lower-triangular, every A_ii > 0 (MPFI, " + std::to_string(bits) + " bits; A_nn in " + worst + ")"
-                    : "UNDECIDED";
+  const auto xr = cross_checked_rank(rep, "A", in.name, n, "lower-triangular with every A_ii > 0 (P03)",
+                                     layer_rank(exact_of(in.S), mask::causal(), layer_object::attention));
+  info.rank = xr.rank;
+  info.source = xr.source;
   report::claim_row r = make_row("full-rank", "causal A is lower-triangular with every A_ii > 0, so det A > 0", in.name,
                                  "mpfi" + std::to_string(bits), tier::enclosure);
   r.computed = "A_nn in " + worst;

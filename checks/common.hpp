@@ -14,6 +14,7 @@
 #include "attncert/attention/bounds.hpp"
 #include "attncert/attention/heads.hpp"
 #include "attncert/attention/softmax.hpp"
+#include "attncert/linalg/attention_rank.hpp"
 #include "attncert/linalg/exact.hpp"
 #include "attncert/linalg/rank_policy.hpp"
 #include "attncert/linalg/spectra.hpp"
@@ -143,6 +144,41 @@ inline report::claim_row claim_skipped(const std::string& claim, const std::stri
   r.note = why;
   return r;
 }
+
+/// An exact rank taken from the transcendence method (proofs/P08), cross-checked against
+/// the analytic value the check's proof gives.  Adds an exact-tier claim
+/// "exact-rank-<object>": pass iff lo == hi == analytic, fail iff analytic ∉ [lo, hi],
+/// undecided otherwise.  Returns the rank to report (lo when decided, else the analytic
+/// value, labelled) and its source.
+struct exact_rank_result {
+  std::size_t rank = 0;
+  std::string source;
+};
+
+inline exact_rank_result cross_checked_rank(report::check_report& rep, const std::string& object,
+                                            const std::string& instance, std::size_t analytic,
+                                            const std::string& analytic_reason, const rank_interval& r) {
+  report::claim_row c = make_row("exact-rank-" + object, "rank " + object + " (transcendence method) = analytic rank",
+                                 instance, "exact", tier::exact);
+  c.computed = r.exact() ? std::to_string(r.lo) : "[" + std::to_string(r.lo) + ", " + std::to_string(r.hi) + "]";
+  c.expected = std::to_string(analytic) + " (" + analytic_reason + ")";
+  c.tolerance = "0";
+  c.tolerance_rule = "exact: lower bound " + r.lo_witness + "; upper bound " + r.hi_witness;
+  c.result = (r.exact() && r.lo == analytic) ? verdict::pass
+             : (analytic < r.lo || analytic > r.hi) ? verdict::fail
+                                                   : verdict::undecided;
+  rep.claims.push_back(c);
+  exact_rank_result out;
+  out.rank = r.exact() ? r.lo : analytic;
+  out.source = r.exact() ? "transcendence method (P08): rank >= " + std::to_string(r.lo) + " by " + r.lo_witness +
+                               "; rank <= " + std::to_string(r.hi) + " by " + r.hi_witness + "; analytic: " + analytic_reason
+                         : "analytic: " + analytic_reason + " (transcendence method only gives [" + std::to_string(r.lo) +
+                               ", " + std::to_string(r.hi) + "])";
+  return out;
+}
+
+/// Exact rational matrix from a double matrix (every double is a dyadic rational).
+inline matrix<mpq_rational> exact_of(const matrix<double>& m) { return from_double_matrix<mpq_rational>(m); }
 
 /// Result of a certified (enclosure-tier) positivity / nonzero test with escalation.
 struct certified_sign {

@@ -42,7 +42,7 @@ matrix<double> identical_values(Eigen::Index rows) {
 // Exact tier: random rational row-stochastic A and random rational V of prescribed rank:
 // rank(AV) <= min(rank A, rank V), decided by exact elimination.
 void exact_part(report::check_report& rep, const run_settings& rs, std::map<std::string, std::size_t>& rankA,
-                std::map<std::string, std::string>& srcA) {
+                std::map<std::string, std::string>& srcA, std::map<std::string, std::string>& srcAV) {
   std::mt19937_64 gen(rs.seed ^ 0xE1u);
   std::uniform_int_distribution<int> pos(1, 9), val(-4, 4), dim(1, 5);
   int holds = 0, total = 0;
@@ -86,17 +86,22 @@ void exact_part(report::check_report& rep, const run_settings& rs, std::map<std:
   for (const auto& in : instances(rs.seed)) {
     precision_guard g(rs.certify_bits);
     const auto lb = certified_rank_lower_bound(masked_softmax(from_double_matrix<mpfi_float>(in.S)));
-    rankA[in.name] = lb.rank;
-    srcA[in.name] = lb.rank == static_cast<std::size_t>(in.S.rows())
-                        ? "certified: full minor det in " + number_traits<mpfi_float>::to_string(lb.minor, 12) + " (MPFI " +
-                              std::to_string(g.bits()) + " bits)"
-                        : "certified lower bound " + std::to_string(lb.rank) + " (upper bound not certified)";
+    const auto xr = cross_checked_rank(rep, "A", in.name, lb.rank,
+                                       "MPFI minor " + number_traits<mpfi_float>::to_string(lb.minor, 12) + " != 0 at " +
+                                           std::to_string(g.bits()) + " bits",
+                                       layer_rank(exact_of(in.S), mask::none(), layer_object::attention));
+    rankA[in.name] = xr.rank;
+    srcA[in.name] = xr.source;
+    const auto xo = cross_checked_rank(rep, "AV", in.name, 1, "AV = 1 v^T (P02)",
+                                       layer_rank(exact_of(in.S), mask::none(), layer_object::output,
+                                                  exact_of(identical_values(in.S.rows()))));
+    srcAV[in.name] = xo.source;
   }
 }
 
 template <class T>
 void evaluate(report::check_report& rep, const format_spec& fmt, const instance& in, std::size_t rank_A,
-              const std::string& src_A, const run_settings& rs) {
+              const std::string& src_A, const std::string& src_AV, const run_settings& rs) {
   const T e = eps<T>();
   const Eigen::Index m = in.S.rows();
   const matrix<T> A = attention_matrix(from_double_matrix<T>(in.S), mask::none(), rs);
@@ -110,17 +115,17 @@ void evaluate(report::check_report& rep, const format_spec& fmt, const instance&
                                    T(T(3 * static_cast<int>(m) + 6) * e), false, "(3n+6) eps (worst relative error per entry)"));
   rep.ranks.push_back(measure_rank("A", in.name, fmt, A, rank_A, src_A, rs.policies));
   rep.ranks.push_back(measure_rank("V", in.name, fmt, V, 1, "exact: all rows equal v != 0", rs.policies));
-  rep.ranks.push_back(measure_rank("AV", in.name, fmt, O, 1, "exact: AV = 1 v^T for row-stochastic A (P02)", rs.policies));
+  rep.ranks.push_back(measure_rank("AV", in.name, fmt, O, 1, src_AV, rs.policies));
 }
 
 report::check_report run(const run_settings& rs) {
   report::check_report rep;
   std::map<std::string, std::size_t> rankA;
-  std::map<std::string, std::string> srcA;
-  exact_part(rep, rs, rankA, srcA);
+  std::map<std::string, std::string> srcA, srcAV;
+  exact_part(rep, rs, rankA, srcA, srcAV);
   const auto ins = instances(rs.seed);
   for_each_format(rs, [&]<class T>(const format_spec& f) {
-    for (const auto& in : ins) evaluate<T>(rep, f, in, rankA[in.name], srcA[in.name], rs);
+    for (const auto& in : ins) evaluate<T>(rep, f, in, rankA[in.name], srcA[in.name], srcAV[in.name], rs);
   });
   return rep;
 }

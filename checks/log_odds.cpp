@@ -65,9 +65,13 @@ exact_info exact_part(report::check_report& rep, const run_settings& rs) {
     q << mpfi_float(1), mpfi_float(2), mpfi_float(3);
     const matrix<mpfi_float> A = masked_softmax(scores(q, q, mpfi_float(1)));
     const auto lb = certified_rank_lower_bound(A);
-    info.rank_vdm = lb.rank;
-    info.src_vdm = "certified: det A in " + number_traits<mpfi_float>::to_string(lb.minor, 12) + " (MPFI " +
-                   std::to_string(g.bits()) + " bits)";
+    matrix<mpq_rational> q3(3, 1);
+    q3 << mpq_rational(1), mpq_rational(2), mpq_rational(3);
+    const auto xr = cross_checked_rank(rep, "A", "q = k = (1,2,3)", 3, "diag(x) * Vandermonde(x), x_i = e^i distinct (P05)",
+                                       layer_rank(matrix<mpq_rational>(multiply(q3, transpose(q3))), mask::none(),
+                                                  layer_object::attention));
+    info.rank_vdm = xr.rank;
+    info.src_vdm = xr.source;
     matrix<mpq_rational> qq(3, 1);
     qq << mpq_rational(1), mpq_rational(2), mpq_rational(3);
     const matrix<mpq_rational> Sq = multiply(qq, transpose(qq));

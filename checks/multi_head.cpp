@@ -61,10 +61,13 @@ exact_info exact_part(report::check_report& rep, const data& d, const run_settin
     precision_guard g(rs.certify_bits);
     const auto H = head_outputs(from_double_matrix<mpfi_float>(d.X), {head<mpfi_float>(d.Wq1, d.Wk1, d.Wv1)});
     const auto lb = certified_rank_lower_bound(H[0]);
-    info.rank_H1 = lb.rank;
-    info.src_H1 = lb.rank == static_cast<std::size_t>(dh)
-                      ? "certified: 2x2 minor in " + number_traits<mpfi_float>::to_string(lb.minor, 12) + " != 0; <= dh = 2"
-                      : "lower bound only";
+    const matrix<mpq_rational> Xq = exact_of(d.X);
+    const matrix<mpq_rational> B = multiply(multiply(Xq, exact_of(d.Wq1)), transpose(multiply(Xq, exact_of(d.Wk1)))) * mpq_rational(1, 2);
+    const auto xr = cross_checked_rank(rep, "H1", "two identical heads", lb.rank,
+                                       "MPFI 2x2 minor " + number_traits<mpfi_float>::to_string(lb.minor, 12) + " != 0",
+                                       layer_rank(B, mask::none(), layer_object::output, multiply(Xq, exact_of(d.Wv1))));
+    info.rank_H1 = xr.rank;
+    info.src_H1 = xr.source;
     const matrix<mpfi_float> C = concat_columns(std::vector<matrix<mpfi_float>>{H[0], H[0]});
     const auto lbc = certified_rank_lower_bound(C);
     report::claim_row r = make_row("identical-heads-add-no-rank", "rank [H1, H1] = rank H1 = 2", "two identical heads",
@@ -80,8 +83,16 @@ exact_info exact_part(report::check_report& rep, const data& d, const run_settin
     const certified_sign s = certify_sign(
         [&] { return determinant(width_one_attention(number_traits<mpfi_float>::from_string(a))); }, rs.certify_bits,
         rs.certify_max_bits, false);
-    info.rank_w1[a] = s.answer == truth::certainly_true ? 2 : 1;
-    info.src_w1[a] = "certified: det A in " + s.enclosure + " (MPFI " + std::to_string(s.bits) + " bits)";
+    matrix<double> Xd(2, 3), wd(3, 1);
+    Xd << 1, 0.5, -1, -0.5, 0.25, 2;
+    wd << 1, 0.5, 0.25;
+    const matrix<mpq_rational> qv = multiply(exact_of(Xd), exact_of(wd));
+    const matrix<mpq_rational> B = multiply(qv, transpose(qv)) * number_traits<mpq_rational>::from_string(a);
+    const auto xr = cross_checked_rank(rep, "A-width-one", "a=" + a, s.answer == truth::certainly_true ? 2 : 1,
+                                       "det A in " + s.enclosure + " (MPFI " + std::to_string(s.bits) + " bits)",
+                                       layer_rank(B, mask::none(), layer_object::attention));
+    info.rank_w1[a] = xr.rank;
+    info.src_w1[a] = xr.source;
     report::claim_row r = make_row("width-one-head-rank-2", "a width-one head (rank-1 scores) gives rank-2 attention",
                                    "a=" + a, "mpfi" + std::to_string(s.bits), tier::enclosure);
     r.computed = s.enclosure;

@@ -33,7 +33,7 @@ data make_data(std::uint64_t seed) {
 
 struct exact_info {
   std::size_t rank_X = 0, rank_R = 0;
-  std::string src_R;
+  std::string src_R, src_AV;
 };
 
 exact_info exact_part(report::check_report& rep, const data& d, const run_settings& rs) {
@@ -51,8 +51,12 @@ exact_info exact_part(report::check_report& rep, const data& d, const run_settin
         return determinant(residual(from_double_matrix<mpfi_float>(d.X), multiply(A, from_double_matrix<mpfi_float>(d.V))));
       },
       rs.certify_bits, rs.certify_max_bits, false);
-  info.rank_R = s.answer == truth::certainly_true ? static_cast<std::size_t>(n) : rR;
-  info.src_R = "exact over Q (X + 1v^T); through softmax: det in " + s.enclosure + " (MPFI " + std::to_string(s.bits) + " bits)";
+  const auto xr = cross_checked_rank(rep, "X+AV", "random X", rR, "rank over Q of X + 1 v^T (P06)",
+                                     layer_rank(exact_of(d.S), mask::none(), layer_object::residual, V, X));
+  info.rank_R = xr.rank;
+  info.src_R = xr.source + "; MPFI det through the softmax: " + s.enclosure;
+  info.src_AV = cross_checked_rank(rep, "AV", "random X", 1, "AV = 1 v^T (P02)",
+                                   layer_rank(exact_of(d.S), mask::none(), layer_object::output, V)).source;
   report::claim_row r = make_row("residual-det-nonzero", "det(X + softmax(S) V) != 0 through the attention code path",
                                  "random X", "mpfi" + std::to_string(s.bits), tier::enclosure);
   r.computed = s.enclosure;
@@ -76,7 +80,7 @@ void evaluate(report::check_report& rep, const format_spec& fmt, const data& d, 
   rep.claims.push_back(claim_close("residual-equals-X-plus-1v", "X + AV = X + 1 v^T", "random X", fmt,
                                    max_abs_diff(R, expected), T(0), T(T(3 * n + 8) * e * scale), false,
                                    "(3n+8) eps (max|X| + max|v|)"));
-  rep.ranks.push_back(measure_rank("AV", "random X", fmt, AV, 1, "exact: AV = 1 v^T (identical values)", rs.policies));
+  rep.ranks.push_back(measure_rank("AV", "random X", fmt, AV, 1, ex.src_AV, rs.policies));
   rep.ranks.push_back(measure_rank("X", "random X", fmt, X, ex.rank_X, "exact elimination over Q", rs.policies));
   rep.ranks.push_back(measure_rank("X+AV", "random X", fmt, R, ex.rank_R, ex.src_R, rs.policies));
 }

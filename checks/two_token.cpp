@@ -45,20 +45,23 @@ exact_info exact_part(report::check_report& rep, const std::string& a_text, cons
   const std::string inst = "a=" + a_text;
   const mpq_rational a = number_traits<mpq_rational>::from_string(a_text);
   const matrix<mpq_rational> S = score_matrix(a);
-  info.rank_S = rank(S);
-  info.source_S = "exact elimination over Q (rank " + std::to_string(info.rank_S) + ")";
-  const std::size_t want_S = a == 0 ? 0 : 1;
+  const std::size_t want_S = a == 0 ? 0 : 1, want_A = a == 0 ? 1 : 2;
+  const auto rS = cross_checked_rank(rep, "S", inst, want_S, "S = a q k^T with q, k != 0", exact_rank_rational(S));
+  info.rank_S = rS.rank;
+  info.source_S = rS.source;
   rep.claims.push_back(claim_exact("rank-S-le-1", "rank S <= 1 (S = a*q*k^T, one feature)", inst, std::to_string(info.rank_S),
-                                   std::to_string(want_S), info.rank_S == want_S && info.rank_S <= 1,
-                                   "rank over Q by Gaussian elimination"));
+                                   "<= 1", info.rank_S <= 1, "exact rank over Q"));
+  const auto rA = cross_checked_rank(rep, "A", inst, want_A, a == 0 ? "a = 0: equal rows" : "det A = tanh a > 0 (P01)",
+                                     layer_rank(S, mask::none(), layer_object::attention));
+  info.rank_A = rA.rank;
+  info.source_A = rA.source;
   if (a == 0) {
     // S = 0: every exp is exactly 1 and A = [[1/2, 1/2], [1/2, 1/2]] is rational.
     matrix<mpq_rational> A(2, 2);
     A << mpq_rational(1, 2), mpq_rational(1, 2), mpq_rational(1, 2), mpq_rational(1, 2);
-    info.rank_A = rank(A);
-    info.source_A = "exact: at a = 0, A = [[1/2,1/2],[1/2,1/2]] over Q";
+    const std::size_t r0 = rank(A);
     rep.claims.push_back(claim_exact("rank-A-collapses-at-0", "at a = 0 both rows are equal and rank A = 1", inst,
-                                     std::to_string(info.rank_A), "1", info.rank_A == 1, "rank over Q"));
+                                     std::to_string(r0), "1", r0 == 1, "rank over Q"));
     return info;
   }
   const certified_sign s = certify_sign(
@@ -67,10 +70,6 @@ exact_info exact_part(report::check_report& rep, const std::string& a_text, cons
         return det2(masked_softmax(score_matrix(ai)));
       },
       rs.certify_bits, rs.certify_max_bits, true);
-  info.rank_A = s.answer == truth::certainly_true ? 2 : 1;
-  info.source_A = s.answer == truth::certainly_true
-                      ? "certified: det A in " + s.enclosure + " > 0 (MPFI, " + std::to_string(s.bits) + " bits)"
-                      : "UNDECIDED at " + std::to_string(s.bits) + " bits; lower bound 1 (A has a positive entry)";
   report::claim_row r = make_row("rank-A-full", "rank A = 2 for a > 0 although rank S = 1 (det A > 0)", inst,
                                  "mpfi" + std::to_string(s.bits), tier::enclosure);
   r.computed = s.enclosure;
