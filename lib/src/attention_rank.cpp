@@ -337,7 +337,7 @@ rank_interval layer_rank(const matrix<mpq_rational>& B, const mask& M, layer_obj
   } else {
     os << "nonzero " << best.rank << "x" << best.rank << " minor mod p = " << best.p << " at t = " << best.t0
        << " (rows " << join(best.rows) << ", cols " << join(best.cols) << ", value " << best.minor
-       << "); t = exp(c/" << q.str() << ") is transcendental (Hermite-Lindemann)";
+       << "); with q = " << q.str() << ", t = exp(c/q) (c != 0 algebraic) is transcendental (Hermite-Lindemann)";
   }
   out.lo_witness = os.str();
   if (out.lo > out.hi) throw std::logic_error("attention rank: lower bound exceeds upper bound (bug)");

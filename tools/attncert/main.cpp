@@ -10,6 +10,8 @@
 #include <sstream>
 #include <unistd.h>
 
+#include "attncert/io/matrix_input.hpp"
+#include "attncert/report/rank_report.hpp"
 #include "attncert/report/writers.hpp"
 #include "checks/common.hpp"
 
@@ -120,6 +122,63 @@ int run_check_command(const std::vector<std::string>& ids, bool list, const std:
   return (s.fail == 0 && s.undecided == 0) ? 0 : 1;
 }
 
+struct rank_args {
+  std::string scores, q, k, scale, mask = "none", v, x, object = "attention", formats = "binary16,bfloat16,binary32,binary64,mpfr256";
+  std::string policies = "numpy,matlab,torch,lapack,eigen", out_format = "text", out_path;
+  unsigned max_precision = 4096;
+  std::uint64_t seed = 20261129;
+};
+
+int run_rank_command(const rank_args& a, const std::string& command) {
+  rank_request req;
+  nlohmann::json inputs;
+  auto load = [&](const std::string& path, const char* what) {
+    matrix<mpq_rational> m = io::read_exact_matrix(path, what);
+    inputs[what] = {{"file", path}, {"shape", {m.rows(), m.cols()}}};
+    return m;
+  };
+  if (!a.scores.empty() && (!a.q.empty() || !a.k.empty())) throw input_error("give either --scores or --q/--k, not both");
+  if (!a.scores.empty()) req.S = load(a.scores, "--scores");
+  else if (!a.q.empty() && !a.k.empty()) {
+    req.Q = load(a.q, "--q");
+    req.K = load(a.k, "--k");
+  } else {
+    throw input_error("give --scores S, or --q Q and --k K");
+  }
+  if (!a.scale.empty()) {
+    if (req.S) throw input_error("--scale applies to --q/--k (scores given with --scores are used as they are)");
+    if (a.scale == "default" || a.scale == "1/sqrt(d)") req.inv_sqrt_d = true;
+    else req.scale = number_traits<mpq_rational>::from_string(a.scale);
+  } else if (!req.S) {
+    req.inv_sqrt_d = true;
+  }
+  if (!a.v.empty()) req.V = load(a.v, "--v");
+  if (!a.x.empty()) req.X = load(a.x, "--x");
+  if (a.mask == "none") req.M = mask::none();
+  else if (a.mask == "causal") req.M = mask::causal();
+  else {
+    req.M = mask::from_matrix(io::read_bool_matrix(a.mask, "--mask"));
+    inputs["--mask"] = a.mask;
+  }
+  req.object = parse_layer_object(a.object);
+  req.formats = parse_formats(a.formats);
+  req.policies = parse_policies(a.policies);
+  if (a.max_precision < 128 || a.max_precision > max_precision_bits)
+    throw input_error("--max-precision must be in [128, " + std::to_string(max_precision_bits) + "]");
+  req.max_bits = a.max_precision;
+  req.seed = a.seed;
+  req.inputs = inputs;
+  const auto fmt = report::parse_output_format(a.out_format);
+  if (fmt != report::output_format::text && fmt != report::output_format::json)
+    throw input_error("attncert rank writes --format text or json");
+  const nlohmann::json j = rank_report(req, command);
+  std::ostringstream os;
+  if (fmt == report::output_format::json) os << j.dump(2) << "\n";
+  else write_rank_text(os, j);
+  emit(a.out_path, os.str());
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -157,6 +216,31 @@ int main(int argc, char** argv) {
   check->add_option("--certify-bits", certify_bits, "Starting MPFI precision of certified witnesses")->capture_default_str();
   check->add_option("--certify-max-bits", certify_max_bits, "Escalation cap of certified witnesses")->capture_default_str();
 
+  auto* rank = app.add_subcommand("rank", "Certified rank of scores, attention, output or residual of one attention layer.");
+  rank->footer(
+      "The exact rank is an interval [lo, hi] with witnesses (the transcendence method, proofs/P08):\n"
+      "lo from a nonzero minor modulo a prime, hi from structure or a verified polynomial kernel.\n"
+      "Matrices: FILE.npy (float16/32/64, int, bool) or FILE.json ([[\"3/7\", 0.5], ...], read exactly).\n"
+      "Examples:\n"
+      "  attncert rank --scores S.json --mask causal\n"
+      "  attncert rank --q Q.npy --k K.npy --v V.npy --object output --format json\n"
+      "  attncert rank --q Q.npy --k K.npy --v V.npy --x X.npy --object residual --formats binary16,binary64");
+  rank_args ra;
+  rank->add_option("--scores", ra.scores, "Score matrix S (used as given)");
+  rank->add_option("--q", ra.q, "Queries Q (n_q x d)");
+  rank->add_option("--k", ra.k, "Keys K (n_k x d)");
+  rank->add_option("--scale", ra.scale, "Scale of QK^T: a rational (\"1/8\", \"0.125\") or 1/sqrt(d) (default)");
+  rank->add_option("--mask", ra.mask, "none, causal, or a boolean matrix file (true = allowed)")->capture_default_str();
+  rank->add_option("--v", ra.v, "Values V (n_k x d_v), for output and residual");
+  rank->add_option("--x", ra.x, "Residual stream X (n_q x d_v), for residual");
+  rank->add_option("--object", ra.object, "scores, attention, output or residual")->capture_default_str();
+  rank->add_option("--formats", ra.formats, "Formats in which the matrix is formed for numerical ranks")->capture_default_str();
+  rank->add_option("--policies", ra.policies, "Numerical-rank policies")->capture_default_str();
+  rank->add_option("--max-precision", ra.max_precision, "Cap (bits) of the singular-value enclosures")->capture_default_str();
+  rank->add_option("--seed", ra.seed, "Seed of the modular evaluation points")->capture_default_str();
+  rank->add_option("--format", ra.out_format, "text or json")->capture_default_str();
+  rank->add_option("--out", ra.out_path, "Write the report to FILE (atomically) instead of stdout");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -170,6 +254,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   try {
+    if (*rank) return run_rank_command(ra, command);
     if (*check)
       return run_check_command(ids, list, formats, policies, out_format, out_path, seed, certify_bits, certify_max_bits,
                                command);
