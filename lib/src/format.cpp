@@ -48,6 +48,7 @@ format_spec parse_format(const std::string& raw) {
     if (bits > max_precision_bits)
       throw input_error("precision too high in format '" + raw + "': at most " + std::to_string(max_precision_bits) + " bits");
     f.requested_bits = static_cast<unsigned>(bits);
+    f.name = std::string(f.type == format_spec::kind::mpfr ? "mpfr" : "mpfi") + std::to_string(bits);
   } else {
     throw input_error("unknown format '" + raw + "' (expected binary16, bfloat16, binary32, binary64, mpfrN or mpfiN)");
   }

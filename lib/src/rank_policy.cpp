@@ -95,7 +95,8 @@ std::string rank_policy::formula() const {
     case kind::matlab: return "sigma > max(m,n)*eps(sigma1)";
     case kind::eigen: return "sigma >= max(sigma1*min(m,n)*eps, smallest normal)";
     case kind::torch:
-      return "sigma > max(" + num(atol_) + ", " + (rtol_ < 0 ? std::string("max(m,n)*eps") : num(rtol_)) + "*sigma1)";
+      return "sigma > max(" + num(atol_) + ", " +
+             (rtol_ < 0 ? std::string(atol_ > 0 ? "0" : "max(m,n)*eps") : num(rtol_)) + "*sigma1)";
     case kind::lapack: return "sigma > " + (rcond_ < 0 ? std::string("eps") : num(rcond_)) + "*sigma1";
     case kind::absolute: return "sigma > " + num(tau_);
     default: return "sigma > " + num(tau_) + "*sigma1";

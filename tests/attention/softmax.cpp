@@ -19,7 +19,6 @@
 #include <cstdlib>
 #include <iostream>
 #include <limits>
-#include <optional>
 #include <random>
 #include <tuple>
 #include <type_traits>
@@ -63,14 +62,16 @@ std::mt19937_64 make_rng(std::uint64_t salt) {
 
 // ---- helpers ----------------------------------------------------------------------
 
-// A working precision for MPFR/MPFI types (113 bits unless told), nothing for the others.
+// A working precision of 113 bits for MPFR/MPFI types (`working_precision<T> wp;`),
+// nothing for the others.
+struct no_guard {
+  explicit no_guard(unsigned) {}
+};
 template <class T>
-struct working_precision {
-  std::optional<precision_guard> guard;
-  explicit working_precision(unsigned bits = 113) {
-    if constexpr (std::is_same_v<T, mpfr_float> || std::is_same_v<T, mpfi_float>) guard.emplace(bits);
-    else (void)bits;
-  }
+using guard_for = std::conditional_t<std::is_same_v<T, mpfr_float> || std::is_same_v<T, mpfi_float>, precision_guard, no_guard>;
+template <class T>
+struct working_precision : guard_for<T> {
+  working_precision() : guard_for<T>(113) {}
 };
 
 template <class T>

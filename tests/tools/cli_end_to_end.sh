@@ -86,5 +86,75 @@ expect_usage_error "unwritable output" "$BIN" check two-token --out "$TMP/no/suc
 "$BIN" check two-token --formats mpfr8 --out "$TMP/never.json" 2>/dev/null
 [ ! -e "$TMP/never.json" ] && ok || bad "output file created on a usage error"
 
+# --- attncert rank -------------------------------------------------------------
+cat >"$TMP/S.json" <<'J'
+[[0, 1000, 1000], [0, -800, 1000], [0, 0, -800]]
+J
+expect_exit 0 "rank causal trap" "$BIN" rank --scores "$TMP/S.json" --mask causal --formats binary64,mpfr256 --format json --out "$TMP/rank.json"
+python3 - "$TMP/rank.json" <<'PY' && ok || bad "rank JSON (causal trap)"
+import json, sys
+d = json.load(open(sys.argv[1]))
+e = d["exact_rank"]
+assert e["lo"] == e["hi"] == 3, e
+assert e["lo_witness"] and e["hi_witness"]
+assert len(d["singular_values"]) == 3 and all(set(s) == {"lo", "hi"} for s in d["singular_values"])
+from decimal import Decimal
+assert Decimal(d["singular_values"][2]["lo"]) > 0         # certified positive although ~1e-696
+n = d["numerical"]
+assert {(x["format"], x["policy"]) for x in n} >= {("binary64", "numpy"), ("mpfr256", "numpy")}
+assert all(x["diverges"] == (x["rank"] != 3) for x in n)
+assert any(x["diverges"] for x in n if x["format"] == "binary64")   # binary64 too low
+PY
+# Equal keys: the exact rank drops; keys equal up to the last bit: it does not.
+cat >"$TMP/Q.json" <<'J'
+[[1, 0.5], [-0.75, 1], [0.25, -1.5]]
+J
+cat >"$TMP/K.json" <<'J'
+[[1, 0.25], [1, 0.25], [-0.5, 2]]
+J
+cat >"$TMP/K2.json" <<'J'
+[[1, 0.25], ["1.0000000000000002220446049250313080847263336181640625", 0.25], [-0.5, 2]]
+J
+expect_exit 0 "rank equal keys" "$BIN" rank --q "$TMP/Q.json" --k "$TMP/K.json" --format json --out "$TMP/r1.json"
+expect_exit 0 "rank nearly equal keys" "$BIN" rank --q "$TMP/Q.json" --k "$TMP/K2.json" --format json --out "$TMP/r2.json"
+python3 - "$TMP/r1.json" "$TMP/r2.json" <<'PY' && ok || bad "rank of equal / nearly equal keys"
+import json, sys
+a, b = (json.load(open(p)) for p in sys.argv[1:3])
+assert a["exact_rank"]["lo"] == a["exact_rank"]["hi"] == 2, a["exact_rank"]
+assert b["exact_rank"]["lo"] == b["exact_rank"]["hi"] == 3, b["exact_rank"]
+assert any(x["diverges"] for x in b["numerical"] if x["format"] == "binary64")  # binary64 calls it deficient
+PY
+cat >"$TMP/V.json" <<'J'
+[[1, 2], [1, 2], [1, 2]]
+J
+expect_exit 0 "rank output" "$BIN" rank --q "$TMP/Q.json" --k "$TMP/K2.json" --v "$TMP/V.json" --object output
+grep -q "exact rank: 1" "$TMP/out" && ok || bad "identical values give output rank 1"
+# bad input: one line, exit 2
+echo '[[1, 2], [3]]' >"$TMP/ragged.json"
+echo '[[1, "nan"]]' >"$TMP/nan.json"
+echo '[[1, 2' >"$TMP/trunc.json"
+echo '[[true, false], [false, false]]' >"$TMP/empty_row_mask.json"
+expect_usage_error "rank ragged matrix" "$BIN" rank --scores "$TMP/ragged.json"
+expect_usage_error "rank NaN entry" "$BIN" rank --scores "$TMP/nan.json"
+expect_usage_error "rank truncated JSON" "$BIN" rank --scores "$TMP/trunc.json"
+expect_usage_error "rank missing file" "$BIN" rank --scores "$TMP/none.json"
+expect_usage_error "rank fully masked row" "$BIN" rank --scores "$TMP/S.json" --mask "$TMP/empty_row_mask.json"
+echo '[[1, 2], [3, 4]]' >"$TMP/V2.json"
+echo '[[0, 100000], [1, 0]]' >"$TMP/Sbig.json"
+expect_usage_error "rank shape mismatch" "$BIN" rank --q "$TMP/Q.json" --k "$TMP/K.json" --v "$TMP/V2.json" --object output
+expect_usage_error "rank output without V" "$BIN" rank --scores "$TMP/S.json" --object output
+expect_usage_error "rank unknown object" "$BIN" rank --scores "$TMP/S.json" --object logits
+expect_usage_error "rank both inputs" "$BIN" rank --scores "$TMP/S.json" --q "$TMP/Q.json" --k "$TMP/K.json"
+expect_usage_error "rank precision too low" "$BIN" rank --scores "$TMP/S.json" --max-precision 16
+expect_usage_error "rank overflowing scores in binary16" "$BIN" rank --scores "$TMP/Sbig.json" --formats binary16
+printf 'garbage' >"$TMP/bad.npy"
+expect_usage_error "rank malformed npy" "$BIN" rank --scores "$TMP/bad.npy"
+if /usr/bin/python3 -c 'import numpy' 2>/dev/null; then
+  /usr/bin/python3 -c "import numpy as np; np.save('$TMP/S16.npy', np.array([[0, 1], [1, 0]], dtype=np.float16)); np.save('$TMP/Snan.npy', np.array([[0, np.nan], [1, 0]]))"
+  expect_exit 0 "rank from float16 npy" "$BIN" rank --scores "$TMP/S16.npy"
+  grep -q "exact rank: 2" "$TMP/out" && ok || bad "rank of a float16 .npy"
+  expect_usage_error "rank NaN in npy" "$BIN" rank --scores "$TMP/Snan.npy"
+fi
+
 echo "$pass passed, $fail failed"
 [ "$fail" = 0 ]

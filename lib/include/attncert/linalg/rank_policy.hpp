@@ -7,8 +7,9 @@
 //
 //   numpy          σ > σ₁ · max(m,n) · ε                       numpy.linalg.matrix_rank default
 //   matlab         σ > max(m,n) · eps(σ₁)                      MATLAB rank(); eps(x) = spacing at x
-//   torch[:R[:A]]  σ > max(atol, rtol · σ₁), rtol = max(m,n)·ε torch.linalg.matrix_rank
-//                  (defaults; R overrides rtol, A sets atol)
+//   torch[:R[:A]]  σ > max(atol, rtol · σ₁)                    torch.linalg.matrix_rank
+//                  (rtol = max(m,n)·ε unless given, or 0 when only atol > 0 is given;
+//                  R = "default" keeps the default rtol)
 //   lapack[:R]     σ > rcond · σ₁, rcond = ε unless given       xGELSD / xGELSS with rcond
 //   eigen          σ ≥ max(σ₁ · min(m,n) · ε, smallest normal)  Eigen JacobiSVD::rank()
 //   absolute:τ     σ > τ
@@ -60,7 +61,8 @@ class rank_policy {
         return big * ldexp(T(1), static_cast<int>(q - (p - 1)));
       }
       case kind::torch: {
-        const T rtol = rtol_ < 0 ? T(big * eps) : T(rtol_);
+        // PyTorch: rtol defaults to max(m,n)·ε, but to 0 when atol > 0 is given alone.
+        const T rtol = rtol_ < 0 ? (atol_ > 0 ? T(0) : T(big * eps)) : T(rtol_);
         const T r = rtol * sigma1;
         const T a(atol_);
         return r < a ? a : r;

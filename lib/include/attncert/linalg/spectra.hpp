@@ -13,13 +13,24 @@
 namespace attncert {
 
 /// Singular values of A in decreasing order, computed by Eigen's two-sided JacobiSVD in the
-/// arithmetic of T (binary32, binary64, emulated formats, mpfr at the current precision).
+/// arithmetic of T (binary32, binary64, mpfr at the current precision).  For the emulated
+/// 16-bit formats the SVD runs in binary32 on the exactly converted matrix and each σ is
+/// rounded back to T (as NumPy and PyTorch upcast half precision; Eigen's 2×2 Jacobi step
+/// computes 1 + u², which overflows binary16's range for moderately close entries).
 /// Tier: approx (backward stable: each σ is within a modest multiple of ε·‖A‖₂ of the
 /// exact one, no rigorous claim).  Not for intervals or rationals.
 template <class T>
 std::vector<T> approx_singular_values(const matrix<T>& A) {
   static_assert(tier_of<T> == tier::approx, "approx_singular_values needs an approx type");
   if (A.size() == 0) return {};
+  if constexpr (!std::is_same_v<T, float> && !std::is_same_v<T, double> && !std::is_same_v<T, mpfr_float>) {
+    matrix<float> F(A.rows(), A.cols());
+    for (Eigen::Index i = 0; i < A.rows(); ++i)
+      for (Eigen::Index j = 0; j < A.cols(); ++j) F(i, j) = static_cast<float>(A(i, j));
+    std::vector<T> out;
+    for (float s : approx_singular_values(F)) out.push_back(T(s));
+    return out;
+  }
   Eigen::JacobiSVD<matrix<T>> svd(A);
   const auto& s = svd.singularValues();
   std::vector<T> out(s.data(), s.data() + s.size());

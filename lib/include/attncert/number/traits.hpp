@@ -4,6 +4,7 @@
 // tolerance).  Generic code asks these traits instead of branching on concrete types.
 #pragma once
 
+#include <cctype>
 #include <cmath>
 #include <cstdlib>
 #include <limits>
@@ -47,6 +48,21 @@ template <class T>
 struct number_traits;  // specialised below for every supported type
 
 namespace detail {
+/// Strict decimal parsing into double (correctly rounded by strtod): the whole string must
+/// be a finite number, else input_error.
+/// With finite_in_binary64 = false only the syntax is checked (inf/nan words are still
+/// rejected), for types with a wider exponent range.
+inline double parse_double_strict(const std::string& s, bool finite_in_binary64 = true) {
+  if (s.empty() || std::isspace(static_cast<unsigned char>(s[0]))) throw input_error("not a number: '" + s + "'");
+  for (char c : s)
+    if (std::isalpha(static_cast<unsigned char>(c)) && c != 'e' && c != 'E') throw input_error("not a finite number: '" + s + "'");
+  char* end = nullptr;
+  const double v = std::strtod(s.c_str(), &end);
+  if (end != s.c_str() + s.size() || (finite_in_binary64 && !std::isfinite(v)))
+    throw input_error("not a finite number: '" + s + "'");
+  return v;
+}
+
 // Shared part of the traits of IEEE-like approx types (float, double, emulated formats).
 template <class T, int P, int EMIN>
 struct ieee_like_traits {
@@ -74,7 +90,7 @@ struct ieee_like_traits {
 template <>
 struct number_traits<double> : detail::ieee_like_traits<double, 53, -1022> {
   static const char* name() { return "binary64"; }
-  static double from_string(const std::string& s) { return std::strtod(s.c_str(), nullptr); }
+  static double from_string(const std::string& s) { return detail::parse_double_strict(s); }
 };
 
 /// binary32 (native float): arithmetic correctly rounded by the hardware; expf/logf from
@@ -82,7 +98,10 @@ struct number_traits<double> : detail::ieee_like_traits<double, 53, -1022> {
 template <>
 struct number_traits<float> : detail::ieee_like_traits<float, 24, -126> {
   static const char* name() { return "binary32"; }
-  static float from_string(const std::string& s) { return std::strtof(s.c_str(), nullptr); }
+  static float from_string(const std::string& s) {
+    (void)detail::parse_double_strict(s);
+    return std::strtof(s.c_str(), nullptr);
+  }
 };
 
 /// Emulated binary16 / bfloat16 (emulated.hpp): every operation, exp and log included, is
@@ -99,7 +118,7 @@ struct number_traits<emulated_float<P, EMIN, EMAX>>
   /// Decimal -> binary64 (correctly rounded) -> format: two roundings; exact for the
   /// short decimals used in declared constructions that are representable, otherwise
   /// faithful.
-  static T from_string(const std::string& s) { return T(std::strtod(s.c_str(), nullptr)); }
+  static T from_string(const std::string& s) { return T(detail::parse_double_strict(s)); }
 };
 
 /// MPFR at run-time precision (approx tier): correctly rounded elementary operations at the
@@ -115,7 +134,10 @@ struct number_traits<mpfr_float> {
   static long min_normal_exponent() { return mpfr_get_emin() - 1; }
   static double to_double(const T& x) { return x.convert_to<double>(); }
   static T from_double(double x) { return T(x); }
-  static T from_string(const std::string& s) { return T(s); }
+  static T from_string(const std::string& s) {
+    (void)detail::parse_double_strict(s, false);  // syntax only; the value is re-read by MPFR
+    return T(s);
+  }
   static std::string to_string(const T& x, int digits = 17) { return x.str(digits, std::ios_base::scientific); }
   static bool is_nan(const T& x) { return boost::multiprecision::isnan(x); }
 };
@@ -135,7 +157,10 @@ struct number_traits<mpfi_float> {
   static double to_double(const T& x) { return approx_mid(x).convert_to<double>(); }
   static T from_double(double x) { return T(x); }
   /// Encloses the decimal value of s (MPFI rounds the ends outward).
-  static T from_string(const std::string& s) { return T(s); }
+  static T from_string(const std::string& s) {
+    (void)detail::parse_double_strict(s, false);
+    return T(s);
+  }
   static std::string to_string(const T& x, int digits = 17) {
     std::string s = "[";
     s += lower_of(x).str(digits, std::ios_base::scientific);
@@ -167,6 +192,7 @@ struct number_traits<mpq_rational> {
 inline mpq_rational number_traits<mpq_rational>::from_string(const std::string& s) {
   const auto slash = s.find('/');
   if (slash != std::string::npos) {
+    if (s.find('/', slash + 1) != std::string::npos) throw input_error("not a rational: '" + s + "'");
     mpq_rational num = from_string(s.substr(0, slash)), den = from_string(s.substr(slash + 1));
     if (den == 0) throw input_error("zero denominator in rational '" + s + "'");
     return num / den;
@@ -191,6 +217,8 @@ inline mpq_rational number_traits<mpq_rational>::from_string(const std::string& 
   }
   long e = 0;
   if (i < s.size() && (s[i] == 'e' || s[i] == 'E')) {
+    if (i + 1 >= s.size() || !(std::isdigit(static_cast<unsigned char>(s[i + 1])) || s[i + 1] == '+' || s[i + 1] == '-'))
+      throw input_error("not a decimal number: '" + s + "'");
     char* end = nullptr;
     e = std::strtol(s.c_str() + i + 1, &end, 10);
     if (end == s.c_str() + i + 1) any = false;
