@@ -192,6 +192,21 @@ struct certified_sign {
 /// `want_positive`: decide x > 0; otherwise decide x ≠ 0.
 certified_sign certify_sign(const std::function<mpfi_float()>& f, unsigned start, unsigned cap, bool want_positive);
 
+/// The enclosure-tier claim row for a certified sign (pass only when certain).
+inline report::claim_row claim_from_sign(const std::string& claim, const std::string& statement,
+                                         const std::string& instance, const certified_sign& s,
+                                         const std::string& expected, const std::string& rule) {
+  report::claim_row r = make_row(claim, statement, instance, "mpfi" + std::to_string(s.bits), tier::enclosure);
+  r.computed = s.enclosure;
+  r.expected = expected;
+  r.tolerance = "0";
+  r.tolerance_rule = rule;
+  r.result = s.answer == truth::certainly_true ? verdict::pass
+             : s.answer == truth::certainly_false ? verdict::fail
+                                                 : verdict::undecided;
+  return r;
+}
+
 /// Ranks measured on one matrix of one instance, in the format it was formed in.
 template <class T>
 report::rank_row measure_rank(const std::string& object, const std::string& instance, const format_spec& fmt,

@@ -93,14 +93,8 @@ exact_info exact_part(report::check_report& rep, const data& d, const run_settin
                                        layer_rank(B, mask::none(), layer_object::attention));
     info.rank_w1[a] = xr.rank;
     info.src_w1[a] = xr.source;
-    report::claim_row r = make_row("width-one-head-rank-2", "a width-one head (rank-1 scores) gives rank-2 attention",
-                                   "a=" + a, "mpfi" + std::to_string(s.bits), tier::enclosure);
-    r.computed = s.enclosure;
-    r.expected = "det A excludes 0";
-    r.tolerance = "0";
-    r.tolerance_rule = "enclosure must exclude 0 (escalating precision)";
-    r.result = s.answer == truth::certainly_true ? verdict::pass : s.answer == truth::certainly_false ? verdict::fail : verdict::undecided;
-    rep.claims.push_back(r);
+    rep.claims.push_back(claim_from_sign("width-one-head-rank-2", "a width-one head (rank-1 scores) gives rank-2 attention",
+                                         "a=" + a, s, "det A excludes 0", "enclosure must exclude 0 (escalating precision)"));
   }
   return info;
 }

@@ -57,14 +57,8 @@ exact_info exact_part(report::check_report& rep, const data& d, const run_settin
   info.src_R = xr.source + "; MPFI det through the softmax: " + s.enclosure;
   info.src_AV = cross_checked_rank(rep, "AV", "random X", 1, "AV = 1 v^T (P02)",
                                    layer_rank(exact_of(d.S), mask::none(), layer_object::output, V)).source;
-  report::claim_row r = make_row("residual-det-nonzero", "det(X + softmax(S) V) != 0 through the attention code path",
-                                 "random X", "mpfi" + std::to_string(s.bits), tier::enclosure);
-  r.computed = s.enclosure;
-  r.expected = "excludes 0";
-  r.tolerance = "0";
-  r.tolerance_rule = "enclosure must exclude 0 (escalating precision)";
-  r.result = s.answer == truth::certainly_true ? verdict::pass : s.answer == truth::certainly_false ? verdict::fail : verdict::undecided;
-  rep.claims.push_back(r);
+  rep.claims.push_back(claim_from_sign("residual-det-nonzero", "det(X + softmax(S) V) != 0 through the attention code path",
+                                       "random X", s, "excludes 0", "enclosure must exclude 0 (escalating precision)"));
   return info;
 }
 

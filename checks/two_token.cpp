@@ -70,17 +70,10 @@ exact_info exact_part(report::check_report& rep, const std::string& a_text, cons
         return det2(masked_softmax(score_matrix(ai)));
       },
       rs.certify_bits, rs.certify_max_bits, true);
-  report::claim_row r = make_row("rank-A-full", "rank A = 2 for a > 0 although rank S = 1 (det A > 0)", inst,
-                                 "mpfi" + std::to_string(s.bits), tier::enclosure);
-  r.computed = s.enclosure;
-  r.expected = "> 0";
-  r.tolerance = "0";
-  r.tolerance_rule = "enclosure: the whole interval must be > 0 (escalated from " + std::to_string(rs.certify_bits) +
-                     " bits, cap " + std::to_string(rs.certify_max_bits) + ")";
-  r.result = s.answer == truth::certainly_true ? verdict::pass
-             : s.answer == truth::certainly_false ? verdict::fail
-                                                 : verdict::undecided;
-  rep.claims.push_back(r);
+  rep.claims.push_back(claim_from_sign("rank-A-full", "rank A = 2 for a > 0 although rank S = 1 (det A > 0)", inst, s, "> 0",
+                                       "enclosure: the whole interval must be > 0 (escalated from " +
+                                           std::to_string(rs.certify_bits) + " bits, cap " +
+                                           std::to_string(rs.certify_max_bits) + ")"));
   return info;
 }
 

@@ -30,35 +30,28 @@ struct mp_num_traits_base {
     MulCost = 8
   };
 };
+// The members Eigen 3.4 needs from a variable-precision MPFR/MPFI type (epsilon and friends
+// follow the current default precision, set by precision_guard).
+template <class T>
+struct variable_precision_num_traits : mp_num_traits_base<T> {
+  static T epsilon() { return std::numeric_limits<T>::epsilon(); }
+  static T dummy_precision() { return 1000 * epsilon(); }
+  static T highest() { return (std::numeric_limits<T>::max)(); }
+  static T lowest() { return std::numeric_limits<T>::lowest(); }
+  static T infinity() { return std::numeric_limits<T>::infinity(); }
+  static T quiet_NaN() { return std::numeric_limits<T>::quiet_NaN(); }
+  static int digits10() { return static_cast<int>(T::default_precision()); }
+  static int digits() { return std::numeric_limits<T>::digits; }
+};
 }  // namespace attncert::detail
 
 namespace Eigen {
 
 template <>
-struct NumTraits<attncert::mpfr_float> : attncert::detail::mp_num_traits_base<attncert::mpfr_float> {
-  using T = attncert::mpfr_float;
-  static T epsilon() { return std::numeric_limits<T>::epsilon(); }
-  static T dummy_precision() { return 1000 * epsilon(); }
-  static T highest() { return (std::numeric_limits<T>::max)(); }
-  static T lowest() { return std::numeric_limits<T>::lowest(); }
-  static T infinity() { return std::numeric_limits<T>::infinity(); }
-  static T quiet_NaN() { return std::numeric_limits<T>::quiet_NaN(); }
-  static int digits10() { return static_cast<int>(T::default_precision()); }
-  static int digits() { return std::numeric_limits<T>::digits; }
-};
+struct NumTraits<attncert::mpfr_float> : attncert::detail::variable_precision_num_traits<attncert::mpfr_float> {};
 
 template <>
-struct NumTraits<attncert::mpfi_float> : attncert::detail::mp_num_traits_base<attncert::mpfi_float> {
-  using T = attncert::mpfi_float;
-  static T epsilon() { return std::numeric_limits<T>::epsilon(); }
-  static T dummy_precision() { return 1000 * epsilon(); }
-  static T highest() { return (std::numeric_limits<T>::max)(); }
-  static T lowest() { return std::numeric_limits<T>::lowest(); }
-  static T infinity() { return std::numeric_limits<T>::infinity(); }
-  static T quiet_NaN() { return std::numeric_limits<T>::quiet_NaN(); }
-  static int digits10() { return static_cast<int>(T::default_precision()); }
-  static int digits() { return std::numeric_limits<T>::digits; }
-};
+struct NumTraits<attncert::mpfi_float> : attncert::detail::variable_precision_num_traits<attncert::mpfi_float> {};
 
 template <>
 struct NumTraits<attncert::mpq_rational> : attncert::detail::mp_num_traits_base<attncert::mpq_rational> {
