@@ -10,6 +10,8 @@
 #define BOOST_TEST_MODULE attention_bounds
 #include <boost/test/unit_test.hpp>
 
+#include "../support.hpp"
+
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
@@ -26,22 +28,6 @@ using namespace attncert;
 using Q = mpq_rational;
 
 namespace {
-
-std::uint64_t test_seed() {
-  static const std::uint64_t s = [] {
-    std::uint64_t v = 20240919ULL;
-    if (const char* e = std::getenv("ATTNCERT_SEED"); e != nullptr && *e != '\0') v = std::strtoull(e, nullptr, 0);
-    std::cout << "attention_bounds: random seed " << v << " (override with ATTNCERT_SEED)" << std::endl;
-    return v;
-  }();
-  return s;
-}
-
-std::mt19937_64 make_rng(std::uint64_t salt) {
-  const std::uint64_t s = test_seed();
-  BOOST_TEST_MESSAGE("seed " << s << ", stream " << salt);
-  return std::mt19937_64(s ^ (0x9E3779B97F4A7C15ULL * (salt + 1)));
-}
 
 matrix<double> random_real(std::mt19937_64& rng, Eigen::Index r, Eigen::Index c, double lo, double hi) {
   std::uniform_real_distribution<double> d(lo, hi);

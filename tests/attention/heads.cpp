@@ -10,6 +10,8 @@
 #define BOOST_TEST_MODULE attention_heads
 #include <boost/test/unit_test.hpp>
 
+#include "../support.hpp"
+
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
@@ -26,22 +28,6 @@
 using namespace attncert;
 
 namespace {
-
-std::uint64_t test_seed() {
-  static const std::uint64_t s = [] {
-    std::uint64_t v = 20240918ULL;
-    if (const char* e = std::getenv("ATTNCERT_SEED"); e != nullptr && *e != '\0') v = std::strtoull(e, nullptr, 0);
-    std::cout << "attention_heads: random seed " << v << " (override with ATTNCERT_SEED)" << std::endl;
-    return v;
-  }();
-  return s;
-}
-
-std::mt19937_64 make_rng(std::uint64_t salt) {
-  const std::uint64_t s = test_seed();
-  BOOST_TEST_MESSAGE("seed " << s << ", stream " << salt);
-  return std::mt19937_64(s ^ (0x9E3779B97F4A7C15ULL * (salt + 1)));
-}
 
 // Small random integers in [-k, k] (exact in every type, products exact in binary64).
 matrix<double> random_int(std::mt19937_64& rng, Eigen::Index r, Eigen::Index c, int k = 3) {

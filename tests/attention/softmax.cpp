@@ -14,6 +14,8 @@
 #define BOOST_TEST_MODULE attention_softmax
 #include <boost/test/unit_test.hpp>
 
+#include "../support.hpp"
+
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
@@ -40,25 +42,6 @@ using approx_types = std::tuple<float, double, binary16, bfloat16, mpfr_float>;
 using bool_matrix = Eigen::Matrix<bool, Eigen::Dynamic, Eigen::Dynamic>;
 
 constexpr double inf = std::numeric_limits<double>::infinity();
-
-// ---- seed -------------------------------------------------------------------------
-
-std::uint64_t test_seed() {
-  static const std::uint64_t s = [] {
-    std::uint64_t v = 20240917ULL;
-    if (const char* e = std::getenv("ATTNCERT_SEED"); e != nullptr && *e != '\0') v = std::strtoull(e, nullptr, 0);
-    std::cout << "attention_softmax: random seed " << v << " (override with ATTNCERT_SEED)" << std::endl;
-    return v;
-  }();
-  return s;
-}
-
-// One generator per test case, so that cases do not depend on their order.
-std::mt19937_64 make_rng(std::uint64_t salt) {
-  const std::uint64_t s = test_seed();
-  BOOST_TEST_MESSAGE("seed " << s << ", stream " << salt);
-  return std::mt19937_64(s ^ (0x9E3779B97F4A7C15ULL * (salt + 1)));
-}
 
 // ---- helpers ----------------------------------------------------------------------
 

@@ -17,6 +17,8 @@
 #define BOOST_TEST_MODULE linalg_spectra
 #include <boost/test/unit_test.hpp>
 
+#include "../support.hpp"
+
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
@@ -39,22 +41,6 @@ using Q = mpq_rational;
 namespace {
 
 using svd_types = std::tuple<float, double, binary16, bfloat16, mpfr_float>;
-
-std::uint64_t test_seed() {
-  static const std::uint64_t s = [] {
-    std::uint64_t v = 20240920ULL;
-    if (const char* e = std::getenv("ATTNCERT_SEED"); e != nullptr && *e != '\0') v = std::strtoull(e, nullptr, 0);
-    std::cout << "linalg_spectra: random seed " << v << " (override with ATTNCERT_SEED)" << std::endl;
-    return v;
-  }();
-  return s;
-}
-
-std::mt19937_64 make_rng(std::uint64_t salt) {
-  const std::uint64_t s = test_seed();
-  BOOST_TEST_MESSAGE("seed " << s << ", stream " << salt);
-  return std::mt19937_64(s ^ (0x9E3779B97F4A7C15ULL * (salt + 1)));
-}
 
 // MPFR computes at 256 bits in these tests (`working_precision<T> wp;`); the other types
 // need no guard.

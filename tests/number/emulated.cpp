@@ -21,6 +21,8 @@
 #define BOOST_TEST_MODULE number_emulated
 #include <boost/test/unit_test.hpp>
 
+#include "../support.hpp"
+
 #include "attncert/number/emulated.hpp"
 
 #include <mpfr.h>
@@ -44,28 +46,6 @@ using attncert::binary16;
 using formats = std::tuple<binary16, bfloat16>;
 
 constexpr double inf = std::numeric_limits<double>::infinity();
-
-// ---- seed -----------------------------------------------------------------
-
-std::uint64_t test_seed() {
-  static const std::uint64_t s = [] {
-    std::uint64_t v = 20240611ULL;
-    if (const char* e = std::getenv("ATTNCERT_SEED"); e != nullptr && *e != '\0') {
-      v = std::strtoull(e, nullptr, 0);
-    }
-    std::cout << "number_emulated: random seed " << v << " (override with ATTNCERT_SEED)"
-              << std::endl;
-    return v;
-  }();
-  return s;
-}
-
-// A generator per test case, so that cases are independent of their order.
-std::mt19937_64 make_rng(std::uint64_t salt) {
-  const std::uint64_t s = test_seed();
-  BOOST_TEST_MESSAGE("seed " << s << ", stream " << salt);
-  return std::mt19937_64(s ^ (0x9E3779B97F4A7C15ULL * (salt + 1)));
-}
 
 // ---- helpers ----------------------------------------------------------------
 
