@@ -79,10 +79,11 @@ T cofactor_determinant(const matrix<T>& A) {
 /// det(M) for every real matrix M inside A (cofactor expansion; n ≤ 8).  Tier: enclosure.
 inline mpfi_float determinant(const matrix<mpfi_float>& A) { return cofactor_determinant(A); }
 
-/// Certified lower bound on the rank of an interval matrix: if some r×r minor (here: the
-/// leading-block search over row/column subsets of size r, r ≤ 8) has an enclosure that
-/// excludes 0, every matrix inside has rank ≥ r.  Returns the largest such r found and the
-/// witness rows/columns.  Tier: enclosure (a lower bound, backed by the witness minor).
+/// Certified lower bound on the rank of an interval matrix: if some r×r minor (r ≤ 8) has
+/// an enclosure that excludes 0, every matrix inside has rank ≥ r.  Returns the largest such r found and the
+/// witness rows/columns.  The search tries every row and column subset of size r, from the
+/// largest r down (small matrices only: declared constructions).  Tier: enclosure (a lower
+/// bound, backed by the witness minor).
 struct rank_lower_bound {
   std::size_t rank = 0;
   std::vector<Eigen::Index> rows, cols;  ///< the witness minor
