@@ -16,6 +16,7 @@
 #define BOOST_TEST_MODULE linalg_certified_svd
 #include <boost/test/unit_test.hpp>
 
+#include "../random_matrices.hpp"
 #include "../support.hpp"
 
 #include <algorithm>
@@ -66,23 +67,6 @@ mpfi_float widen(const mpfi_float& x, const mpfr_float& tol) {
   return x + t;
 }
 
-matrix<Q> random_int(std::mt19937_64& rng, Eigen::Index r, Eigen::Index c, int k = 3) {
-  std::uniform_int_distribution<int> d(-k, k);
-  matrix<Q> m(r, c);
-  for (Eigen::Index i = 0; i < r; ++i)
-    for (Eigen::Index j = 0; j < c; ++j) m(i, j) = d(rng);
-  return m;
-}
-
-// p/q with q in {1, 3, 5, 7}: mostly not dyadic, so the enclosures of the input are thick.
-matrix<Q> random_rational(std::mt19937_64& rng, Eigen::Index r, Eigen::Index c) {
-  std::uniform_int_distribution<int> num(-9, 9), den(0, 3);
-  const int dens[4] = {1, 3, 5, 7};
-  matrix<Q> m(r, c);
-  for (Eigen::Index i = 0; i < r; ++i)
-    for (Eigen::Index j = 0; j < c; ++j) m(i, j) = Q(num(rng), dens[den(rng)]);
-  return m;
-}
 
 // Householder reflection I − 2vvᵀ/vᵀv (rational and exactly orthogonal); v = 0 gives I.
 matrix<Q> householder(const std::vector<int>& v) {

@@ -13,6 +13,7 @@
 #define BOOST_TEST_MODULE linalg_exact
 #include <boost/test/unit_test.hpp>
 
+#include "../random_matrices.hpp"
 #include "../support.hpp"
 
 #include <cmath>
@@ -42,24 +43,6 @@ Q to_q(const mpfr_float& x) {
 // Does the interval contain the rational q?  (Exact comparison of the ends.)
 bool encloses(const mpfi_float& x, const Q& q) { return to_q(lower_of(x)) <= q && q <= to_q(upper_of(x)); }
 
-matrix<Q> random_int(std::mt19937_64& rng, Eigen::Index r, Eigen::Index c, int k = 3) {
-  std::uniform_int_distribution<int> d(-k, k);
-  matrix<Q> m(r, c);
-  for (Eigen::Index i = 0; i < r; ++i)
-    for (Eigen::Index j = 0; j < c; ++j) m(i, j) = d(rng);
-  return m;
-}
-
-// Random rationals p/q with q in {1, 3, 5, 7}: mostly not dyadic, so their enclosures are
-// thick intervals.
-matrix<Q> random_rational(std::mt19937_64& rng, Eigen::Index r, Eigen::Index c) {
-  std::uniform_int_distribution<int> num(-9, 9), den(0, 3);
-  const int dens[4] = {1, 3, 5, 7};
-  matrix<Q> m(r, c);
-  for (Eigen::Index i = 0; i < r; ++i)
-    for (Eigen::Index j = 0; j < c; ++j) m(i, j) = Q(num(rng), dens[den(rng)]);
-  return m;
-}
 
 matrix<Q> mul(const matrix<Q>& a, const matrix<Q>& b) { return multiply(a, b); }
 
