@@ -781,6 +781,18 @@ attention_grade grade_attention(const oracle_request& req, const std::vector<dou
     for (std::size_t j = 0; j < nk; ++j)
       for (std::size_t l = 0; l < d; ++l) KT[l * nk + j] = Kh[j * d + l];
     const std::size_t b = bh / H, h = bh % H;
+    // max_j ||v_j||_2^2 over all keys of the head, bounded below and above
+    double vmax_sq_hi = 0, vmax_sq_lo = 0;
+    for (std::size_t j = 0; j < nk; ++j) {
+      double n2lo = 0, n2hi = 0;
+      for (std::size_t k = 0; k < dv; ++k) {
+        const double v = Vh[j * dv + k];
+        n2lo = sum_dn(n2lo, prod_dn(v, v));
+        n2hi = sum_up(n2hi, prod_up(v, v));
+      }
+      vmax_sq_lo = std::max(vmax_sq_lo, n2lo);
+      vmax_sq_hi = std::max(vmax_sq_hi, n2hi);
+    }
     for (std::size_t i = 0; i < nq; ++i) {
       const std::size_t r = bh * nq + i;
       for (std::size_t j = 0; j < nk; ++j)
@@ -798,7 +810,6 @@ attention_grade grade_attention(const oracle_request& req, const std::vector<dou
       const double* ah = A_hat.data() + r * nk;
       dint l1{0, 0};
       for (auto& a : acc) a = {0, 0};
-      double vmax_sq_hi = 0, vmax_sq_lo = 0;
       const std::size_t n_allowed = static_cast<std::size_t>(std::count(allowed.begin(), allowed.end(), 1));
       for (std::size_t j = 0; j < nk; ++j) {
         dint A{0, 0};
@@ -812,14 +823,6 @@ attention_grade grade_attention(const oracle_request& req, const std::vector<dou
             const double wl = dn(dn(w + ws.w_lo[j]) * dn(1 - rho)), wu = up(up(w + ws.w_lo[j]) * up(1 + rho));
             A = {dn(wl / Whi), up(wu / Wlo)};
           }
-          double n2lo = 0, n2hi = 0;
-          for (std::size_t k = 0; k < dv; ++k) {
-            const double v = Vh[j * dv + k];
-            n2lo = sum_dn(n2lo, prod_dn(v, v));
-            n2hi = sum_up(n2hi, prod_up(v, v));
-          }
-          vmax_sq_lo = std::max(vmax_sq_lo, n2lo);
-          vmax_sq_hi = std::max(vmax_sq_hi, n2hi);
         }
         const dint diff = isub(dint{ah[j], ah[j]}, A);
         l1 = iadd(l1, iabs(diff));

@@ -156,7 +156,7 @@ struct attention_grade {
 };
 
 /// Checks the output bound of the article (§11) per row for the candidate attention Â:
-/// ‖((Â − A)V)ᵢ‖₂ <= ‖Âᵢ − Aᵢ‖₁ · maxⱼ‖vⱼ‖₂ (max over allowed j of the row's head).
+/// ‖((Â − A)V)ᵢ‖₂ <= ‖Âᵢ − Aᵢ‖₁ · maxⱼ‖vⱼ‖₂ (max over all keys j of the row's head).
 /// certified: upper(LHS) <= lower(RHS) with rigorous bounds; refuted: lower(LHS) > upper(RHS)
 /// (impossible mathematically, so it would reveal a bug); undecided otherwise.
 attention_grade grade_attention(const oracle_request& req, const std::vector<double>& A_hat);
