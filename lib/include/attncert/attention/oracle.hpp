@@ -177,6 +177,8 @@ struct row_inputs {
 struct row_workspace {
   std::vector<double> s_hi, s_lo, s_rad, w_hi, w_lo;
   std::vector<double> acc_s, acc_c, acc_p;
+  std::vector<double> z_hi, z_lo, z_rad, e_hi, e_lo, e_b;
+  std::vector<std::size_t> z_idx;
   // After a successful fast_row: weights w_j = w_hi[j] + w_lo[j] with |w_true - w| <= rho |w|
   // (w_hi[j] == 0: an underflowed weight in [0, 2^-1019], `under` of them), and
   // W_lo_bound <= sum_j w_true_j <= W_hi_bound.
@@ -186,6 +188,11 @@ struct row_workspace {
 bool fast_row(const row_inputs& in, row_workspace& ws, double* out_hi, double* out_lo, double* out_rad);
 /// The same computation in plain binary64, no certification (the benchmark's baseline).
 void plain_row(const row_inputs& in, row_workspace& ws, double* out);
+/// w[i] = exp_with_bound(z[i]) for i < n (number/double_double.hpp), bit for bit: the same
+/// sequence of IEEE operations, evaluated four lanes at a time with AVX2 when available; lanes
+/// off the common path (tiny reduced argument, subnormal low word, outside [-708, 709]) call
+/// exp_with_bound itself.  bound[i] is its relative error bound.
+void exp_batch(const double* z_hi, const double* z_lo, std::size_t n, double* w_hi, double* w_lo, double* bound);
 /// True when the AVX2+FMA build of the kernel is used.
 bool kernel_vectorized();
 }  // namespace detail
