@@ -198,12 +198,12 @@ void write_oracle_text(std::ostream& os, const nlohmann::json& j) {
   os << "\n  rows " << s.at("rows") << " (escalated " << s.at("rows_escalated") << ", fast path declined "
      << s.at("rows_fast_path_declined") << "), " << fmt(s.at("seconds").get<double>(), 3) << " s\n";
   if (!j.at("reference").is_null()) os << "  reference written to " << j.at("reference").value("file", "?") << "\n";
+  auto g4 = [](const nlohmann::json& x) { return x.is_number() ? fmt(x.get<double>(), 4) : x.get<std::string>(); };
   for (const auto& c : j.at("candidates")) {
-    os << "candidate " << c.at("name").get<std::string>() << ": max " << c.at("max_ulp").dump() << " ulp, mean "
-       << c.at("mean_ulp").dump() << " ulp, max abs " << c.at("max_abs_error").dump() << ", max rel "
-       << c.at("max_rel_error").dump() << "\n    beyond";
-    for (auto it = c.at("beyond_ulps").begin(); it != c.at("beyond_ulps").end(); ++it)
-      os << " " << it.key() << " ulp: " << it.value();
+    os << "candidate " << c.at("name").get<std::string>() << " (" << c.at("file").get<std::string>() << "): max "
+       << g4(c.at("max_ulp")) << " ulp, mean " << g4(c.at("mean_ulp")) << " ulp, max abs error " << g4(c.at("max_abs_error"))
+       << ", max rel error " << g4(c.at("max_rel_error")) << "\n    elements beyond";
+    for (double t : ulp_thresholds) os << " " << fmt(t) << " ulp: " << c.at("beyond_ulps").at(fmt(t));
     os << "; NaN/Inf where finite: " << c.at("nonfinite_where_truth_finite");
     if (c.contains("worst")) os << "; worst at (b, h, i, k) = " << c.at("worst").at("index_bhik").dump();
     if (c.contains("within_max_ulp")) os << (c.at("within_max_ulp").get<bool>() ? "; within --max-ulp" : "; EXCEEDS --max-ulp");
@@ -211,14 +211,14 @@ void write_oracle_text(std::ostream& os, const nlohmann::json& j) {
   }
   if (j.contains("comparison")) {
     const auto& c = j.at("comparison");
-    os << "comparison: " << c.at("candidate").get<std::string>() << " max " << c.at("candidate_max_ulp").dump() << " ulp vs "
-       << c.at("baseline").get<std::string>() << " max " << c.at("baseline_max_ulp").dump() << " ulp: "
+    os << "comparison: " << c.at("candidate").get<std::string>() << " max " << g4(c.at("candidate_max_ulp")) << " ulp vs "
+       << c.at("baseline").get<std::string>() << " max " << g4(c.at("baseline_max_ulp")) << " ulp: "
        << c.at("verdict").get<std::string>() << " (" << c.at("rule").get<std::string>() << ")\n";
   }
   if (j.contains("attention")) {
     const auto& a = j.at("attention");
     const auto& b = a.at("output_bound");
-    os << "attention candidate: max row-L1 error " << a.at("max_row_l1_error").dump() << "; output bound certified on "
+    os << "attention candidate: max row-L1 error " << g4(a.at("max_row_l1_error")) << "; output bound certified on "
        << b.at("certified") << " of " << a.at("rows") << " rows (undecided " << b.at("undecided") << ", refuted "
        << b.at("refuted") << ", skipped " << b.at("rows_skipped") << ")\n";
   }
