@@ -1,6 +1,6 @@
 // lib/src/oracle.cpp — the reference oracle: orchestration, the MPFI (Ziv) stage, rounding to
 // the target format, and the grading of candidates.  See attention/oracle.hpp and
-// proofs/P09-oracle.md.
+// proofs/P11-oracle.md.
 #include "attncert/attention/oracle.hpp"
 
 #include <gmp.h>

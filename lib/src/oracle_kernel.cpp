@@ -1,6 +1,6 @@
 // lib/src/oracle_kernel.cpp — the oracle's fast path: one attention row in double-double with
 // a rigorous error radius per output element.  The error analysis, step by step, is in
-// proofs/P09-oracle.md; the step numbers below refer to it.
+// proofs/P11-oracle.md; the step numbers below refer to it.
 //
 // This file is compiled with -mavx2 -mfma -ffp-contract=off when the build machine supports
 // them (CMake option ATTNCERT_FAST_KERNEL): the loops over keys and over value columns are
@@ -206,7 +206,7 @@ bool fast_row(const row_inputs& in, row_workspace& ws, double* out_hi, double* o
     }
   }
   // Error of Dot2 before the final addition: <= d(d+1)u^2 * sum|q_l k_l| (1 + 2^-27)
-  // (P09 step 1), and sum|q_l k_l| <= P (1 + 2^-30) for d <= 2^20.
+  // (P11 step 1), and sum|q_l k_l| <= P (1 + 2^-30) for d <= 2^20.
   const double dot_factor = static_cast<double>(d) * static_cast<double>(d + 1) * u * u * (1.0 + 0x1p-26);
   const double dot_abs = static_cast<double>(d) * subnormal_allowance;
 

@@ -21,7 +21,7 @@ CLI::App* add_oracle_subcommand(CLI::App& app, oracle_args& a) {
       "Guarantee: every element of the reference is the exact value computed from the exact inputs, rounded to\n"
       "nearest-even in the target format; elements the precision cap cannot decide (exact rounding midpoints)\n"
       "are rounded faithfully and counted as faithful_only.  Method: double-double fast path with a rigorous\n"
-      "error bound per element, then MPFI at 128, 256, ... bits up to --max-precision (proofs/P09-oracle.md).\n"
+      "error bound per element, then MPFI at 128, 256, ... bits up to --max-precision (proofs/P11-oracle.md).\n"
       "Shapes: (n, d), (h, n, d) or (b, h, n, d) as PyTorch lays them out; Q may be longer or shorter than K/V.\n"
       "Candidates must have the output's shape (…, n_q, d_v); errors are measured from the exact value in ulps\n"
       "of the target format.  Exit status: 0 done, 1 a candidate exceeds --max-ulp, 2 bad input.\n"

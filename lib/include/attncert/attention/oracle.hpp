@@ -7,11 +7,11 @@
 // ties to even, in the target format.  A faithful_only element is one of the two target
 // numbers adjacent to o (the precision cap could not decide between them: o may be a
 // rounding midpoint).  Exception: the sign of a zero result is not certified (an enclosure
-// around 0 is reported as +0).  See proofs/P09-oracle.md.
+// around 0 is reported as +0).  See proofs/P11-oracle.md.
 //
 // How (filter, then escalate):
 //   1. fast path, per row, in double-double with a rigorous error radius per element
-//      (lib/src/oracle_kernel.cpp; error analysis in proofs/P09-oracle.md);
+//      (lib/src/oracle_kernel.cpp; error analysis in proofs/P11-oracle.md);
 //   2. elements whose enclosure straddles a rounding boundary of the target, and rows the
 //      fast path cannot handle (overflowing scores, exp outside its domain), are recomputed
 //      with MPFI at 128, 256, ... bits up to the cap (Ziv's strategy), with the scores
