@@ -651,7 +651,11 @@ oracle_result run_oracle(const oracle_request& req) {
   };
   const unsigned nthreads = std::max(1u, std::min<unsigned>(req.threads, static_cast<unsigned>(std::min<std::size_t>(rows, 64))));
   std::vector<std::thread> pool;
-  for (unsigned t = 1; t < nthreads; ++t) pool.emplace_back(worker, false);
+  for (unsigned t = 1; t < nthreads; ++t)
+    pool.emplace_back([&worker] {
+      worker(false);
+      mpfr_free_cache2(MPFR_FREE_LOCAL_CACHE);  // MPFR's caches are thread-local: free them before the thread ends
+    });
   worker(true);
   for (auto& th : pool) th.join();
   if (first_error) std::rethrow_exception(first_error);
