@@ -13,6 +13,7 @@
 #include "attncert/io/matrix_input.hpp"
 #include "attncert/report/rank_report.hpp"
 #include "attncert/report/writers.hpp"
+#include "certify_command.hpp"
 #include "checks/common.hpp"
 
 namespace {
@@ -241,6 +242,8 @@ int main(int argc, char** argv) {
   rank->add_option("--format", ra.out_format, "text or json")->capture_default_str();
   rank->add_option("--out", ra.out_path, "Write the report to FILE (atomically) instead of stdout");
 
+  auto run_certify_commands = attncert::cli::add_certify_commands(app);
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -254,6 +257,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   try {
+    if (const int rc = run_certify_commands(); rc >= 0) return rc;
     if (*rank) return run_rank_command(ra, command);
     if (*check)
       return run_check_command(ids, list, formats, policies, out_format, out_path, seed, certify_bits, certify_max_bits,

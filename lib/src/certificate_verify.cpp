@@ -1,0 +1,712 @@
+// The independent certificate checker: see attncert/proofs/certificate_verify.hpp.
+// Deliberately self-contained: no attncert header other than its own, no FLINT.
+#include "attncert/proofs/certificate_verify.hpp"
+
+#include <mpfi.h>
+#include <mpfr.h>
+
+#include <algorithm>
+#include <boost/multiprecision/gmp.hpp>
+#include <functional>
+#include <optional>
+#include <stdexcept>
+
+namespace attncert::proofs {
+
+namespace {
+
+using Z = boost::multiprecision::number<boost::multiprecision::gmp_int, boost::multiprecision::et_off>;
+using Q = boost::multiprecision::number<boost::multiprecision::gmp_rational, boost::multiprecision::et_off>;
+using P = std::vector<Z>;   // integer polynomial, low → high, no trailing zeros
+using PQ = std::vector<Q>;  // rational polynomial
+
+struct malformed : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+struct invalid : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// ---- parsing -------------------------------------------------------------------------
+Q parse_rational(const std::string& s, const std::string& where) {
+  // "p", "-p", "p/q", or a decimal "d.ddde±x".
+  if (s.empty()) throw malformed(where + ": empty number");
+  if (s.find('/') != std::string::npos || s.find_first_not_of("+-0123456789") == std::string::npos) {
+    try {
+      Q v(s);
+      return v;
+    } catch (const std::exception&) {
+      throw malformed(where + ": not a rational '" + s + "'");
+    }
+  }
+  std::size_t i = 0;
+  bool neg = false;
+  if (s[i] == '-' || s[i] == '+') neg = s[i++] == '-';
+  std::string digits;
+  long frac = 0;
+  bool dot = false;
+  for (; i < s.size() && (std::isdigit(static_cast<unsigned char>(s[i])) || s[i] == '.'); ++i) {
+    if (s[i] == '.') {
+      if (dot) throw malformed(where + ": bad number '" + s + "'");
+      dot = true;
+    } else {
+      digits += s[i];
+      if (dot) ++frac;
+    }
+  }
+  long ex = 0;
+  if (i < s.size() && (s[i] == 'e' || s[i] == 'E')) {
+    try {
+      std::size_t used = 0;
+      ex = std::stol(s.substr(i + 1), &used);
+      if (used != s.size() - i - 1) throw malformed("x");
+    } catch (const std::exception&) {
+      throw malformed(where + ": bad exponent in '" + s + "'");
+    }
+    i = s.size();
+  }
+  if (i != s.size() || digits.empty()) throw malformed(where + ": bad number '" + s + "'");
+  Z m(digits);
+  const long e = ex - frac;
+  if (e > 100000 || e < -100000) throw malformed(where + ": exponent out of range");
+  Z ten = 1;
+  for (long k = 0; k < (e < 0 ? -e : e); ++k) ten *= 10;
+  Q v = e >= 0 ? Q(m * ten) : Q(m) / Q(ten);
+  return neg ? Q(-v) : v;
+}
+
+Q num(const nlohmann::json& j, const std::string& where) {
+  if (j.is_string()) return parse_rational(j.get<std::string>(), where);
+  if (j.is_number_integer()) return Q(j.dump());
+  throw malformed(where + ": expected an exact number (string or integer)");
+}
+
+const nlohmann::json& at(const nlohmann::json& j, const std::string& key, const std::string& where) {
+  if (!j.is_object() || !j.contains(key)) throw malformed(where + "/" + key + ": missing");
+  return j.at(key);
+}
+
+using QM = std::vector<std::vector<Q>>;
+QM qmatrix(const nlohmann::json& j, const std::string& where) {
+  if (!j.is_array() || j.empty() || !j[0].is_array() || j[0].empty()) throw malformed(where + ": expected a non-empty 2-D array");
+  QM m;
+  for (std::size_t i = 0; i < j.size(); ++i) {
+    if (!j[i].is_array() || j[i].size() != j[0].size()) throw malformed(where + ": ragged");
+    std::vector<Q> r;
+    for (std::size_t k = 0; k < j[i].size(); ++k) r.push_back(num(j[i][k], where + "/" + std::to_string(i) + "/" + std::to_string(k)));
+    m.push_back(r);
+  }
+  return m;
+}
+
+P poly(const nlohmann::json& j, const std::string& where) {
+  if (!j.is_array()) throw malformed(where + ": expected a coefficient list");
+  P p;
+  for (std::size_t k = 0; k < j.size(); ++k) {
+    const Q v = num(j[k], where + "/" + std::to_string(k));
+    if (denominator(v) != 1) throw malformed(where + ": non-integer coefficient");
+    p.push_back(numerator(v));
+  }
+  if (!p.empty() && p.back() == 0) throw malformed(where + ": trailing zero coefficient");
+  return p;
+}
+
+std::vector<long> index_list(const nlohmann::json& j, const std::string& where, long bound) {
+  if (!j.is_array()) throw malformed(where + ": expected an index list");
+  std::vector<long> v;
+  for (const auto& e : j) {
+    if (!e.is_number_integer()) throw malformed(where + ": expected integers");
+    const long x = e.get<long>();
+    if (x < 0 || x >= bound || (!v.empty() && x <= v.back())) throw malformed(where + ": indices must be increasing and in range");
+    v.push_back(x);
+  }
+  return v;
+}
+
+// ---- polynomial arithmetic over ℤ and ℚ ------------------------------------------------
+void trim(P& p) {
+  while (!p.empty() && p.back() == 0) p.pop_back();
+}
+void trimq(PQ& p) {
+  while (!p.empty() && p.back() == 0) p.pop_back();
+}
+P add(const P& a, const P& b) {
+  P c(std::max(a.size(), b.size()));
+  for (std::size_t i = 0; i < a.size(); ++i) c[i] += a[i];
+  for (std::size_t i = 0; i < b.size(); ++i) c[i] += b[i];
+  trim(c);
+  return c;
+}
+P mul(const P& a, const P& b) {
+  if (a.empty() || b.empty()) return {};
+  P c(a.size() + b.size() - 1);
+  for (std::size_t i = 0; i < a.size(); ++i)
+    for (std::size_t j = 0; j < b.size(); ++j) c[i + j] += a[i] * b[j];
+  trim(c);
+  return c;
+}
+P neg(P a) {
+  for (auto& x : a) x = -x;
+  return a;
+}
+Q evalq(const P& p, const Q& x) {
+  Q acc = 0;
+  for (std::size_t k = p.size(); k-- > 0;) acc = acc * x + Q(p[k]);
+  return acc;
+}
+int sgn(const Q& v) { return v > 0 ? 1 : v < 0 ? -1 : 0; }
+
+PQ toq(const P& p) { return PQ(p.begin(), p.end()); }
+// Primitive integer polynomial with the same sign pattern as p (divide by a positive number).
+P primitive_same_sign(const PQ& p) {
+  Z l = 1;
+  for (const auto& c : p) l = boost::multiprecision::lcm(l, denominator(c));
+  P z;
+  for (const auto& c : p) z.push_back(numerator(Q(c * Q(l))));
+  Z g = 0;
+  for (const auto& c : z) g = gcd(g, abs(c));
+  if (g > 1)
+    for (auto& c : z) c /= g;
+  trim(z);
+  return z;
+}
+P normalized(const PQ& p) {  // primitive, positive leading coefficient
+  P z = primitive_same_sign(p);
+  if (!z.empty() && z.back() < 0) z = neg(z);
+  return z;
+}
+PQ remq(PQ a, const PQ& b) {
+  trimq(a);
+  while (a.size() >= b.size() && !a.empty()) {
+    const Q f = a.back() / b.back();
+    const std::size_t sh = a.size() - b.size();
+    for (std::size_t i = 0; i < b.size(); ++i) a[sh + i] -= f * b[i];
+    trimq(a);
+  }
+  return a;
+}
+PQ quoq(PQ a, const PQ& b) {
+  trimq(a);
+  PQ qt(a.size() >= b.size() ? a.size() - b.size() + 1 : 0);
+  while (a.size() >= b.size() && !a.empty()) {
+    const Q f = a.back() / b.back();
+    const std::size_t sh = a.size() - b.size();
+    qt[sh] = f;
+    for (std::size_t i = 0; i < b.size(); ++i) a[sh + i] -= f * b[i];
+    trimq(a);
+  }
+  if (!a.empty()) throw invalid("internal: inexact polynomial division");
+  return qt;
+}
+P gcdz(const P& a, const P& b) {
+  PQ x = toq(a), y = toq(b);
+  trimq(x);
+  trimq(y);
+  while (!y.empty()) {
+    PQ r = remq(x, y);
+    x = y;
+    y = r;
+  }
+  return normalized(x);
+}
+P deriv(const P& p) {
+  P d;
+  for (std::size_t k = 1; k < p.size(); ++k) d.push_back(p[k] * Z(static_cast<long>(k)));
+  trim(d);
+  return d;
+}
+P sqfree(const P& p) {
+  if (p.size() <= 1) return normalized(toq(p));
+  const P g = gcdz(p, deriv(p));
+  return normalized(quoq(toq(p), toq(g)));
+}
+std::vector<P> sturm(const P& p) {
+  std::vector<P> s;
+  PQ a = toq(p), b = toq(deriv(p));
+  s.push_back(primitive_same_sign(a));
+  while (!b.empty()) {
+    s.push_back(primitive_same_sign(b));
+    PQ r = remq(a, b);
+    for (auto& c : r) c = -c;
+    a = b;
+    b = r;
+  }
+  return s;
+}
+int variations(const std::vector<P>& s, const std::optional<Q>& x) {
+  int last = 0, n = 0;
+  for (const auto& p : s) {
+    const int v = x ? sgn(evalq(p, *x)) : (p.empty() ? 0 : (p.back() > 0 ? 1 : -1));
+    if (v == 0) continue;
+    if (last != 0 && v != last) ++n;
+    last = v;
+  }
+  return n;
+}
+// Number of roots of the squarefree p in (lo, hi) — lo, hi not roots; hi empty = +∞.
+int roots_between(const P& p, const Q& lo, const std::optional<Q>& hi) {
+  if (p.size() <= 1) return 0;
+  const auto s = sturm(p);
+  return variations(s, lo) - variations(s, hi);
+}
+
+// ---- the matrix M(u), rebuilt from the claim --------------------------------------------
+struct family {
+  long rows = 0, cols = 0;
+  std::vector<P> e;
+  Z q = 1;
+  const P& at(long i, long j) const { return e[static_cast<std::size_t>(i * cols + j)]; }
+};
+
+P det(const family& F, const std::vector<long>& rows, const std::vector<long>& cols) {
+  // Laplace expansion along the first row (k ≤ 8).
+  const std::size_t k = rows.size();
+  if (k == 0) return {Z(1)};
+  if (k == 1) return F.at(rows[0], cols[0]);
+  P acc;
+  const std::vector<long> rest(rows.begin() + 1, rows.end());
+  for (std::size_t j = 0; j < k; ++j) {
+    const P& a = F.at(rows[0], cols[j]);
+    if (a.empty()) continue;
+    std::vector<long> c2;
+    for (std::size_t t = 0; t < k; ++t)
+      if (t != j) c2.push_back(cols[t]);
+    P term = mul(a, det(F, rest, c2));
+    acc = add(acc, j % 2 == 0 ? term : neg(term));
+  }
+  return acc;
+}
+
+void subsets(long n, long k, const std::function<void(const std::vector<long>&)>& f) {
+  std::vector<long> idx;
+  std::function<void(long)> go = [&](long start) {
+    if (static_cast<long>(idx.size()) == k) {
+      f(idx);
+      return;
+    }
+    for (long i = start; i < n; ++i) {
+      idx.push_back(i);
+      go(i + 1);
+      idx.pop_back();
+    }
+  };
+  go(0);
+}
+
+// ---- MPFI helpers --------------------------------------------------------------------
+Q from_mpfr(const mpfr_t x) {
+  mpz_t m;
+  mpz_init(m);
+  const mpfr_exp_t e = mpfr_get_z_2exp(m, x);
+  Q r{Z(m)};
+  mpz_clear(m);
+  Z p = 1;
+  p <<= static_cast<unsigned>(e < 0 ? -e : e);
+  r = e >= 0 ? Q(r * Q(p)) : Q(r / Q(p));
+  return r;
+}
+// Rational [l, h] ∋ e^{a/q}.
+std::pair<Q, Q> exp_bounds(const Q& a, const Z& q, unsigned bits) {
+  mpfi_t x;
+  mpfi_init2(x, bits);
+  const Q t = a / Q(q);
+  mpfi_set_q(x, t.backend().data());
+  mpfi_exp(x, x);
+  mpfr_t l, h;
+  mpfr_init2(l, bits);
+  mpfr_init2(h, bits);
+  mpfi_get_left(l, x);
+  mpfi_get_right(h, x);
+  auto r = std::make_pair(from_mpfr(l), from_mpfr(h));
+  mpfr_clear(l);
+  mpfr_clear(h);
+  mpfi_clear(x);
+  return r;
+}
+
+struct range_t {
+  std::optional<Q> lo, hi;
+  bool lo_open = true, hi_open = true;
+  bool contains(const Q& a) const {
+    if (lo && (a < *lo || (lo_open && a == *lo))) return false;
+    if (hi && (a > *hi || (hi_open && a == *hi))) return false;
+    return true;
+  }
+};
+
+range_t parse_range(const std::string& text) {
+  std::string s;
+  for (char c : text)
+    if (c != ' ') s += c;
+  const auto comma = s.find(',');
+  if (s.size() < 5 || comma == std::string::npos || (s.front() != '(' && s.front() != '[') || (s.back() != ')' && s.back() != ']'))
+    throw malformed("/claim/range: expected (lo, hi) / [lo, hi]");
+  range_t r;
+  r.lo_open = s.front() == '(';
+  r.hi_open = s.back() == ')';
+  const std::string a = s.substr(1, comma - 1), b = s.substr(comma + 1, s.size() - comma - 2);
+  if (a != "-inf") r.lo = parse_rational(a, "/claim/range");
+  if (b != "inf") r.hi = parse_rational(b, "/claim/range");
+  if (r.lo && r.hi && *r.lo >= *r.hi) throw malformed("/claim/range: empty or a point");
+  return r;
+}
+
+void check(bool ok, const std::string& what) {
+  if (!ok) throw invalid(what);
+}
+
+}  // namespace
+
+verification verify_certificate(const nlohmann::json& cert) {
+  verification out;
+  auto note = [&](const std::string& s) { out.notes.push_back(s); };
+  try {
+    if (!cert.is_object() || cert.value("format", "") != "attncert-certificate/1")
+      throw malformed("/format: expected \"attncert-certificate/1\"");
+    const nlohmann::json& cl = at(cert, "claim", "");
+    const QM S0 = qmatrix(at(cl, "S0", "/claim"), "/claim/S0");
+    const long m = static_cast<long>(S0.size()), n = static_cast<long>(S0[0].size());
+    // mask
+    std::vector<std::vector<bool>> allow(static_cast<std::size_t>(m), std::vector<bool>(static_cast<std::size_t>(n), true));
+    const nlohmann::json& mk = at(cl, "mask", "/claim");
+    if (mk.is_string() && mk.get<std::string>() == "causal") {
+      for (long i = 0; i < m; ++i)
+        for (long j = 0; j < n; ++j) allow[static_cast<std::size_t>(i)][static_cast<std::size_t>(j)] = j <= i;
+    } else if (mk.is_array()) {
+      if (static_cast<long>(mk.size()) != m) throw malformed("/claim/mask: shape");
+      for (long i = 0; i < m; ++i) {
+        if (!mk[static_cast<std::size_t>(i)].is_array() || static_cast<long>(mk[static_cast<std::size_t>(i)].size()) != n) throw malformed("/claim/mask: shape");
+        for (long j = 0; j < n; ++j) {
+          const auto& e = mk[static_cast<std::size_t>(i)][static_cast<std::size_t>(j)];
+          if (!e.is_number_integer() || (e.get<int>() != 0 && e.get<int>() != 1)) throw malformed("/claim/mask: 0/1 entries");
+          allow[static_cast<std::size_t>(i)][static_cast<std::size_t>(j)] = e.get<int>() == 1;
+        }
+      }
+    } else if (!(mk.is_string() && mk.get<std::string>() == "none")) {
+      throw malformed("/claim/mask: none, causal or a 0/1 matrix");
+    }
+    const std::string object = at(cl, "object", "/claim").get<std::string>();
+    std::optional<QM> V, X;
+    if (cl.contains("V")) V = qmatrix(cl["V"], "/claim/V");
+    if (cl.contains("X")) X = qmatrix(cl["X"], "/claim/X");
+    // ---- M(u)
+    family F;
+    F.rows = m;
+    auto setc = [](P& p, long k, const Z& c) {
+      if (static_cast<long>(p.size()) <= k) p.resize(static_cast<std::size_t>(k + 1));
+      p[static_cast<std::size_t>(k)] += c;
+    };
+    const bool scores = object == "scores";
+    if (scores) {
+      Z L = 1;
+      for (const auto& r : S0)
+        for (const auto& x : r) L = boost::multiprecision::lcm(L, denominator(x));
+      F.cols = n;
+      for (const auto& r : S0)
+        for (const auto& x : r) {
+          const Z c = numerator(Q(x * Q(L)));
+          F.e.push_back(c == 0 ? P{} : P{c});
+        }
+    } else {
+      if (object != "attention" && object != "output" && object != "residual") throw malformed("/claim/object: unknown");
+      Z qd = 1;
+      for (long i = 0; i < m; ++i)
+        for (long j = 0; j < n; ++j)
+          if (allow[static_cast<std::size_t>(i)][static_cast<std::size_t>(j)]) qd = boost::multiprecision::lcm(qd, denominator(S0[static_cast<std::size_t>(i)][static_cast<std::size_t>(j)]));
+      F.q = qd;
+      std::vector<std::vector<long>> ex(static_cast<std::size_t>(m), std::vector<long>(static_cast<std::size_t>(n), 0));
+      for (long i = 0; i < m; ++i) {
+        std::optional<Z> lo;
+        for (long j = 0; j < n; ++j)
+          if (allow[static_cast<std::size_t>(i)][static_cast<std::size_t>(j)]) {
+            const Z e = numerator(Q(S0[static_cast<std::size_t>(i)][static_cast<std::size_t>(j)] * Q(qd)));
+            if (!lo || e < *lo) lo = e;
+          }
+        if (!lo) throw malformed("/claim/mask: a fully masked row");
+        for (long j = 0; j < n; ++j)
+          if (allow[static_cast<std::size_t>(i)][static_cast<std::size_t>(j)]) {
+            const Z d = numerator(Q(S0[static_cast<std::size_t>(i)][static_cast<std::size_t>(j)] * Q(qd))) - *lo;
+            if (d > 100000) throw malformed("/claim/S0: exponent spread too large");
+            ex[static_cast<std::size_t>(i)][static_cast<std::size_t>(j)] = d.convert_to<long>();
+          }
+      }
+      if (object == "attention") {
+        F.cols = n;
+        F.e.assign(static_cast<std::size_t>(m * n), {});
+        for (long i = 0; i < m; ++i)
+          for (long j = 0; j < n; ++j)
+            if (allow[static_cast<std::size_t>(i)][static_cast<std::size_t>(j)]) setc(F.e[static_cast<std::size_t>(i * n + j)], ex[static_cast<std::size_t>(i)][static_cast<std::size_t>(j)], Z(1));
+      } else {
+        if (!V || static_cast<long>(V->size()) != n) throw malformed("/claim/V: needed, with one row per key");
+        const long d = static_cast<long>((*V)[0].size());
+        if (object == "residual" && (!X || static_cast<long>(X->size()) != m || static_cast<long>((*X)[0].size()) != d))
+          throw malformed("/claim/X: needed, shape (queries, value width)");
+        Z L = 1;
+        for (const auto& r : *V)
+          for (const auto& x : r) L = boost::multiprecision::lcm(L, denominator(x));
+        if (object == "residual")
+          for (const auto& r : *X)
+            for (const auto& x : r) L = boost::multiprecision::lcm(L, denominator(x));
+        F.cols = d;
+        F.e.assign(static_cast<std::size_t>(m * d), {});
+        for (long i = 0; i < m; ++i)
+          for (long k = 0; k < d; ++k)
+            for (long j = 0; j < n; ++j) {
+              if (!allow[static_cast<std::size_t>(i)][static_cast<std::size_t>(j)]) continue;
+              Q c = (*V)[static_cast<std::size_t>(j)][static_cast<std::size_t>(k)];
+              if (object == "residual") c += (*X)[static_cast<std::size_t>(i)][static_cast<std::size_t>(k)];
+              setc(F.e[static_cast<std::size_t>(i * d + k)], ex[static_cast<std::size_t>(i)][static_cast<std::size_t>(j)], numerator(Q(c * Q(L))));
+            }
+        for (auto& p : F.e) trim(p);
+      }
+    }
+    if (std::min(F.rows, F.cols) > 8) throw malformed("/claim: the checker handles matrices with min(rows, cols) <= 8");
+    check(Z(at(cert, "q", "").get<std::string>()) == F.q, "/q: the common denominator is " + F.q.str());
+    note("rebuilt M(u) (" + std::to_string(F.rows) + "x" + std::to_string(F.cols) + ", " + object + ") from the claim; q = " + F.q.str());
+    // ---- generic rank: upper bound
+    const nlohmann::json& grj = at(cert, "generic_rank", "");
+    if (!grj.is_number_unsigned()) throw malformed("/generic_rank: expected a non-negative integer");
+    const long r = grj.get<long>();
+    const nlohmann::json& ub = at(cert, "upper_bound", "");
+    const std::string method = at(ub, "method", "/upper_bound").get<std::string>();
+    if (method == "dimensions") {
+      check(r == std::min(F.rows, F.cols), "/upper_bound: rank " + std::to_string(r) + " is not min(rows, cols)");
+      note("rank <= min(rows, cols) = " + std::to_string(r));
+    } else if (method == "kernel") {
+      const nlohmann::json& vs = at(ub, "vectors", "/upper_bound");
+      if (!vs.is_array()) throw malformed("/upper_bound/vectors: expected an array");
+      check(static_cast<long>(vs.size()) == F.cols - r, "/upper_bound/vectors: need cols - rank = " + std::to_string(F.cols - r) + " vectors");
+      std::vector<std::vector<P>> N;
+      for (std::size_t t = 0; t < vs.size(); ++t) {
+        if (!vs[t].is_array() || static_cast<long>(vs[t].size()) != F.cols) throw malformed("/upper_bound/vectors/" + std::to_string(t) + ": length");
+        std::vector<P> v;
+        for (long i = 0; i < F.cols; ++i) v.push_back(poly(vs[t][static_cast<std::size_t>(i)], "/upper_bound/vectors/" + std::to_string(t) + "/" + std::to_string(i)));
+        for (long i = 0; i < F.rows; ++i) {
+          P acc;
+          for (long j = 0; j < F.cols; ++j) acc = add(acc, mul(F.at(i, j), v[static_cast<std::size_t>(j)]));
+          check(acc.empty(), "/upper_bound/vectors/" + std::to_string(t) + ": M(u) v(u) is not identically zero (row " + std::to_string(i) + ")");
+        }
+        N.push_back(v);
+      }
+      // independence: rank of N(u0) over ℚ at u0 = 2, 3, 5, 7 (one suffices)
+      bool independent = N.empty();
+      for (int u0 : {2, 3, 5, 7, 11}) {
+        if (independent) break;
+        std::vector<std::vector<Q>> A;
+        for (const auto& v : N) {
+          std::vector<Q> row;
+          for (const auto& p : v) row.push_back(evalq(p, Q(u0)));
+          A.push_back(row);
+        }
+        std::size_t rk = 0;
+        for (std::size_t c = 0; c < static_cast<std::size_t>(F.cols) && rk < A.size(); ++c) {
+          std::size_t piv = rk;
+          while (piv < A.size() && A[piv][c] == 0) ++piv;
+          if (piv == A.size()) continue;
+          std::swap(A[piv], A[rk]);
+          for (std::size_t i2 = rk + 1; i2 < A.size(); ++i2) {
+            const Q f = A[i2][c] / A[rk][c];
+            for (std::size_t c2 = c; c2 < static_cast<std::size_t>(F.cols); ++c2) A[i2][c2] -= f * A[rk][c2];
+          }
+          ++rk;
+        }
+        independent = rk == A.size();
+      }
+      check(independent, "/upper_bound/vectors: not shown independent");
+      note("rank over Q(u) <= " + std::to_string(r) + ": " + std::to_string(N.size()) + " kernel vectors, M N = 0 identically, independent");
+    } else {
+      throw malformed("/upper_bound/method: dimensions or kernel");
+    }
+    // ---- generic rank: lower bound, gcd, Sturm
+    const nlohmann::json& ms = at(cert, "minors", "");
+    if (!ms.is_array()) throw malformed("/minors: expected an array");
+    P g;
+    if (r == 0) {
+      for (const auto& p : F.e) check(p.empty(), "/generic_rank: 0 but M(u) has a nonzero entry");
+      g = {Z(1)};
+    }
+    for (std::size_t t = 0; t < ms.size(); ++t) {
+      const std::string w = "/minors/" + std::to_string(t);
+      const auto rows = index_list(at(ms[t], "rows", w), w + "/rows", F.rows), cols = index_list(at(ms[t], "cols", w), w + "/cols", F.cols);
+      if (static_cast<long>(rows.size()) != r || static_cast<long>(cols.size()) != r) throw malformed(w + ": not an r x r minor");
+      const P stated = poly(at(ms[t], "poly", w), w + "/poly");
+      const P d = det(F, rows, cols);
+      check(d == stated, w + "/poly: differs from the recomputed minor");
+      check(!d.empty(), w + ": the minor is identically zero");
+      g = g.empty() ? d : gcdz(g, d);
+    }
+    if (r > 0) check(!g.empty(), "/minors: no nonzero r x r minor given");
+    g = sqfree(g);
+    check(g == poly(at(cert, "gcd", ""), "/gcd"), "/gcd: differs from the squarefree gcd of the listed minors");
+    if (cert.contains("sturm")) {
+      const auto s = sturm(g);
+      const nlohmann::json& sj = cert["sturm"];
+      check(sj.is_array() && sj.size() == s.size(), "/sturm: length differs from the recomputed Sturm sequence");
+      for (std::size_t t = 0; t < s.size(); ++t) check(poly(sj[t], "/sturm/" + std::to_string(t)) == s[t], "/sturm/" + std::to_string(t) + ": differs");
+    }
+    note("rank over Q(u) >= " + std::to_string(r) + ": " + std::to_string(ms.size()) + " recomputed nonzero minors; their gcd g has degree " +
+         std::to_string(g.empty() ? 0 : g.size() - 1));
+    // ---- the parameter set and the drops
+    const nlohmann::json& dj = at(cert, "drops", "");
+    if (!dj.is_array()) throw malformed("/drops: expected an array");
+    struct drop {
+      Q lo, hi;
+      long rank;
+    };
+    std::vector<drop> drops;
+    for (std::size_t t = 0; t < dj.size(); ++t) {
+      const std::string w = "/drops/" + std::to_string(t);
+      const auto& u = at(dj[t], "u", w);
+      if (!u.is_array() || u.size() != 2) throw malformed(w + "/u: [lo, hi]");
+      drop d{num(u[0], w + "/u/0"), num(u[1], w + "/u/1"), at(dj[t], "rank", w).get<long>()};
+      if (d.lo > d.hi || d.lo <= 0) throw malformed(w + "/u: need 0 < lo <= hi");
+      check(d.rank < r && d.rank >= 0, w + "/rank: must be below the generic rank");
+      drops.push_back(d);
+    }
+    bool point = false, generic_present = true;
+    if (cl.contains("point_algebraic_nonzero")) {
+      point = true;
+      check(drops.empty(), "/drops: at an algebraic a != 0, u = e^{a/q} is transcendental and no polynomial minor vanishes");
+      note("a is algebraic and nonzero: u transcendental (Hermite-Lindemann), rank = generic rank");
+    } else if (cl.contains("point")) {
+      point = true;
+      const Q a0 = num(cl["point"], "/claim/point");
+      if (a0 != 0) {
+        check(drops.empty(), "/drops: at a rational a != 0, u = e^{a/q} is transcendental (Hermite-Lindemann): no drop");
+        note("a = " + a0.str() + " != 0: u transcendental (Hermite-Lindemann), rank = generic rank");
+      } else if (scores) {
+        check(r == 0 ? drops.empty() : (drops.size() == 1 && drops[0].rank == 0 && drops[0].lo == 1 && drops[0].hi == 1), "/drops: S(0) = 0 has rank 0");
+      } else {
+        const bool root = g.size() > 1 && evalq(g, Q(1)) == 0;
+        check(root ? (drops.size() == 1 && drops[0].lo == 1 && drops[0].hi == 1) : drops.empty(), "/drops: g(1) " + std::string(root ? "= 0" : "!= 0"));
+        note(std::string("a = 0: u = 1, g(1) ") + (root ? "= 0" : "!= 0"));
+      }
+      generic_present = drops.empty();
+    } else {
+      const range_t R = parse_range(at(cl, "range", "/claim").get<std::string>());
+      if (scores) {
+        const bool z = R.contains(Q(0)) && r > 0;
+        check(z ? (drops.size() == 1 && drops[0].rank == 0 && drops[0].lo == 1 && drops[0].hi == 1) : drops.empty(),
+              "/drops: the scores a*S0 drop (to 0) exactly at a = 0");
+      } else {
+        // The image of the range under u = e^{a/q}: cuts L < H (rational) and the point u = 1.
+        const bool one_root = g.size() > 1 && evalq(g, Q(1)) == 0;
+        P g1 = g;
+        if (one_root) g1 = normalized(quoq(toq(g), PQ{Q(-1), Q(1)}));
+        while (!g1.empty() && g1.front() == 0) g1.erase(g1.begin());  // roots at u = 0 are not e^{a/q}
+        auto cut = [&](const Q& a, bool low) -> Q {
+          for (unsigned bits = 64; bits <= 8192; bits *= 2) {
+            const auto [l, h] = exp_bounds(a, F.q, bits);
+            if (g1.size() <= 1 || (evalq(g1, l) != 0 && evalq(g1, h) != 0 && roots_between(g1, l, h) == 0)) return low ? h : l;
+          }
+          throw invalid("/claim/range: could not separate a range end from the roots of g at 8192 bits");
+        };
+        Q L = 0;
+        std::optional<Q> H;
+        if (R.lo) L = *R.lo == 0 ? Q(1) : cut(*R.lo, true);
+        if (R.hi) H = *R.hi == 0 ? Q(1) : cut(*R.hi, false);
+        int count = (g1.size() <= 1) ? 0 : roots_between(g1, L, H);
+        const bool one_in = R.contains(Q(0));
+        if (one_root && one_in) ++count;
+        check(static_cast<long>(drops.size()) == count, "/drops: the range contains " + std::to_string(count) + " roots of g, " +
+                                                          std::to_string(drops.size()) + " listed");
+        std::sort(drops.begin(), drops.end(), [](const drop& a, const drop& b) { return a.lo < b.lo; });
+        for (std::size_t t = 0; t < drops.size(); ++t) {
+          const drop& d = drops[t];
+          if (t > 0) check(drops[t - 1].hi <= d.lo && !(drops[t - 1].hi == d.lo && (drops[t - 1].lo == drops[t - 1].hi || d.lo == d.hi)), "/drops: overlapping intervals");
+          if (d.lo == d.hi) {
+            check(d.lo == 1 && one_root && one_in, "/drops: an exact root other than u = 1 inside the range");
+          } else {
+            check(evalq(g, d.lo) != 0 && evalq(g, d.hi) != 0 && roots_between(g, d.lo, d.hi) == 1, "/drops: an interval without exactly one root of g");
+            check(d.lo >= L && (!H || d.hi <= *H), "/drops: an isolating interval not inside the range's image");
+          }
+        }
+        note("Sturm: g has exactly " + std::to_string(count) + " root(s) u = e^{a/q} with a in " + at(cl, "range", "/claim").get<std::string>() +
+             ", each isolated by a listed interval");
+      }
+      generic_present = true;
+    }
+    // ---- rank at each drop (non-scores): all (k+1)-minors vanish at u*, a listed k-minor does not
+    auto has_root_in = [&](const P& h, const drop& d) {
+      if (h.empty()) return true;
+      if (d.lo == d.hi) return evalq(h, d.lo) == 0;
+      const P c = gcdz(g, h);
+      return c.size() > 1 && roots_between(c, d.lo, d.hi) > 0;
+    };
+    for (std::size_t t = 0; t < drops.size() && !scores; ++t) {
+      const drop& d = drops[t];
+      // find the certificate entry again (sorted copy): match by interval
+      const nlohmann::json* e = nullptr;
+      for (const auto& x : dj)
+        if (num(x["u"][0], "/drops") == d.lo && num(x["u"][1], "/drops") == d.hi) e = &x;
+      const std::string w = "/drops (u in [" + d.lo.str() + ", " + d.hi.str() + "])";
+      bool all_vanish = true;
+      subsets(F.rows, d.rank + 1, [&](const std::vector<long>& rows) {
+        if (!all_vanish) return;
+        subsets(F.cols, d.rank + 1, [&](const std::vector<long>& cols) {
+          if (all_vanish && !has_root_in(det(F, rows, cols), d)) all_vanish = false;
+        });
+      });
+      check(all_vanish, w + ": some " + std::to_string(d.rank + 1) + "-minor is nonzero there: the rank is higher");
+      if (d.rank > 0) {
+        if (!e->contains("witness")) throw malformed(w + ": missing witness minor");
+        const auto& wj = (*e)["witness"];
+        const auto rows = index_list(at(wj, "rows", w), w + "/witness/rows", F.rows), cols = index_list(at(wj, "cols", w), w + "/witness/cols", F.cols);
+        check(static_cast<long>(rows.size()) == d.rank && static_cast<long>(cols.size()) == d.rank, w + "/witness: wrong size");
+        const P wd = det(F, rows, cols);
+        check(wd == poly(at(wj, "poly", w), w + "/witness/poly"), w + "/witness/poly: differs from the recomputed minor");
+        check(!has_root_in(wd, d), w + "/witness: vanishes at the drop");
+      }
+      // the stated a-enclosure must contain q·log u*
+      const auto& aj = at(*e, "a", w);
+      if (!aj.is_array() || aj.size() != 2) throw malformed(w + "/a: [lo, hi]");
+      const Q alo = num(aj[0], w + "/a/0"), ahi = num(aj[1], w + "/a/1");
+      mpfi_t x;
+      mpfi_init2(x, 256);
+      mpfi_interv_q(x, d.lo.backend().data(), d.hi.backend().data());
+      mpfi_log(x, x);
+      mpfi_mul_z(x, x, F.q.backend().data());
+      mpfr_t l, h;
+      mpfr_init2(l, 256);
+      mpfr_init2(h, 256);
+      mpfi_get_left(l, x);
+      mpfi_get_right(h, x);
+      const bool inside = mpfr_cmp_q(l, alo.backend().data()) >= 0 && mpfr_cmp_q(h, ahi.backend().data()) <= 0;
+      mpfr_clear(l);
+      mpfr_clear(h);
+      mpfi_clear(x);
+      check(inside, w + "/a: the stated enclosure does not contain q log u");
+      note("drop at a in [" + aj[0].get<std::string>() + ", " + aj[1].get<std::string>() + "]: rank exactly " + std::to_string(d.rank));
+    }
+    // ---- the verdict
+    const std::string rel = at(cl, "relation", "/claim").get<std::string>();
+    const long value = at(cl, "value", "/claim").get<long>();
+    auto holds = [&](long x) {
+      if (rel == "=") return x == value;
+      if (rel == "<=") return x <= value;
+      if (rel == ">=") return x >= value;
+      throw malformed("/claim/relation: =, <= or >=");
+    };
+    bool ok = true;
+    if (generic_present && !holds(r)) ok = false;
+    for (const auto& d : drops)
+      if (!holds(d.rank)) ok = false;
+    (void)point;
+    const std::string verdict = ok ? "CERTIFIED" : "REFUTED";
+    check(at(cert, "verdict", "").get<std::string>() == verdict, "/verdict: the re-derived verdict is " + verdict);
+    note("verdict re-derived: " + verdict);
+    out.result = verification::status::valid;
+  } catch (const malformed& e) {
+    out.result = verification::status::malformed;
+    out.notes.push_back(e.what());
+  } catch (const invalid& e) {
+    out.result = verification::status::invalid;
+    out.notes.push_back(e.what());
+  } catch (const nlohmann::json::exception& e) {
+    out.result = verification::status::malformed;
+    out.notes.push_back(std::string("malformed certificate: ") + e.what());
+  }
+  return out;
+}
+
+}  // namespace attncert::proofs

@@ -1,0 +1,457 @@
+// Claim files and the prover behind `attncert certify`: see attncert/proofs/claim.hpp.
+#include "attncert/proofs/claim.hpp"
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "attncert/error.hpp"
+#include "attncert/io/matrix_input.hpp"
+#include "attncert/number/traits.hpp"
+#include "attncert/proofs/family_rank.hpp"
+
+namespace attncert::proofs {
+
+const char* to_string(claim_verdict v) {
+  switch (v) {
+    case claim_verdict::certified: return "CERTIFIED";
+    case claim_verdict::refuted: return "REFUTED";
+    default: return "UNDECIDED";
+  }
+}
+
+namespace {
+
+[[noreturn]] void fail(const std::string& ptr, const std::string& why) { throw input_error(ptr + ": " + why); }
+
+const nlohmann::json* get(const nlohmann::json& j, const std::string& key) {
+  auto it = j.find(key);
+  return it == j.end() ? nullptr : &*it;
+}
+
+mpq_rational exact_number(const nlohmann::json& v, const std::string& ptr) {
+  if (v.is_number_integer()) return mpq_rational(v.dump());
+  if (v.is_string()) {
+    try {
+      return number_traits<mpq_rational>::from_string(v.get<std::string>());
+    } catch (const std::exception&) {
+      fail(ptr, "not a number");
+    }
+  }
+  if (v.is_number_float()) fail(ptr, "internal: float not preserved as text");
+  fail(ptr, "not a number");
+}
+
+matrix<mpq_rational> read_matrix(const nlohmann::json& v, const std::string& ptr, const std::string& base) {
+  if (v.is_string()) {
+    std::filesystem::path p(v.get<std::string>());
+    if (p.is_relative()) p = std::filesystem::path(base) / p;
+    try {
+      return io::read_exact_matrix(p.string(), ptr);
+    } catch (const input_error& e) {
+      throw input_error(e.what());
+    }
+  }
+  if (!v.is_array() || v.empty()) fail(ptr, "expected a non-empty 2-D array or a .npy/.json path");
+  const std::size_t cols = v[0].is_array() ? v[0].size() : 0;
+  if (cols == 0) fail(ptr + "/0", "expected a non-empty row");
+  matrix<mpq_rational> m(static_cast<Eigen::Index>(v.size()), static_cast<Eigen::Index>(cols));
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    const std::string pi = ptr + "/" + std::to_string(i);
+    if (!v[i].is_array()) fail(pi, "expected a row (array)");
+    if (v[i].size() != cols) fail(pi, "row has " + std::to_string(v[i].size()) + " entries, row 0 has " + std::to_string(cols));
+    for (std::size_t j = 0; j < cols; ++j)
+      m(static_cast<Eigen::Index>(i), static_cast<Eigen::Index>(j)) = exact_number(v[i][j], pi + "/" + std::to_string(j));
+  }
+  return m;
+}
+
+nlohmann::json matrix_json(const matrix<mpq_rational>& m) {
+  nlohmann::json a = nlohmann::json::array();
+  for (Eigen::Index i = 0; i < m.rows(); ++i) {
+    nlohmann::json r = nlohmann::json::array();
+    for (Eigen::Index j = 0; j < m.cols(); ++j) r.push_back(m(i, j).str());
+    a.push_back(r);
+  }
+  return a;
+}
+
+nlohmann::json poly_json(const int_poly& p) { return to_strings(p); }
+
+enum class rel { eq, le, ge };
+rel parse_relation(const nlohmann::json& j) {
+  if (!j.is_string()) fail("/relation", "expected one of \"=\", \"<=\", \">=\"");
+  const std::string s = j.get<std::string>();
+  if (s == "=" || s == "==") return rel::eq;
+  if (s == "<=" || s == "≤") return rel::le;
+  if (s == ">=" || s == "≥") return rel::ge;
+  if (s == "within") fail("/relation", "'within' applies to real-valued quantities, not to ranks");
+  fail("/relation", "unknown relation '" + s + "' (expected =, <=, >=)");
+}
+const char* rel_text(rel r) { return r == rel::eq ? "=" : r == rel::le ? "<=" : ">="; }
+bool holds(rel r, std::size_t lhs, std::size_t v) {
+  return r == rel::eq ? lhs == v : r == rel::le ? lhs <= v : lhs >= v;
+}
+
+// A rational point of the range other than 0 (its u = e^{a/q} is transcendental).
+mpq_rational generic_point(const a_range& r) {
+  mpq_rational a;
+  if (r.lo && r.hi) a = (*r.lo + *r.hi) / 2;
+  else if (r.lo) a = *r.lo + 1;
+  else if (r.hi) a = *r.hi - 1;
+  else a = 1;
+  if (a == 0) a = r.hi ? *r.hi / 2 : mpq_rational(1);
+  return a;
+}
+
+// Builds the DOM like nlohmann's own SAX DOM parser, but keeps floats as their text.
+class exact_dom : public nlohmann::json_sax<nlohmann::json> {
+ public:
+  nlohmann::json root;
+  std::string error;
+  bool null() override { return put(nullptr); }
+  bool boolean(bool v) override { return put(v); }
+  bool number_integer(number_integer_t v) override { return put(v); }
+  bool number_unsigned(number_unsigned_t v) override { return put(v); }
+  bool number_float(number_float_t, const string_t& s) override { return put(s); }
+  bool string(string_t& s) override { return put(s); }
+  bool binary(binary_t&) override { return false; }
+  bool start_object(std::size_t) override {
+    nlohmann::json* p = place(nlohmann::json::object());
+    stack_.push_back(p);
+    return true;
+  }
+  bool key(string_t& k) override {
+    key_ = k;
+    return true;
+  }
+  bool end_object() override {
+    stack_.pop_back();
+    return true;
+  }
+  bool start_array(std::size_t) override {
+    nlohmann::json* p = place(nlohmann::json::array());
+    stack_.push_back(p);
+    return true;
+  }
+  bool end_array() override {
+    stack_.pop_back();
+    return true;
+  }
+  bool parse_error(std::size_t pos, const std::string&, const nlohmann::detail::exception& ex) override {
+    error = "malformed JSON at byte " + std::to_string(pos) + ": " + std::string(ex.what()).substr(0, 160);
+    return false;
+  }
+
+ private:
+  std::vector<nlohmann::json*> stack_;
+  std::string key_;
+  nlohmann::json* place(nlohmann::json v) {
+    if (stack_.empty()) {
+      root = std::move(v);
+      return &root;
+    }
+    nlohmann::json& top = *stack_.back();
+    if (top.is_array()) {
+      top.push_back(std::move(v));
+      return &top.back();
+    }
+    top[key_] = std::move(v);
+    return &top[key_];
+  }
+  bool put(nlohmann::json v) {
+    place(std::move(v));
+    return true;
+  }
+};
+
+}  // namespace
+
+nlohmann::json parse_claim_text(const std::string& text) {
+  exact_dom d;
+  const bool ok = nlohmann::json::sax_parse(text, &d);
+  if (!ok || !d.error.empty()) throw input_error(d.error.empty() ? "malformed JSON" : d.error);
+  return d.root;
+}
+
+certify_result certify(const nlohmann::json& claim, const std::string& base_dir, unsigned max_bits) {
+  if (!claim.is_object()) fail("", "a claim is a JSON object");
+  for (auto it = claim.begin(); it != claim.end(); ++it) {
+    static const std::vector<std::string> known = {"title", "statement", "source", "objects", "family", "quantity", "relation", "value"};
+    if (std::find(known.begin(), known.end(), it.key()) == known.end()) fail("/" + it.key(), "unknown key");
+  }
+  const nlohmann::json* objects = get(claim, "objects");
+  if (!objects || !objects->is_object()) fail("/objects", "missing object with the matrices");
+  // ---- quantity
+  const nlohmann::json* quantity = get(claim, "quantity");
+  if (!quantity || !quantity->is_object()) fail("/quantity", "missing, e.g. {\"kind\": \"rank\", \"object\": \"attention\"}");
+  const nlohmann::json* kind = get(*quantity, "kind");
+  if (!kind || !kind->is_string()) fail("/quantity/kind", "missing");
+  const std::string k = kind->get<std::string>();
+  static const std::vector<std::string> later = {"singular_value", "determinant", "output_bound", "output_value", "numerical_rank"};
+  if (std::find(later.begin(), later.end(), k) != later.end())
+    fail("/quantity/kind", "'" + k + "' is not supported yet by attncert certify (supported: rank)");
+  if (k != "rank") fail("/quantity/kind", "unknown quantity '" + k + "' (supported: rank)");
+  const nlohmann::json* obj = get(*quantity, "object");
+  if (!obj || !obj->is_string()) fail("/quantity/object", "missing: scores, attention, output or residual");
+  layer_object object;
+  try {
+    object = parse_layer_object(obj->get<std::string>());
+  } catch (const input_error& e) {
+    fail("/quantity/object", e.what());
+  }
+  // ---- relation and value
+  const nlohmann::json* relj = get(claim, "relation");
+  if (!relj) fail("/relation", "missing");
+  const rel relation = parse_relation(*relj);
+  const nlohmann::json* valj = get(claim, "value");
+  if (!valj || !valj->is_number_integer() || valj->get<long long>() < 0) fail("/value", "expected a non-negative integer rank");
+  const std::size_t value = valj->get<std::size_t>();
+  // ---- objects
+  family_input in;
+  for (auto it = objects->begin(); it != objects->end(); ++it) {
+    static const std::vector<std::string> known = {"S", "Q", "K", "scale", "mask", "V", "X"};
+    if (std::find(known.begin(), known.end(), it.key()) == known.end()) fail("/objects/" + it.key(), "unknown object");
+  }
+  const nlohmann::json* S = get(*objects, "S");
+  const nlohmann::json* Q = get(*objects, "Q");
+  const nlohmann::json* K = get(*objects, "K");
+  const nlohmann::json* scale = get(*objects, "scale");
+  std::string algebraic_point;  // nonempty: the point is a = 1/sqrt(d), algebraic and nonzero
+  if (S && (Q || K)) fail("/objects", "give either S or Q and K, not both");
+  if (S) {
+    if (scale) fail("/objects/scale", "applies to Q, K only (S is used as given)");
+    in.S0 = read_matrix(*S, "/objects/S", base_dir);
+  } else if (Q && K) {
+    const matrix<mpq_rational> q = read_matrix(*Q, "/objects/Q", base_dir), kk = read_matrix(*K, "/objects/K", base_dir);
+    if (q.cols() != kk.cols()) fail("/objects/K", "Q and K must have the same number of columns");
+    in.S0 = q * kk.transpose();
+    if (!scale || (scale->is_string() && (scale->get<std::string>() == "1/sqrt(d)"))) {
+      const long d = static_cast<long>(q.cols());
+      const long r = std::lround(std::sqrt(static_cast<double>(d)));
+      if (r * r == d) in.S0 /= mpq_rational(r);
+      else algebraic_point = "1/sqrt(" + std::to_string(d) + ")";
+    } else {
+      in.S0 *= exact_number(*scale, "/objects/scale");
+    }
+  } else {
+    fail("/objects", "missing scores: give S, or Q and K");
+  }
+  if (const auto* mj = get(*objects, "mask")) {
+    if (mj->is_string() && mj->get<std::string>() == "none") in.M = mask::none();
+    else if (mj->is_string() && mj->get<std::string>() == "causal") in.M = mask::causal();
+    else if (mj->is_array()) {
+      io::bool_matrix b(static_cast<Eigen::Index>(mj->size()), mj->empty() || !(*mj)[0].is_array() ? 0 : static_cast<Eigen::Index>((*mj)[0].size()));
+      for (std::size_t i = 0; i < mj->size(); ++i) {
+        const auto& row = (*mj)[i];
+        if (!row.is_array() || static_cast<Eigen::Index>(row.size()) != b.cols()) fail("/objects/mask/" + std::to_string(i), "ragged or not a row");
+        for (std::size_t j = 0; j < row.size(); ++j) {
+          const auto& e = row[j];
+          const std::string p = "/objects/mask/" + std::to_string(i) + "/" + std::to_string(j);
+          if (e.is_boolean()) b(static_cast<Eigen::Index>(i), static_cast<Eigen::Index>(j)) = e.get<bool>();
+          else if (e.is_number_integer() && (e.get<long long>() == 0 || e.get<long long>() == 1)) b(static_cast<Eigen::Index>(i), static_cast<Eigen::Index>(j)) = e.get<long long>() == 1;
+          else fail(p, "expected true/false or 0/1");
+        }
+      }
+      in.M = mask::from_matrix(b);
+    } else {
+      fail("/objects/mask", "expected \"none\", \"causal\" or a boolean matrix");
+    }
+  }
+  if (const auto* v = get(*objects, "V")) in.V = read_matrix(*v, "/objects/V", base_dir);
+  if (const auto* x = get(*objects, "X")) in.X = read_matrix(*x, "/objects/X", base_dir);
+  in.object = object;
+  // ---- the parameter
+  a_range range;
+  range.lo = range.hi = mpq_rational(1);
+  range.lo_open = range.hi_open = false;  // default: the scores as given (a = 1)
+  std::string range_text = "a = 1 (scores as given)";
+  if (const auto* fam = get(claim, "family")) {
+    if (!fam->is_object()) fail("/family", "expected {\"range\": \"(0, inf)\"} or {\"at\": \"0\"}");
+    if (const auto* sc = get(*fam, "scores"); sc && (!sc->is_string() || sc->get<std::string>() != "a*S"))
+      fail("/family/scores", "only the family a*S (S from the objects) is supported");
+    const auto* rj = get(*fam, "range");
+    const auto* aj = get(*fam, "at");
+    if ((rj != nullptr) == (aj != nullptr)) fail("/family", "give exactly one of range, at");
+    if (rj) {
+      if (!rj->is_string()) fail("/family/range", "expected a string such as \"(0, inf)\"");
+      try {
+        range = parse_a_range(rj->get<std::string>());
+      } catch (const input_error& e) {
+        fail("/family/range", e.what());
+      }
+    } else {
+      const mpq_rational a = exact_number(*aj, "/family/at");
+      range.lo = range.hi = a;
+    }
+    range_text = range.is_point() ? "a = " + rational_string(*range.lo) : "a in " + range.describe();
+  }
+  certify_result res;
+  nlohmann::json& rep = res.report;
+  rep["tool"] = "attncert";
+  rep["version"] = ATTNCERT_VERSION;
+  if (const auto* t = get(claim, "title")) rep["title"] = *t;
+  const std::string claim_text = std::string("rank ") + to_string(object) + " " + rel_text(relation) + " " + std::to_string(value) +
+                                 " for " + (algebraic_point.empty() ? range_text : "S = " + algebraic_point + " * Q K^T");
+  rep["claim"] = claim_text;
+  if (!algebraic_point.empty() && get(claim, "family"))
+    {
+      res.verdict = claim_verdict::undecided;
+      res.summary = "UNDECIDED: the family a * (1/sqrt(d)) * Q K^T with irrational scale is not of the form a * S0 with S0 rational; "
+                    "only rational scales are supported for parameter ranges";
+      rep["verdict"] = "UNDECIDED";
+      rep["why"] = res.summary;
+      return res;
+    }
+  // ---- compute the rank function over the range
+  poly_family F;
+  family_rank_result fr;
+  const bool scores = object == layer_object::scores;
+  if (scores) {
+    // a*S0: the same machinery on the constant matrix S0 (scaled to integers); rank 0 at a = 0.
+    in.M.check_shape(in.S0.rows(), in.S0.cols());
+    mpz_int L = 1;
+    for (Eigen::Index i = 0; i < in.S0.rows(); ++i)
+      for (Eigen::Index j = 0; j < in.S0.cols(); ++j) L = boost::multiprecision::lcm(L, denominator(in.S0(i, j)));
+    F.rows = in.S0.rows();
+    F.cols = in.S0.cols();
+    for (Eigen::Index i = 0; i < F.rows; ++i)
+      for (Eigen::Index j = 0; j < F.cols; ++j) {
+        const mpz_int c = numerator(mpq_rational(in.S0(i, j) * mpq_rational(L)));
+        F.entries.push_back(c == 0 ? int_poly{} : int_poly{c});
+      }
+    fr = family_rank(F, range, max_bits);
+  } else {
+    try {
+      F = build_family(in);
+    } catch (const input_error& e) {
+      fail("/objects", e.what());
+    }
+    const a_range effective = algebraic_point.empty() ? range : a_range{};  // algebraic point: no roots can matter
+    fr = family_rank(F, effective, max_bits);
+    if (!algebraic_point.empty()) fr.drops.clear();  // u = e^{1/sqrt(d)} is transcendental: never a root of g
+  }
+  if (!fr.decided) {
+    res.verdict = claim_verdict::undecided;
+    res.summary = "UNDECIDED: " + fr.why_undecided + " (precision cap " + std::to_string(max_bits) + " bits)";
+    rep["verdict"] = "UNDECIDED";
+    rep["why"] = fr.why_undecided;
+    rep["precision_bits_reached"] = max_bits;
+    return res;
+  }
+  // scores: the drop at a = 0 (S(0) = 0)
+  std::vector<drop_point> drops = fr.drops;
+  const bool zero_in_range = range.contains(mpq_rational(0));
+  if (scores && zero_in_range && fr.generic > 0) {
+    drop_point z;
+    z.u.lo = z.u.hi = 1;
+    z.a = {"0", "0"};
+    z.rank = 0;
+    drops.push_back(z);
+  }
+  const bool point = range.is_point() || !algebraic_point.empty();
+  const bool generic_present = !point || drops.empty();
+  // ---- verdict
+  bool ok = true;
+  nlohmann::json counter;
+  if (generic_present && !holds(relation, fr.generic, value)) {
+    ok = false;
+    const mpq_rational a = point ? *range.lo : generic_point(range);
+    counter = {{"a", algebraic_point.empty() ? rational_string(a) : algebraic_point},
+               {"rank", fr.generic},
+               {"why", "u = e^{a/q} is not a root of the minors' gcd (a transcendental u is a root of no nonzero integer polynomial)"}};
+  }
+  for (const auto& d : drops)
+    if (ok && !holds(relation, d.rank, value)) {
+      ok = false;
+      counter = {{"a_enclosure", {d.a.first, d.a.second}}, {"rank", d.rank}, {"why", "a root of the minors' gcd lies in the range"}};
+    }
+  res.verdict = ok ? claim_verdict::certified : claim_verdict::refuted;
+  // ---- summary
+  std::ostringstream os;
+  os << to_string(res.verdict) << ": " << claim_text << ".\n  rank of the " << to_string(object) << " is " << fr.generic;
+  if (!point) os << " for all a in " << range.describe();
+  else os << " at " << (algebraic_point.empty() ? range_text : "a = " + algebraic_point);
+  if (!drops.empty()) {
+    os << (point ? "" : " except at");
+    if (point) os.str(""), os << to_string(res.verdict) << ": " << claim_text << ".\n  rank of the " << to_string(object) << " at " << range_text << " is " << drops[0].rank;
+    else
+      for (std::size_t i = 0; i < drops.size(); ++i)
+        os << (i ? ";" : "") << " a* in [" << drops[i].a.first << ", " << drops[i].a.second << "] where the rank is " << drops[i].rank;
+  }
+  os << "\n";
+  if (!ok) os << "  counterexample: " << counter.dump() << "\n";
+  res.summary = os.str();
+  rep["verdict"] = to_string(res.verdict);
+  rep["generic_rank"] = fr.generic;
+  nlohmann::json dj = nlohmann::json::array();
+  for (const auto& d : drops) dj.push_back({{"a", {d.a.first, d.a.second}}, {"u", {rational_string(d.u.lo), rational_string(d.u.hi)}}, {"rank", d.rank}});
+  rep["drops"] = dj;
+  if (!ok) rep["counterexample"] = counter;
+  rep["summary"] = res.summary;
+  // ---- certificate
+  nlohmann::json c;
+  c["format"] = "attncert-certificate/1";
+  c["tool"] = "attncert";
+  c["version"] = ATTNCERT_VERSION;
+  nlohmann::json cl;
+  if (const auto* t = get(claim, "title")) cl["title"] = *t;
+  cl["S0"] = matrix_json(in.S0);
+  if (in.M.type() == mask::kind::none) cl["mask"] = "none";
+  else if (in.M.type() == mask::kind::causal) cl["mask"] = "causal";
+  else {
+    nlohmann::json mm = nlohmann::json::array();
+    for (Eigen::Index i = 0; i < in.S0.rows(); ++i) {
+      nlohmann::json r = nlohmann::json::array();
+      for (Eigen::Index j = 0; j < in.S0.cols(); ++j) r.push_back(in.M.allows(i, j) ? 1 : 0);
+      mm.push_back(r);
+    }
+    cl["mask"] = mm;
+  }
+  if (in.V) cl["V"] = matrix_json(*in.V);
+  if (in.X) cl["X"] = matrix_json(*in.X);
+  cl["object"] = to_string(object);
+  if (!algebraic_point.empty()) cl["point_algebraic_nonzero"] = algebraic_point;
+  else if (range.is_point()) cl["point"] = rational_string(*range.lo);
+  else cl["range"] = range.describe();
+  cl["relation"] = rel_text(relation);
+  cl["value"] = value;
+  c["claim"] = cl;
+  c["verdict"] = to_string(res.verdict);
+  c["q"] = F.q.str();
+  c["generic_rank"] = fr.generic;
+  const std::size_t dim = static_cast<std::size_t>(std::min(F.rows, F.cols));
+  if (fr.generic == dim) c["upper_bound"] = {{"method", "dimensions"}};
+  else {
+    nlohmann::json ks = nlohmann::json::array();
+    for (const auto& v : kernel_basis(F)) {
+      nlohmann::json vj = nlohmann::json::array();
+      for (const auto& p : v) vj.push_back(poly_json(p));
+      ks.push_back(vj);
+    }
+    c["upper_bound"] = {{"method", "kernel"}, {"vectors", ks}};
+  }
+  nlohmann::json ms = nlohmann::json::array();
+  for (const auto& [r, cc] : fr.minors) ms.push_back({{"rows", r}, {"cols", cc}, {"poly", poly_json(minor_polynomial(F, r, cc))}});
+  c["minors"] = ms;
+  c["gcd"] = poly_json(fr.g);
+  if (fr.g.size() > 1) {
+    nlohmann::json st = nlohmann::json::array();
+    for (const auto& p : sturm_sequence(fr.g)) st.push_back(poly_json(p));
+    c["sturm"] = st;
+  }
+  nlohmann::json rj = nlohmann::json::array();
+  for (const auto& d : drops) {
+    nlohmann::json x = {{"u", {rational_string(d.u.lo), rational_string(d.u.hi)}}, {"a", {d.a.first, d.a.second}}, {"rank", d.rank}};
+    if (d.rank > 0 && !d.witness_rows.empty())
+      x["witness"] = {{"rows", d.witness_rows}, {"cols", d.witness_cols}, {"poly", poly_json(minor_polynomial(F, d.witness_rows, d.witness_cols))}};
+    rj.push_back(x);
+  }
+  c["drops"] = rj;
+  if (!ok) c["counterexample"] = counter;
+  res.certificate = c;
+  return res;
+}
+
+}  // namespace attncert::proofs
