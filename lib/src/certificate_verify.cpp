@@ -66,6 +66,8 @@ Q parse_rational(const std::string& s, const std::string& where) {
     i = s.size();
   }
   if (i != s.size() || digits.empty()) throw malformed(where + ": bad number '" + s + "'");
+  const auto nz = digits.find_first_not_of('0');  // Boost reads a leading 0 as octal
+  digits = nz == std::string::npos ? "0" : digits.substr(nz);
   Z m(digits);
   const long e = ex - frac;
   if (e > 100000 || e < -100000) throw malformed(where + ": exponent out of range");
@@ -703,6 +705,9 @@ verification verify_certificate(const nlohmann::json& cert) {
     out.result = verification::status::invalid;
     out.notes.push_back(e.what());
   } catch (const nlohmann::json::exception& e) {
+    out.result = verification::status::malformed;
+    out.notes.push_back(std::string("malformed certificate: ") + e.what());
+  } catch (const std::runtime_error& e) {  // e.g. Boost rejecting a number's text
     out.result = verification::status::malformed;
     out.notes.push_back(std::string("malformed certificate: ") + e.what());
   }

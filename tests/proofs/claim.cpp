@@ -1,0 +1,185 @@
+// tests/proofs/claim.cpp — `certify` on claim JSON and the independent certificate checker:
+// verdicts with known answers, false claims never CERTIFIED (checked against the
+// transcendence method and an MPFR evaluation), tampered certificates rejected, malformed
+// claims reported with their JSON pointer.
+#define BOOST_TEST_MODULE proofs_claim
+#include <boost/test/unit_test.hpp>
+
+#include "../random_matrices.hpp"
+#include "../support.hpp"
+#include "attncert/linalg/attention_rank.hpp"
+#include "attncert/proofs/certificate_verify.hpp"
+#include "attncert/proofs/claim.hpp"
+
+using namespace attncert;
+using namespace attncert::proofs;
+using nlohmann::json;
+
+namespace {
+
+json claim(const std::string& text) { return parse_claim_text(text); }
+
+certify_result cert(const std::string& text) { return certify(claim(text), "."); }
+
+std::string expect_error(const std::string& text) {
+  try {
+    cert(text);
+  } catch (const input_error& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+json matrix_json(const matrix<mpq_rational>& m) {
+  json a = json::array();
+  for (Eigen::Index i = 0; i < m.rows(); ++i) {
+    json r = json::array();
+    for (Eigen::Index j = 0; j < m.cols(); ++j) r.push_back(m(i, j).str());
+    a.push_back(r);
+  }
+  return a;
+}
+
+const std::string drop_family = R"J({"objects": {"S": [[0, 2, -2], [1, 2, 1], [1, 0, 2]]}, "family": {"range": "(0, inf)"},
+  "quantity": {"kind": "rank", "object": "attention"}, "relation": "=", "value": 3})J";
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(known_verdicts_and_valid_certificates) {
+  struct row {
+    std::string text;
+    claim_verdict v;
+  };
+  const std::vector<row> rows = {
+      {R"J({"objects": {"S": [[1, -1], [-1, 1]]}, "family": {"range": "(0, inf)"}, "quantity": {"kind": "rank", "object": "attention"}, "relation": "=", "value": 2})J",
+       claim_verdict::certified},
+      {R"J({"objects": {"S": [[1, -1], [-1, 1]]}, "family": {"at": 0}, "quantity": {"kind": "rank", "object": "attention"}, "relation": "=", "value": 1})J",
+       claim_verdict::certified},
+      {R"J({"objects": {"S": [[1, -1], [-1, 1]]}, "family": {"range": "[0, inf)"}, "quantity": {"kind": "rank", "object": "attention"}, "relation": "=", "value": 2})J",
+       claim_verdict::refuted},
+      {R"J({"objects": {"S": [[1, -1], [-1, 1]]}, "family": {"range": "[0, inf)"}, "quantity": {"kind": "rank", "object": "scores"}, "relation": "<=", "value": 1})J",
+       claim_verdict::certified},
+      {R"J({"objects": {"Q": [[1], [-1]], "K": [[1], [-1]], "scale": "0.5"}, "quantity": {"kind": "rank", "object": "attention"}, "relation": "=", "value": 2})J",
+       claim_verdict::certified},
+      {R"J({"objects": {"Q": [[1, 0], [0, 1]], "K": [[1, 0], [0, 1]]}, "quantity": {"kind": "rank", "object": "attention"}, "relation": ">=", "value": 2})J",
+       claim_verdict::certified},
+      {drop_family, claim_verdict::refuted},
+      {R"J({"objects": {"S": [[0, 2, -2], [1, 2, 1], [1, 0, 2]]}, "family": {"range": "(0, inf)"}, "quantity": {"kind": "rank", "object": "attention"}, "relation": ">=", "value": 2})J",
+       claim_verdict::certified},
+      {R"J({"objects": {"S": [[3, 1, 4], [1, 5, 9], [2, 6, 5]], "mask": "causal"}, "family": {"range": "(-inf, inf)"}, "quantity": {"kind": "rank", "object": "attention"}, "relation": "=", "value": 3})J",
+       claim_verdict::certified},
+      {R"J({"objects": {"S": [[3, 1, 4], [1, 5, 9], [2, 6, 5]], "V": [[1, 2], [1, 2], [1, 2]]}, "family": {"range": "(-inf, inf)"}, "quantity": {"kind": "rank", "object": "output"}, "relation": "=", "value": 1})J",
+       claim_verdict::certified},
+      {R"J({"objects": {"S": [[3, 1, 4], [1, 5, 9], [2, 6, 5]], "V": [[1, 2], [1, 2], [1, 2]], "X": [[1, 0], [0, 1], [1, 1]]}, "family": {"range": "(0, inf)"}, "quantity": {"kind": "rank", "object": "residual"}, "relation": "=", "value": 2})J",
+       claim_verdict::certified},
+  };
+  for (const auto& r : rows) {
+    const auto res = cert(r.text);
+    BOOST_TEST_INFO(r.text << "\n" << res.summary);
+    BOOST_TEST(static_cast<int>(res.verdict) == static_cast<int>(r.v));
+    const auto v = verify_certificate(res.certificate);
+    BOOST_TEST_INFO(v.notes.back());
+    BOOST_TEST(v.exit_code() == 0);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(drop_family_refuted_with_the_drop_as_counterexample) {
+  const auto res = cert(drop_family);
+  BOOST_TEST(res.exit_code() == 1);
+  BOOST_TEST(res.certificate["counterexample"]["rank"] == 2);
+  BOOST_TEST(res.certificate["drops"].size() == 1u);
+}
+
+// Soundness: for random families, a claim "rank = k for all a in (0, inf)" is CERTIFIED only
+// when k is the rank at a = 1 by the transcendence method (an independent FLINT code path)
+// and no drop was found; every other k is REFUTED, and all certificates verify.
+BOOST_AUTO_TEST_CASE(false_claims_are_never_certified) {
+  auto rng = make_rng(11);
+  for (int t = 0; t < 24; ++t) {
+    const Eigen::Index n = 2 + t % 3;
+    matrix<mpq_rational> S0 = random_int(rng, n, n, 2);
+    if (t % 4 == 1) S0.row(1) = S0.row(0);
+    const auto truth = layer_rank(S0, mask::none(), layer_object::attention);
+    BOOST_TEST_REQUIRE(truth.exact());
+    for (long k = 0; k <= n; ++k) {
+      json c = {{"objects", {{"S", matrix_json(S0)}}}, {"family", {{"range", "(0, inf)"}}},
+                {"quantity", {{"kind", "rank"}, {"object", "attention"}}}, {"relation", "="}, {"value", k}};
+      const auto res = certify(c, ".");
+      BOOST_TEST_INFO("S0 = " << c["objects"]["S"].dump() << ", k = " << k << ": " << res.summary);
+      if (static_cast<std::size_t>(k) != truth.lo) BOOST_TEST(static_cast<int>(res.verdict) == static_cast<int>(claim_verdict::refuted));
+      if (res.verdict == claim_verdict::certified) BOOST_TEST(res.certificate["drops"].empty());
+      BOOST_TEST(verify_certificate(res.certificate).exit_code() == 0);
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(tampered_certificates_are_rejected) {
+  const json good = cert(drop_family).certificate;
+  BOOST_TEST_REQUIRE(verify_certificate(good).exit_code() == 0);
+  auto bump = [](json& coeff) { coeff = (mpq_rational(coeff.get<std::string>()) + 1).str(); };
+  std::vector<std::pair<std::string, std::function<void(json&)>>> edits = {
+      {"minor coefficient", [&](json& c) { bump(c["minors"][0]["poly"][2]); }},
+      {"gcd coefficient", [&](json& c) { bump(c["gcd"][0]); }},
+      {"Sturm coefficient", [&](json& c) { bump(c["sturm"][2][0]); }},
+      {"witness coefficient", [&](json& c) { bump(c["drops"][0]["witness"]["poly"][0]); }},
+      {"drop rank", [](json& c) { c["drops"][0]["rank"] = 1; }},
+      {"drop removed", [](json& c) { c["drops"] = json::array(); }},
+      {"verdict", [](json& c) { c["verdict"] = "CERTIFIED"; }},
+      {"generic rank", [](json& c) { c["generic_rank"] = 2; }},
+      {"claim matrix", [](json& c) { c["claim"]["S0"][0][0] = "1"; }},
+      {"a enclosure", [](json& c) { c["drops"][0]["a"][0] = "0.49"; }},
+      {"u interval", [](json& c) { c["drops"][0]["u"][1] = "2"; }},
+  };
+  for (auto& [name, edit] : edits) {
+    json c = good;
+    edit(c);
+    const auto v = verify_certificate(c);
+    BOOST_TEST_INFO(name << ": " << v.notes.back());
+    BOOST_TEST(v.exit_code() != 0);
+  }
+  json m = good;
+  m["minors"][0]["poly"][0] = "x";
+  BOOST_TEST(verify_certificate(m).exit_code() == 2);
+  BOOST_TEST(verify_certificate(json::object()).exit_code() == 2);
+  // A kernel certificate (rank-deficient family) with a tampered kernel entry.
+  const json k = cert(R"J({"objects": {"S": [[1, 2, 0], [1, 2, 0], [0, 1, 3]]}, "family": {"range": "(0, inf)"},
+    "quantity": {"kind": "rank", "object": "attention"}, "relation": "=", "value": 2})J")
+                     .certificate;
+  BOOST_TEST_REQUIRE(k["upper_bound"]["method"] == "kernel");
+  BOOST_TEST(verify_certificate(k).exit_code() == 0);
+  json k2 = k;
+  for (auto& e : k2["upper_bound"]["vectors"][0])
+    if (!e.empty()) { bump(e[0]); break; }
+  BOOST_TEST(verify_certificate(k2).exit_code() == 1);
+}
+
+BOOST_AUTO_TEST_CASE(malformed_claims_name_the_json_pointer) {
+  BOOST_TEST(expect_error(R"J({"objects": {"S": [[1, 2], [3, "x"]]}, "quantity": {"kind": "rank", "object": "attention"}, "relation": "=", "value": 2})J")
+                 .rfind("/objects/S/1/1: not a number", 0) == 0);
+  BOOST_TEST(expect_error(R"J({"objects": {"S": [[1, 2], [3]]}, "quantity": {"kind": "rank", "object": "attention"}, "relation": "=", "value": 2})J")
+                 .rfind("/objects/S/1:", 0) == 0);
+  BOOST_TEST(expect_error(R"J({"objects": {"S": [[1]]}, "quantity": {"kind": "determinant"}, "relation": "=", "value": 2})J")
+                 .find("not supported yet") != std::string::npos);
+  BOOST_TEST(expect_error(R"J({"objects": {"S": [[1]]}, "quantity": {"kind": "rank", "object": "attention"}, "relation": "~", "value": 1})J")
+                 .rfind("/relation:", 0) == 0);
+  BOOST_TEST(expect_error(R"J({"objects": {"S": [[1]]}, "family": {"range": "(1, 0)"}, "quantity": {"kind": "rank", "object": "attention"}, "relation": "=", "value": 1})J")
+                 .rfind("/family/range:", 0) == 0);
+  BOOST_TEST(expect_error(R"J({"objects": {"S": [[1]]}, "quantity": {"kind": "rank", "object": "attention"}, "relation": "=", "value": 1, "extra": 1})J")
+                 .rfind("/extra:", 0) == 0);
+  BOOST_TEST(expect_error(R"J({"objects": {"S": [[1, 2], [3, 4]], "mask": [[false, false], [true, true]]}, "quantity": {"kind": "rank", "object": "attention"}, "relation": "=", "value": 1})J")
+                 .rfind("/objects:", 0) == 0);
+  BOOST_CHECK_THROW(parse_claim_text("{\"objects\": "), input_error);
+}
+
+BOOST_AUTO_TEST_CASE(decimals_are_read_exactly) {
+  // 0.1 is 1/10, not the binary64 value: S0 = 0.1*[[1, -1], [-1, 1]] gives q = 10.
+  const auto res = cert(R"J({"objects": {"S": [[0.1, -0.1], [-0.1, 0.1]]}, "family": {"range": "(0, inf)"}, "quantity": {"kind": "rank", "object": "attention"}, "relation": "=", "value": 2})J");
+  BOOST_TEST(res.certificate["q"] == "10");
+  BOOST_TEST(res.certificate["claim"]["S0"][0][0] == "1/10");
+}
+
+BOOST_AUTO_TEST_CASE(irrational_scale_over_a_range_is_undecided) {
+  const auto res = cert(R"J({"objects": {"Q": [[1, 0], [0, 1]], "K": [[1, 1], [0, 1]], "scale": "1/sqrt(d)"}, "family": {"range": "(0, inf)"}, "quantity": {"kind": "rank", "object": "attention"}, "relation": "=", "value": 2})J");
+  BOOST_TEST(res.exit_code() == 3);
+  BOOST_TEST(res.certificate.is_null());
+}
