@@ -357,6 +357,164 @@ void check(bool ok, const std::string& what) {
   if (!ok) throw invalid(what);
 }
 
+// ---- determinant certificates ----------------------------------------------------------
+// Is e^{a/q} < x (true) or > x (false)?  a ≠ 0 rational: e^{a/q} is transcendental, never x.
+bool exp_below(const Q& a, const Z& q, const Q& x) {
+  for (unsigned bits = 64; bits <= 8192; bits *= 2) {
+    const auto [l, h] = exp_bounds(a, q, bits);
+    if (h < x) return true;
+    if (l > x) return false;
+  }
+  throw invalid("could not compare a sample with a range end at 8192 bits");
+}
+
+void verify_determinant(const nlohmann::json& cert, const nlohmann::json& cl, const family& F, const P& R, bool scores,
+                        const std::function<void(const std::string&)>& note) {
+  if (scores) throw malformed("/claim/object: no determinant certificates for scores");
+  check(F.rows == F.cols, "/claim: the determinant needs a square matrix");
+  std::vector<long> all;
+  for (long i = 0; i < F.rows; ++i) all.push_back(i);
+  const P Pd = det(F, all, all);
+  const nlohmann::json& dj = at(cert, "determinant", "");
+  check(poly(at(dj, "P", "/determinant"), "/determinant/P") == Pd, "/determinant/P: differs from the recomputed det M(u)");
+  check(poly(at(dj, "R", "/determinant"), "/determinant/R") == R, "/determinant/R: differs from the product of the row sums");
+  note("det(object) = P(u)/R(u): P = det M(u) (degree " + std::to_string(Pd.empty() ? 0 : Pd.size() - 1) + ") and R = product of row sums recomputed");
+  const std::string rel = at(cl, "relation", "/claim").get<std::string>();
+  const Q c = num(at(cl, "value", "/claim"), "/claim/value");
+  std::vector<std::pair<Q, std::string>> want;
+  if (rel == "within") {
+    const Q t = num(at(cl, "tolerance", "/claim"), "/claim/tolerance");
+    if (t < 0) throw malformed("/claim/tolerance: negative");
+    want = {{c + t, "<=0"}, {c - t, ">=0"}};
+  } else if (rel == "=" || rel == "<=" || rel == ">=") {
+    want = {{c, rel == "=" ? "=0" : rel == "<=" ? "<=0" : ">=0"}};
+  } else {
+    throw malformed("/claim/relation: =, <=, >= or within");
+  }
+  const nlohmann::json& conds = at(dj, "conditions", "/determinant");
+  if (!conds.is_array() || conds.size() != want.size()) throw malformed("/determinant/conditions: expected " + std::to_string(want.size()));
+  bool ok = true;
+  for (std::size_t t = 0; t < want.size(); ++t) {
+    const std::string w = "/determinant/conditions/" + std::to_string(t);
+    const nlohmann::json& e = conds[t];
+    check(num(at(e, "value", w), w + "/value") == want[t].first && at(e, "sense", w).get<std::string>() == want[t].second,
+          w + ": not the condition the claim needs");
+    // H = den(c)·P − num(c)·R: the sign of det − c (R > 0 for u > 0).
+    const Q cv = want[t].first;
+    P H = add(mul(P{denominator(cv)}, Pd), neg(mul(P{numerator(cv)}, R)));
+    check(poly(at(e, "H", w), w + "/H") == H, w + "/H: differs from den(c) P - num(c) R");
+    const nlohmann::json& rj = at(e, "roots", w);
+    const nlohmann::json& sj = at(e, "samples", w);
+    if (!rj.is_array() || !sj.is_array()) throw malformed(w + ": roots and samples are arrays");
+    std::vector<std::pair<Q, Q>> roots;
+    for (std::size_t k = 0; k < rj.size(); ++k) {
+      if (!rj[k].is_array() || rj[k].size() != 2) throw malformed(w + "/roots: [lo, hi] pairs");
+      roots.push_back({num(rj[k][0], w + "/roots"), num(rj[k][1], w + "/roots")});
+      if (roots.back().first > roots.back().second || roots.back().first <= 0) throw malformed(w + "/roots: need 0 < lo <= hi");
+    }
+    std::vector<Q> samples;
+    std::vector<int> signs;
+    for (std::size_t k = 0; k < sj.size(); ++k) {
+      samples.push_back(num(at(sj[k], "u", w + "/samples"), w + "/samples/u"));
+      signs.push_back(at(sj[k], "sign", w + "/samples").get<int>());
+      check(sgn(evalq(H, samples.back())) == signs.back(), w + "/samples/" + std::to_string(k) + ": the sign of H there is not the stated one");
+    }
+    bool holds = true;
+    if (H.empty()) {
+      check(roots.empty() && samples.empty(), w + ": H is identically zero");
+      note(w + ": det - " + cv.str() + " is identically zero");
+    } else {
+      const P g = sqfree(H);
+      if (e.contains("sturm")) {
+        const auto s = sturm(g);
+        check(e["sturm"].is_array() && e["sturm"].size() == s.size(), w + "/sturm: length differs");
+        for (std::size_t k = 0; k < s.size(); ++k) check(poly(e["sturm"][k], w + "/sturm") == s[k], w + "/sturm/" + std::to_string(k) + ": differs");
+      }
+      if (cl.contains("point")) {
+        const Q a0 = num(cl["point"], "/claim/point");
+        check(roots.empty() && samples.size() == 1, w + ": a point needs exactly one sample and no roots");
+        const Q s0 = samples[0];
+        if (a0 == 0) {
+          check(s0 == 1, w + ": at a = 0 the sample is u = 1");
+        } else {
+          // no root of H between the sample and the transcendental u0 = e^{a0/q}
+          bool sep = false;
+          for (unsigned bits = 64; bits <= 8192 && !sep; bits *= 2) {
+            const auto [l, h] = exp_bounds(a0, F.q, bits);
+            const Q lo = std::min(l, s0), hi = std::max(h, s0);
+            sep = evalq(g, lo) != 0 && evalq(g, hi) != 0 && roots_between(g, lo, hi) == 0;
+          }
+          check(sep, w + ": the sample is not on the side of every root where u0 = e^{a/q} is");
+        }
+        note(w + ": at the point, sign(det - " + cv.str() + ") = " + std::to_string(signs[0]));
+      } else {
+        const range_t Rg = parse_range(at(cl, "range", "/claim").get<std::string>());
+        const bool one_root = evalq(g, Q(1)) == 0;
+        P g1 = g;
+        if (one_root) g1 = normalized(quoq(toq(g), PQ{Q(-1), Q(1)}));
+        while (!g1.empty() && g1.front() == 0) g1.erase(g1.begin());
+        auto cut = [&](const Q& a, bool low) -> Q {
+          for (unsigned bits = 64; bits <= 8192; bits *= 2) {
+            const auto [l, h] = exp_bounds(a, F.q, bits);
+            if (g1.size() <= 1 || (evalq(g1, l) != 0 && evalq(g1, h) != 0 && roots_between(g1, l, h) == 0)) return low ? h : l;
+          }
+          throw invalid("/claim/range: could not separate a range end from the roots at 8192 bits");
+        };
+        Q L = 0;
+        std::optional<Q> Hc;
+        if (Rg.lo) L = *Rg.lo == 0 ? Q(1) : cut(*Rg.lo, true);
+        if (Rg.hi) Hc = *Rg.hi == 0 ? Q(1) : cut(*Rg.hi, false);
+        int count = g1.size() <= 1 ? 0 : roots_between(g1, L, Hc);
+        const bool one_in = one_root && Rg.contains(Q(0));
+        if (one_in) ++count;
+        check(static_cast<long>(roots.size()) == count, w + "/roots: the range contains " + std::to_string(count) + " zeros of H, " +
+                                                             std::to_string(roots.size()) + " listed");
+        for (std::size_t k = 0; k < roots.size(); ++k) {
+          const auto& r = roots[k];
+          if (k > 0) check(roots[k - 1].second < r.first || (roots[k - 1].second == r.first && roots[k - 1].first != roots[k - 1].second && r.first != r.second),
+                           w + "/roots: not increasing and disjoint");
+          if (r.first == r.second) check(r.first == 1 && one_in, w + "/roots: an exact root other than u = 1 in the range");
+          else {
+            check(evalq(g, r.first) != 0 && evalq(g, r.second) != 0 && roots_between(g, r.first, r.second) == 1, w + "/roots: an interval without exactly one zero");
+            check(r.first >= L && (!Hc || r.second <= *Hc), w + "/roots: an interval outside the range");
+          }
+        }
+        // samples interleave with the roots, one per open segment, all inside the image
+        const bool root_at_low = !roots.empty() && roots.front().first == roots.front().second && Rg.lo && *Rg.lo == 0;
+        const bool root_at_high = !roots.empty() && roots.back().first == roots.back().second && Rg.hi && *Rg.hi == 0;
+        const std::size_t segments = roots.size() + 1 - (root_at_low ? 1 : 0) - (root_at_high ? 1 : 0);
+        check(samples.size() == segments, w + "/samples: expected one per segment (" + std::to_string(segments) + ")");
+        std::size_t si = 0;
+        auto inside_image = [&](const Q& x) {
+          if (x <= 0) return false;
+          if (Rg.lo && (*Rg.lo == 0 ? x <= 1 : exp_below(*Rg.lo, F.q, x) == false)) return false;
+          if (Rg.hi && (*Rg.hi == 0 ? x >= 1 : exp_below(*Rg.hi, F.q, x) == true)) return false;
+          return true;
+        };
+        for (std::size_t k = 0; k <= roots.size(); ++k) {
+          if ((k == 0 && root_at_low) || (k == roots.size() && root_at_high)) continue;
+          const Q& x = samples[si];
+          check(signs[si] != 0, w + "/samples: a sample at a zero");
+          check(inside_image(x), w + "/samples: a sample outside the range");
+          if (k > 0) check(x >= roots[k - 1].second, w + "/samples: not after the previous zero");
+          if (k < roots.size()) check(x <= roots[k].first, w + "/samples: not before the next zero");
+          ++si;
+        }
+        note(w + ": H has exactly " + std::to_string(count) + " zero(s) in the range (Sturm); signs on the segments re-derived");
+      }
+    }
+    for (int sg : signs) {
+      const std::string& sense = want[t].second;
+      if (sense == "=0" ? sg != 0 : sense == "<=0" ? sg > 0 : sg < 0) holds = false;
+    }
+    ok = ok && holds;
+  }
+  const std::string verdict = ok ? "CERTIFIED" : "REFUTED";
+  check(at(cert, "verdict", "").get<std::string>() == verdict, "/verdict: the re-derived verdict is " + verdict);
+  note("verdict re-derived: " + verdict);
+}
+
+
 }  // namespace
 
 verification verify_certificate(const nlohmann::json& cert) {
@@ -399,6 +557,7 @@ verification verify_certificate(const nlohmann::json& cert) {
       p[static_cast<std::size_t>(k)] += c;
     };
     const bool scores = object == "scores";
+    P Rprod = {Z(1)};  // Π_i D_i(u), D_i = row sums of the row-normalized E (non-scores)
     if (scores) {
       Z L = 1;
       for (const auto& r : S0)
@@ -431,6 +590,10 @@ verification verify_certificate(const nlohmann::json& cert) {
             if (d > 100000) throw malformed("/claim/S0: exponent spread too large");
             ex[static_cast<std::size_t>(i)][static_cast<std::size_t>(j)] = d.convert_to<long>();
           }
+        P Di;
+        for (long j = 0; j < n; ++j)
+          if (allow[static_cast<std::size_t>(i)][static_cast<std::size_t>(j)]) setc(Di, ex[static_cast<std::size_t>(i)][static_cast<std::size_t>(j)], Z(1));
+        Rprod = mul(Rprod, Di);
       }
       if (object == "attention") {
         F.cols = n;
@@ -465,6 +628,11 @@ verification verify_certificate(const nlohmann::json& cert) {
     if (std::min(F.rows, F.cols) > 8) throw malformed("/claim: the checker handles matrices with min(rows, cols) <= 8");
     check(Z(at(cert, "q", "").get<std::string>()) == F.q, "/q: the common denominator is " + F.q.str());
     note("rebuilt M(u) (" + std::to_string(F.rows) + "x" + std::to_string(F.cols) + ", " + object + ") from the claim; q = " + F.q.str());
+    if (cl.value("quantity", "rank") == "determinant") {
+      verify_determinant(cert, cl, F, Rprod, scores, note);
+      out.result = verification::status::valid;
+      return out;
+    }
     // ---- generic rank: upper bound
     const nlohmann::json& grj = at(cert, "generic_rank", "");
     if (!grj.is_number_unsigned()) throw malformed("/generic_rank: expected a non-negative integer");

@@ -94,6 +94,29 @@ bool holds(rel r, std::size_t lhs, std::size_t v) {
   return r == rel::eq ? lhs == v : r == rel::le ? lhs <= v : lhs >= v;
 }
 
+struct det_relation {
+  std::string text;              ///< "=", "<=", ">=", "within"
+  mpq_rational value, tolerance;
+};
+det_relation parse_det_relation(const nlohmann::json& r, const nlohmann::json& v, const nlohmann::json* tol) {
+  det_relation d;
+  if (!r.is_string()) fail("/relation", "expected one of \"=\", \"<=\", \">=\", \"within\"");
+  d.text = r.get<std::string>();
+  if (d.text == "==") d.text = "=";
+  if (d.text == "≤") d.text = "<=";
+  if (d.text == "≥") d.text = ">=";
+  if (d.text != "=" && d.text != "<=" && d.text != ">=" && d.text != "within") fail("/relation", "unknown relation '" + d.text + "'");
+  d.value = exact_number(v, "/value");
+  if (d.text == "within") {
+    if (!tol) fail("/tolerance", "missing (required by \"within\")");
+    d.tolerance = exact_number(*tol, "/tolerance");
+    if (d.tolerance < 0) fail("/tolerance", "must be >= 0");
+  } else if (tol) {
+    fail("/tolerance", "only with \"within\"");
+  }
+  return d;
+}
+
 // A rational point of the range other than 0 (its u = e^{a/q} is transcendental).
 mpq_rational generic_point(const a_range& r) {
   mpq_rational a;
@@ -166,6 +189,168 @@ class exact_dom : public nlohmann::json_sax<nlohmann::json> {
   }
 };
 
+nlohmann::json claim_objects_json(const family_input& in, layer_object object, const a_range& range, const std::string& algebraic_point,
+                                  const nlohmann::json& claim) {
+  nlohmann::json cl;
+  if (const auto* t = get(claim, "title")) cl["title"] = *t;
+  cl["S0"] = matrix_json(in.S0);
+  if (in.M.type() == mask::kind::none) cl["mask"] = "none";
+  else if (in.M.type() == mask::kind::causal) cl["mask"] = "causal";
+  else {
+    nlohmann::json mm = nlohmann::json::array();
+    for (Eigen::Index i = 0; i < in.S0.rows(); ++i) {
+      nlohmann::json r = nlohmann::json::array();
+      for (Eigen::Index j = 0; j < in.S0.cols(); ++j) r.push_back(in.M.allows(i, j) ? 1 : 0);
+      mm.push_back(r);
+    }
+    cl["mask"] = mm;
+  }
+  if (in.V) cl["V"] = matrix_json(*in.V);
+  if (in.X) cl["X"] = matrix_json(*in.X);
+  cl["object"] = to_string(object);
+  if (!algebraic_point.empty()) cl["point_algebraic_nonzero"] = algebraic_point;
+  else if (range.is_point()) cl["point"] = rational_string(*range.lo);
+  else cl["range"] = range.describe();
+  return cl;
+}
+
+
+// ---- determinant claims: det(object) = P(u)/R(u) with R = Π D_i > 0 on u > 0 ----------
+certify_result certify_determinant(const nlohmann::json& claim, const family_input& in, layer_object object, const a_range& range,
+                                   const std::string& range_text, const std::string& algebraic_point, const det_relation& drel,
+                                   unsigned max_bits) {
+  certify_result res;
+  nlohmann::json& rep = res.report;
+  rep["tool"] = "attncert";
+  rep["version"] = ATTNCERT_VERSION;
+  if (const auto* t = get(claim, "title")) rep["title"] = *t;
+  const std::string claim_text = std::string("det ") + to_string(object) + " " + drel.text + " " + drel.value.str() +
+                                 (drel.text == "within" ? " +- " + drel.tolerance.str() : std::string()) + " for " + range_text;
+  rep["claim"] = claim_text;
+  if (object == layer_object::scores) fail("/quantity/object", "the determinant of the scores a*S0 (= a^n det S0) is not supported yet");
+  if (!algebraic_point.empty()) {
+    res.summary = "UNDECIDED: determinant claims at a = 1/sqrt(d) (irrational) are not supported; use a rational scale\n";
+    rep["verdict"] = "UNDECIDED";
+    rep["why"] = res.summary;
+    return res;
+  }
+  poly_family F;
+  try {
+    F = build_family(in);
+  } catch (const input_error& e) {
+    fail("/objects", e.what());
+  }
+  if (F.rows != F.cols) fail("/quantity/object", "the determinant needs a square matrix, this one is " + std::to_string(F.rows) + "x" + std::to_string(F.cols));
+  std::vector<long> all(static_cast<std::size_t>(F.rows));
+  for (long i = 0; i < F.rows; ++i) all[static_cast<std::size_t>(i)] = i;
+  const int_poly P = minor_polynomial(F, all, all);
+  int_poly R = {1};
+  for (const auto& d : row_normalizers(in)) {
+    int_poly t(R.size() + d.size() - 1);
+    for (std::size_t i = 0; i < R.size(); ++i)
+      for (std::size_t j = 0; j < d.size(); ++j) t[i + j] += R[i] * d[j];
+    R = t;
+  }
+  // H = den(c)·P − num(c)·R has the sign of det − c.
+  auto make_H = [&](const mpq_rational& c) {
+    const mpz_int num = numerator(c), den = denominator(c);
+    int_poly H(std::max(P.size(), R.size()));
+    for (std::size_t i = 0; i < P.size(); ++i) H[i] += den * P[i];
+    for (std::size_t i = 0; i < R.size(); ++i) H[i] -= num * R[i];
+    while (!H.empty() && H.back() == 0) H.pop_back();
+    return H;
+  };
+  struct condition {
+    mpq_rational c;
+    std::string sense;  // "=0", "<=0", ">=0"
+    int_poly H;
+    sign_analysis sa;
+    bool holds = false;
+    std::optional<std::size_t> violating;  // sample index
+  };
+  std::vector<condition> conds;
+  if (drel.text == "within") {
+    conds.push_back({drel.value + drel.tolerance, "<=0", {}, {}, false, {}});
+    conds.push_back({drel.value - drel.tolerance, ">=0", {}, {}, false, {}});
+  } else {
+    conds.push_back({drel.value, drel.text == "=" ? "=0" : drel.text == "<=" ? "<=0" : ">=0", {}, {}, false, {}});
+  }
+  bool ok = true;
+  for (auto& c : conds) {
+    c.H = make_H(c.c);
+    c.sa = analyze_sign(c.H, range, F.q, max_bits);
+    if (!c.sa.decided) {
+      res.summary = "UNDECIDED: " + c.sa.why_undecided + "\n";
+      rep["verdict"] = "UNDECIDED";
+      rep["why"] = c.sa.why_undecided;
+      rep["precision_bits_reached"] = max_bits;
+      return res;
+    }
+    c.holds = true;
+    for (std::size_t k = 0; k < c.sa.signs.size(); ++k) {
+      const int sg = c.sa.signs[k];
+      const bool bad = c.sense == "=0" ? sg != 0 : c.sense == "<=0" ? sg > 0 : sg < 0;
+      if (bad && !c.violating) { c.violating = k; c.holds = false; }
+    }
+    ok = ok && c.holds;
+  }
+  res.verdict = ok ? claim_verdict::certified : claim_verdict::refuted;
+  nlohmann::json counter;
+  for (const auto& c : conds)
+    if (!c.holds) {
+      const mpq_rational& s = c.sa.samples[*c.violating];
+      if (range.is_point()) counter = {{"a", rational_string(*range.lo)}};
+      else counter = {{"a_enclosure", nlohmann::json(a_enclosure({s, s}, F.q))}, {"u", rational_string(s)}};
+      counter["sign_of_det_minus_value"] = c.sa.signs[*c.violating];
+      counter["value"] = c.c.str();
+      break;
+    }
+  std::ostringstream os;
+  os << to_string(res.verdict) << ": " << claim_text << ".\n";
+  for (const auto& c : conds) {
+    os << "  det - (" << c.c.str() << "): ";
+    if (c.sa.identically_zero) os << "identically zero";
+    else {
+      os << c.sa.roots.size() << " zero(s) in the range; sign on the " << c.sa.signs.size() << " segment(s):";
+      for (int sg : c.sa.signs) os << " " << (sg > 0 ? "+" : sg < 0 ? "-" : "0");
+    }
+    os << "\n";
+  }
+  if (!ok) os << "  counterexample: " << counter.dump() << "\n";
+  res.summary = os.str();
+  rep["verdict"] = to_string(res.verdict);
+  if (!ok) rep["counterexample"] = counter;
+  rep["summary"] = res.summary;
+  nlohmann::json c = {{"format", "attncert-certificate/1"}, {"tool", "attncert"}, {"version", ATTNCERT_VERSION}};
+  nlohmann::json cl = claim_objects_json(in, object, range, algebraic_point, claim);
+  cl["quantity"] = "determinant";
+  cl["relation"] = drel.text;
+  cl["value"] = drel.value.str();
+  if (drel.text == "within") cl["tolerance"] = drel.tolerance.str();
+  c["claim"] = cl;
+  c["verdict"] = to_string(res.verdict);
+  c["q"] = F.q.str();
+  nlohmann::json cj = nlohmann::json::array();
+  for (const auto& x : conds) {
+    nlohmann::json e = {{"value", x.c.str()}, {"sense", x.sense}, {"H", poly_json(x.H)}};
+    if (x.sa.sqfree.size() > 1) {
+      nlohmann::json st = nlohmann::json::array();
+      for (const auto& p : sturm_sequence(x.sa.sqfree)) st.push_back(poly_json(p));
+      e["sturm"] = st;
+    }
+    nlohmann::json roots = nlohmann::json::array(), samples = nlohmann::json::array();
+    for (const auto& r : x.sa.roots) roots.push_back({rational_string(r.lo), rational_string(r.hi)});
+    for (std::size_t k = 0; k < x.sa.samples.size(); ++k) samples.push_back({{"u", rational_string(x.sa.samples[k])}, {"sign", x.sa.signs[k]}});
+    e["roots"] = roots;
+    e["samples"] = samples;
+    cj.push_back(e);
+  }
+  c["determinant"] = {{"P", poly_json(P)}, {"R", poly_json(R)}, {"conditions", cj}};
+  if (!ok) c["counterexample"] = counter;
+  res.certificate = c;
+  return res;
+}
+
 }  // namespace
 
 nlohmann::json parse_claim_text(const std::string& text) {
@@ -178,7 +363,7 @@ nlohmann::json parse_claim_text(const std::string& text) {
 certify_result certify(const nlohmann::json& claim, const std::string& base_dir, unsigned max_bits) {
   if (!claim.is_object()) fail("", "a claim is a JSON object");
   for (auto it = claim.begin(); it != claim.end(); ++it) {
-    static const std::vector<std::string> known = {"title", "statement", "source", "objects", "family", "quantity", "relation", "value"};
+    static const std::vector<std::string> known = {"title", "statement", "source", "objects", "family", "quantity", "relation", "value", "tolerance"};
     if (std::find(known.begin(), known.end(), it.key()) == known.end()) fail("/" + it.key(), "unknown key");
   }
   const nlohmann::json* objects = get(claim, "objects");
@@ -189,10 +374,11 @@ certify_result certify(const nlohmann::json& claim, const std::string& base_dir,
   const nlohmann::json* kind = get(*quantity, "kind");
   if (!kind || !kind->is_string()) fail("/quantity/kind", "missing");
   const std::string k = kind->get<std::string>();
-  static const std::vector<std::string> later = {"singular_value", "determinant", "output_bound", "output_value", "numerical_rank"};
+  static const std::vector<std::string> later = {"singular_value", "output_bound", "output_value", "numerical_rank"};
   if (std::find(later.begin(), later.end(), k) != later.end())
-    fail("/quantity/kind", "'" + k + "' is not supported yet by attncert certify (supported: rank)");
-  if (k != "rank") fail("/quantity/kind", "unknown quantity '" + k + "' (supported: rank)");
+    fail("/quantity/kind", "'" + k + "' is not supported yet by attncert certify (supported: rank, determinant)");
+  if (k != "rank" && k != "determinant") fail("/quantity/kind", "unknown quantity '" + k + "' (supported: rank, determinant)");
+  const bool det_claim = k == "determinant";
   const nlohmann::json* obj = get(*quantity, "object");
   if (!obj || !obj->is_string()) fail("/quantity/object", "missing: scores, attention, output or residual");
   layer_object object;
@@ -204,10 +390,19 @@ certify_result certify(const nlohmann::json& claim, const std::string& base_dir,
   // ---- relation and value
   const nlohmann::json* relj = get(claim, "relation");
   if (!relj) fail("/relation", "missing");
-  const rel relation = parse_relation(*relj);
   const nlohmann::json* valj = get(claim, "value");
-  if (!valj || !valj->is_number_integer() || valj->get<long long>() < 0) fail("/value", "expected a non-negative integer rank");
-  const std::size_t value = valj->get<std::size_t>();
+  if (!valj) fail("/value", "missing");
+  det_relation drel;
+  rel relation = rel::eq;
+  std::size_t value = 0;
+  if (det_claim) {
+    drel = parse_det_relation(*relj, *valj, get(claim, "tolerance"));
+  } else {
+    if (get(claim, "tolerance")) fail("/tolerance", "applies to real-valued quantities (determinant), not to ranks");
+    relation = parse_relation(*relj);
+    if (!valj->is_number_integer() || valj->get<long long>() < 0) fail("/value", "expected a non-negative integer rank");
+    value = valj->get<std::size_t>();
+  }
   // ---- objects
   family_input in;
   for (auto it = objects->begin(); it != objects->end(); ++it) {
@@ -292,7 +487,10 @@ certify_result certify(const nlohmann::json& claim, const std::string& base_dir,
   rep["tool"] = "attncert";
   rep["version"] = ATTNCERT_VERSION;
   if (const auto* t = get(claim, "title")) rep["title"] = *t;
-  const std::string claim_text = std::string("rank ") + to_string(object) + " " + rel_text(relation) + " " + std::to_string(value) +
+  const std::string claim_text = det_claim ? std::string("det ") + to_string(object) + " " + drel.text + " " + drel.value.str() +
+                                                 (drel.text == "within" ? " +- " + drel.tolerance.str() : std::string()) + " for " +
+                                                 (algebraic_point.empty() ? range_text : "S = " + algebraic_point + " * Q K^T")
+                                           : std::string("rank ") + to_string(object) + " " + rel_text(relation) + " " + std::to_string(value) +
                                  " for " + (algebraic_point.empty() ? range_text : "S = " + algebraic_point + " * Q K^T");
   rep["claim"] = claim_text;
   if (!algebraic_point.empty() && get(claim, "family"))
@@ -304,6 +502,7 @@ certify_result certify(const nlohmann::json& claim, const std::string& base_dir,
       rep["why"] = res.summary;
       return res;
     }
+  if (det_claim) return certify_determinant(claim, in, object, range, range_text, algebraic_point, drel, max_bits);
   // ---- compute the rank function over the range
   poly_family F;
   family_rank_result fr;
@@ -395,26 +594,7 @@ certify_result certify(const nlohmann::json& claim, const std::string& base_dir,
   c["format"] = "attncert-certificate/1";
   c["tool"] = "attncert";
   c["version"] = ATTNCERT_VERSION;
-  nlohmann::json cl;
-  if (const auto* t = get(claim, "title")) cl["title"] = *t;
-  cl["S0"] = matrix_json(in.S0);
-  if (in.M.type() == mask::kind::none) cl["mask"] = "none";
-  else if (in.M.type() == mask::kind::causal) cl["mask"] = "causal";
-  else {
-    nlohmann::json mm = nlohmann::json::array();
-    for (Eigen::Index i = 0; i < in.S0.rows(); ++i) {
-      nlohmann::json r = nlohmann::json::array();
-      for (Eigen::Index j = 0; j < in.S0.cols(); ++j) r.push_back(in.M.allows(i, j) ? 1 : 0);
-      mm.push_back(r);
-    }
-    cl["mask"] = mm;
-  }
-  if (in.V) cl["V"] = matrix_json(*in.V);
-  if (in.X) cl["X"] = matrix_json(*in.X);
-  cl["object"] = to_string(object);
-  if (!algebraic_point.empty()) cl["point_algebraic_nonzero"] = algebraic_point;
-  else if (range.is_point()) cl["point"] = rational_string(*range.lo);
-  else cl["range"] = range.describe();
+  nlohmann::json cl = claim_objects_json(in, object, range, algebraic_point, claim);
   cl["relation"] = rel_text(relation);
   cl["value"] = value;
   c["claim"] = cl;

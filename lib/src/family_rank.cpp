@@ -617,4 +617,130 @@ family_rank_result family_rank(const poly_family& F, const a_range& range, unsig
   return res;
 }
 
+std::vector<int_poly> row_normalizers(const family_input& in) {
+  const matrix<mpq_rational>& B = in.S0;
+  in.M.check_shape(B.rows(), B.cols());
+  const mpz_int q = lcm_den(B, &in.M);
+  std::vector<int_poly> out;
+  for (Eigen::Index i = 0; i < B.rows(); ++i) {
+    std::vector<mpz_int> e;
+    for (Eigen::Index j = 0; j < B.cols(); ++j)
+      if (in.M.allows(i, j)) e.push_back(numerator(mpq_rational(B(i, j) * mpq_rational(q))));
+    if (e.empty()) throw input_error("row " + std::to_string(i) + " is fully masked: softmax is undefined");
+    const mpz_int lo = *std::min_element(e.begin(), e.end());
+    int_poly d;
+    for (const auto& x : e) {
+      const long k = mpz_int(x - lo).convert_to<long>();
+      if (d.size() <= static_cast<std::size_t>(k)) d.resize(static_cast<std::size_t>(k) + 1);
+      d[static_cast<std::size_t>(k)] += 1;
+    }
+    out.push_back(d);
+  }
+  return out;
+}
+
+sign_analysis analyze_sign(const int_poly& H, const a_range& range, const mpz_int& q, unsigned max_bits) {
+  sign_analysis res;
+  if (H.empty()) {
+    res.decided = res.identically_zero = true;
+    return res;
+  }
+  res.sqfree = squarefree_part(H);
+  const int_poly& g = res.sqfree;
+  auto no_root_in = [&](const mpq_rational& l, const mpq_rational& h) {
+    if (g.size() <= 1) return true;
+    if (sign_at(g, l) == 0 || sign_at(g, h) == 0) return false;
+    const auto s = sturm_sequence(g);
+    return sign_variations(s, l) - sign_variations(s, h) == 0;
+  };
+  // Enclosure [l, h] of e^{a/q} (a ≠ 0) with no root of H in it.
+  auto end_cut = [&](const mpq_rational& a, std::pair<mpq_rational, mpq_rational>& out) {
+    for (unsigned bits = 64; bits <= max_bits; bits *= 2) {
+      out = exp_enclosure(a, q, bits);
+      if (no_root_in(out.first, out.second)) return true;
+    }
+    return false;
+  };
+  if (range.is_point()) {
+    const mpq_rational a = *range.lo;
+    if (a == 0) {
+      res.samples = {mpq_rational(1)};
+      res.signs = {sign_at(H, mpq_rational(1))};
+    } else {
+      std::pair<mpq_rational, mpq_rational> c;
+      if (!end_cut(a, c)) {
+        res.why_undecided = "could not separate e^{a/q} from the roots at " + std::to_string(max_bits) + " bits";
+        return res;
+      }
+      res.samples = {c.first};
+      res.signs = {sign_at(H, c.first)};
+    }
+    res.decided = true;
+    return res;
+  }
+  // Cuts: the image is (low, high) (plus u = 1 when an end is a closed 0).
+  mpq_rational low = 0;
+  std::optional<mpq_rational> high;
+  if (range.lo) {
+    if (*range.lo == 0) low = 1;
+    else {
+      std::pair<mpq_rational, mpq_rational> c;
+      if (!end_cut(*range.lo, c)) {
+        res.why_undecided = "could not separate a range end from the roots at " + std::to_string(max_bits) + " bits";
+        return res;
+      }
+      low = c.second;
+    }
+  }
+  if (range.hi) {
+    if (*range.hi == 0) high = mpq_rational(1);
+    else {
+      std::pair<mpq_rational, mpq_rational> c;
+      if (!end_cut(*range.hi, c)) {
+        res.why_undecided = "could not separate a range end from the roots at " + std::to_string(max_bits) + " bits";
+        return res;
+      }
+      high = c.first;
+    }
+  }
+  for (auto r : isolate_positive_roots(g)) {
+    if (r.exact() && r.lo == 1 && (low == 1 || (high && *high == 1))) {
+      if (range.contains(mpq_rational(0))) res.roots.push_back(r);
+      continue;
+    }
+    // refine until on one side of each cut (cuts are not roots, so this terminates)
+    bool placed = false;
+    for (int k = 0; k < 20000 && !placed; ++k) {
+      const bool below = r.hi <= low, above = high && r.lo >= *high;
+      const bool inside = r.lo >= low && (!high || r.hi <= *high);
+      if (inside && !below && !above) {
+        // strictly inside the cuts, so that every segment has an interior sample point
+        while (!r.exact() && (r.lo <= low || (high && r.hi >= *high))) refine(r, g);
+        res.roots.push_back(r);
+      }
+      placed = below || above || inside;
+      if (!placed) refine(r, g);
+    }
+    if (!placed) {
+      res.why_undecided = "a root could not be placed relative to a range end";
+      return res;
+    }
+  }
+  // Samples between consecutive boundaries.
+  std::vector<std::pair<mpq_rational, mpq_rational>> bounds;  // (left end, right end) of each boundary
+  const bool root_at_low = !res.roots.empty() && res.roots.front().exact() && res.roots.front().lo == low;
+  if (!root_at_low) bounds.push_back({low, low});
+  for (const auto& r : res.roots) bounds.push_back({r.lo, r.hi});
+  const bool root_at_high = high && !res.roots.empty() && res.roots.back().exact() && res.roots.back().lo == *high;
+  for (std::size_t k = 0; k + 1 < bounds.size(); ++k) res.samples.push_back((bounds[k].second + bounds[k + 1].first) / 2);
+  if (high && !root_at_high) res.samples.push_back((bounds.back().second + *high) / 2);
+  if (!high) res.samples.push_back(bounds.back().second + 1);
+  for (const auto& x : res.samples) {
+    res.signs.push_back(sign_at(H, x));
+    if (res.signs.back() == 0) throw std::logic_error("analyze_sign: a sample is a root (bug)");
+  }
+  res.decided = true;
+  return res;
+}
+
 }  // namespace attncert::proofs

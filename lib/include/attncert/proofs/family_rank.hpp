@@ -135,4 +135,23 @@ struct family_rank_result {
 family_rank_result family_rank(const poly_family& F, const a_range& range, unsigned max_bits = 4096,
                                std::size_t max_minors = 20000);
 
+/// Row sums of the row-normalized E(u) (D_i(u) = Σ_j u^{e_ij − m_i} on the support): the
+/// object's determinant is det M(u) / Π_i D_i(u).  Same preconditions as build_family.
+std::vector<int_poly> row_normalizers(const family_input& in);
+
+/// The sign of an integer polynomial H(u) over the image u = e^{a/q} of an a-range, exactly:
+/// the roots of H in the image (isolated) and one rational sample point per open segment
+/// between them, with the sign of H there (constant on the segment).  For a point range
+/// a₀ ≠ 0 the single sample lies on the same side of every root as the transcendental u₀.
+struct sign_analysis {
+  bool decided = false;
+  std::string why_undecided;
+  bool identically_zero = false;
+  int_poly sqfree;                       ///< squarefree part of H (empty if H ≡ 0)
+  std::vector<root_interval> roots;      ///< roots of H in the image, increasing
+  std::vector<mpq_rational> samples;     ///< one per segment, increasing
+  std::vector<int> signs;                ///< sign of H at each sample
+};
+sign_analysis analyze_sign(const int_poly& H, const a_range& range, const mpz_int& q, unsigned max_bits = 4096);
+
 }  // namespace attncert::proofs
