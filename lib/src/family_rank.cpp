@@ -703,7 +703,9 @@ sign_analysis analyze_sign(const int_poly& H, const a_range& range, const mpz_in
       high = c.first;
     }
   }
+  const bool one_is_root = sign_at(g, mpq_rational(1)) == 0;
   for (auto r : isolate_positive_roots(g)) {
+    if (one_is_root && r.lo <= 1 && 1 <= r.hi) r.lo = r.hi = 1;  // the root u = 1 (a = 0), exactly
     if (r.exact() && r.lo == 1 && (low == 1 || (high && *high == 1))) {
       if (range.contains(mpq_rational(0))) res.roots.push_back(r);
       continue;

@@ -7,7 +7,10 @@
 
 #include "../random_matrices.hpp"
 #include "../support.hpp"
+#include "attncert/attention/softmax.hpp"
 #include "attncert/linalg/attention_rank.hpp"
+#include "attncert/linalg/exact.hpp"
+#include "attncert/number/precision_guard.hpp"
 #include "attncert/proofs/certificate_verify.hpp"
 #include "attncert/proofs/claim.hpp"
 
@@ -158,7 +161,7 @@ BOOST_AUTO_TEST_CASE(malformed_claims_name_the_json_pointer) {
                  .rfind("/objects/S/1/1: not a number", 0) == 0);
   BOOST_TEST(expect_error(R"J({"objects": {"S": [[1, 2], [3]]}, "quantity": {"kind": "rank", "object": "attention"}, "relation": "=", "value": 2})J")
                  .rfind("/objects/S/1:", 0) == 0);
-  BOOST_TEST(expect_error(R"J({"objects": {"S": [[1]]}, "quantity": {"kind": "determinant"}, "relation": "=", "value": 2})J")
+  BOOST_TEST(expect_error(R"J({"objects": {"S": [[1]]}, "quantity": {"kind": "output_bound"}, "relation": "=", "value": 2})J")
                  .find("not supported yet") != std::string::npos);
   BOOST_TEST(expect_error(R"J({"objects": {"S": [[1]]}, "quantity": {"kind": "rank", "object": "attention"}, "relation": "~", "value": 1})J")
                  .rfind("/relation:", 0) == 0);
@@ -169,6 +172,10 @@ BOOST_AUTO_TEST_CASE(malformed_claims_name_the_json_pointer) {
   BOOST_TEST(expect_error(R"J({"objects": {"S": [[1, 2], [3, 4]], "mask": [[false, false], [true, true]]}, "quantity": {"kind": "rank", "object": "attention"}, "relation": "=", "value": 1})J")
                  .rfind("/objects:", 0) == 0);
   BOOST_CHECK_THROW(parse_claim_text("{\"objects\": "), input_error);
+  BOOST_TEST(expect_error(R"J({"objects": {"S": [[1]]}, "quantity": {"kind": "determinant", "object": "attention"}, "relation": "within", "value": 1})J")
+                 .rfind("/tolerance:", 0) == 0);
+  BOOST_TEST(expect_error(R"J({"objects": {"S": [[1, 2]], "V": [[1], [2]]}, "quantity": {"kind": "determinant", "object": "attention"}, "relation": "=", "value": 1})J")
+                 .rfind("/quantity/object: the determinant needs a square matrix", 0) == 0);
 }
 
 BOOST_AUTO_TEST_CASE(decimals_are_read_exactly) {
@@ -182,4 +189,95 @@ BOOST_AUTO_TEST_CASE(irrational_scale_over_a_range_is_undecided) {
   const auto res = cert(R"J({"objects": {"Q": [[1, 0], [0, 1]], "K": [[1, 1], [0, 1]], "scale": "1/sqrt(d)"}, "family": {"range": "(0, inf)"}, "quantity": {"kind": "rank", "object": "attention"}, "relation": "=", "value": 2})J");
   BOOST_TEST(res.exit_code() == 3);
   BOOST_TEST(res.certificate.is_null());
+}
+
+namespace {
+// det softmax(a S0) in MPFR at 256 bits (approx tier: compared only where far from the value).
+mpfr_float approx_det_at(const matrix<mpq_rational>& S0, const mpfr_float& a) {
+  matrix<mpfr_float> S(S0.rows(), S0.cols());
+  for (Eigen::Index i = 0; i < S0.rows(); ++i)
+    for (Eigen::Index j = 0; j < S0.cols(); ++j) S(i, j) = a * mpfr_float(S0(i, j));
+  return cofactor_determinant(masked_softmax(S));
+}
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(determinant_claims_two_token) {
+  auto run = [](const std::string& family, const std::string& rel, const std::string& value, const std::string& extra = "") {
+    const std::string text = R"J({"objects": {"S": [[1, -1], [-1, 1]]}, "family": {)J" + family + R"J(}, "quantity": {"kind": "determinant", "object": "attention"}, "relation": ")J" +
+                             rel + R"J(", "value": )J" + value + extra + "}";
+    const auto r = cert(text);
+    BOOST_TEST_INFO(text << "\n" << r.summary);
+    BOOST_TEST(verify_certificate(r.certificate).exit_code() == 0);
+    return r.exit_code();
+  };
+  // det A = tanh a
+  BOOST_TEST(run(R"J("range": "(0, inf)")J", ">=", "0") == 0);
+  BOOST_TEST(run(R"J("range": "(0, inf)")J", "<=", "1") == 0);
+  BOOST_TEST(run(R"J("range": "(-inf, inf)")J", ">=", "0") == 1);
+  // closed at a = 0, where det = 0 exactly (u = 1 is a root): the zero must be listed
+  BOOST_TEST(run(R"J("range": "[0, inf)")J", ">=", "0") == 0);
+  BOOST_TEST(run(R"J("range": "(-inf, 0]")J", "<=", "0") == 0);
+  BOOST_TEST(run(R"J("range": "[-2, 0]")J", ">=", "0") == 1);
+  BOOST_TEST(run(R"J("at": 0)J", "=", "0") == 0);
+  BOOST_TEST(run(R"J("range": "(0, inf)")J", "=", "0") == 1);
+  BOOST_TEST(run(R"J("range": "[4, inf)")J", "within", "1", R"J(, "tolerance": "1e-3")J") == 0);  // 1 - tanh 4 = 6.7e-4
+  BOOST_TEST(run(R"J("range": "[3, inf)")J", "within", "1", R"J(, "tolerance": "1e-3")J") == 1);  // 1 - tanh 3 = 4.9e-3
+  BOOST_TEST(run(R"J("at": "0.5")J", ">=", "0.462") == 0);  // tanh 0.5 = 0.46211...
+  BOOST_TEST(run(R"J("at": "0.5")J", ">=", "0.4622") == 1);
+}
+
+// Soundness against MPFR: for random 3x3 families and random thresholds c, a CERTIFIED
+// "det >= c on [lo, hi]" never meets an MPFR value clearly below c on a grid, and a REFUTED
+// one's counterexample really is below c (MPFR at the enclosure's midpoint).
+BOOST_AUTO_TEST_CASE(determinant_verdicts_agree_with_mpfr) {
+  auto rng = make_rng(21);
+  precision_guard pg(256);
+  std::uniform_int_distribution<int> cnum(-30, 30);
+  int certified = 0, refuted = 0;
+  for (int t = 0; t < 16; ++t) {
+    const matrix<mpq_rational> S0 = random_int(rng, 3, 3, 2);
+    const mpq_rational c(cnum(rng), 100);
+    json cl = {{"objects", {{"S", matrix_json(S0)}}}, {"family", {{"range", "[0, 2]"}}},
+               {"quantity", {{"kind", "determinant"}, {"object", "attention"}}}, {"relation", ">="}, {"value", c.str()}};
+    const auto r = certify(cl, ".");
+    BOOST_TEST_INFO("S0 = " << cl["objects"]["S"].dump() << " c = " << c << ": " << r.summary);
+    BOOST_TEST(verify_certificate(r.certificate).exit_code() == 0);
+    const mpfr_float cf = mpfr_float(c.convert_to<mpfr_float>());
+    if (r.verdict == claim_verdict::certified) {
+      ++certified;
+      for (int k = 0; k <= 40; ++k) BOOST_TEST(approx_det_at(S0, mpfr_float(k) / 20) > cf - mpfr_float(1e-60));
+    } else {
+      ++refuted;
+      const auto& ce = r.certificate["counterexample"];
+      const mpfr_float a = ce.contains("a") ? mpfr_float(mpq_rational(ce["a"].get<std::string>()).convert_to<mpfr_float>())
+                                            : (mpfr_float(ce["a_enclosure"][0].get<std::string>()) + mpfr_float(ce["a_enclosure"][1].get<std::string>())) / 2;
+      BOOST_TEST((a >= 0 && a <= 2));
+      BOOST_TEST(approx_det_at(S0, a) < cf);
+    }
+  }
+  BOOST_TEST_MESSAGE(certified << " certified, " << refuted << " refuted");
+  BOOST_TEST(certified > 0);
+  BOOST_TEST(refuted > 0);
+}
+
+BOOST_AUTO_TEST_CASE(tampered_determinant_certificates_are_rejected) {
+  const json good = cert(R"J({"objects": {"S": [[1, -1], [-1, 1]]}, "family": {"range": "[3, inf)"}, "quantity": {"kind": "determinant", "object": "attention"}, "relation": "within", "value": 1, "tolerance": "1e-3"})J").certificate;
+  BOOST_TEST_REQUIRE(verify_certificate(good).exit_code() == 0);
+  auto bump = [](json& coeff) { coeff = (mpq_rational(coeff.get<std::string>()) + 1).str(); };
+  std::vector<std::pair<std::string, std::function<void(json&)>>> edits = {
+      {"P coefficient", [&](json& c) { bump(c["determinant"]["P"][0]); }},
+      {"R coefficient", [&](json& c) { bump(c["determinant"]["R"][0]); }},
+      {"H coefficient", [&](json& c) { bump(c["determinant"]["conditions"][1]["H"][0]); }},
+      {"sample sign", [](json& c) { c["determinant"]["conditions"][1]["samples"][0]["sign"] = 1; }},
+      {"root removed", [](json& c) { c["determinant"]["conditions"][1]["roots"] = json::array(); }},
+      {"tolerance", [](json& c) { c["claim"]["tolerance"] = "1/10"; }},
+      {"verdict", [](json& c) { c["verdict"] = "CERTIFIED"; }},
+  };
+  for (auto& [name, edit] : edits) {
+    json c = good;
+    edit(c);
+    const auto v = verify_certificate(c);
+    BOOST_TEST_INFO(name << ": " << v.notes.back());
+    BOOST_TEST(v.exit_code() != 0);
+  }
 }
