@@ -368,17 +368,13 @@ bool exp_below(const Q& a, const Z& q, const Q& x) {
   throw invalid("could not compare a sample with a range end at 8192 bits");
 }
 
-void verify_determinant(const nlohmann::json& cert, const nlohmann::json& cl, const family& F, const P& R, bool scores,
-                        const std::function<void(const std::string&)>& note) {
-  if (scores) throw malformed("/claim/object: no determinant certificates for scores");
-  check(F.rows == F.cols, "/claim: the determinant needs a square matrix");
-  std::vector<long> all;
-  for (long i = 0; i < F.rows; ++i) all.push_back(i);
-  const P Pd = det(F, all, all);
-  const nlohmann::json& dj = at(cert, "determinant", "");
-  check(poly(at(dj, "P", "/determinant"), "/determinant/P") == Pd, "/determinant/P: differs from the recomputed det M(u)");
-  check(poly(at(dj, "R", "/determinant"), "/determinant/R") == R, "/determinant/R: differs from the product of the row sums");
-  note("det(object) = P(u)/R(u): P = det M(u) (degree " + std::to_string(Pd.empty() ? 0 : Pd.size() - 1) + ") and R = product of row sums recomputed");
+// A real quantity P(u)/R(u) with R > 0 for u > 0 (a determinant or an entry), against the claim.
+void verify_ratio(const nlohmann::json& cert, const nlohmann::json& cl, const family& F, const P& Pd, const P& R, const std::string& what,
+                  const std::function<void(const std::string&)>& note) {
+  const nlohmann::json& dj = at(cert, "ratio", "");
+  check(poly(at(dj, "P", "/ratio"), "/ratio/P") == Pd, "/ratio/P: differs from the recomputed numerator");
+  check(poly(at(dj, "R", "/ratio"), "/ratio/R") == R, "/ratio/R: differs from the recomputed denominator");
+  note(what + " = P(u)/R(u), R > 0: P (degree " + std::to_string(Pd.empty() ? 0 : Pd.size() - 1) + ") and R recomputed from the claim");
   const std::string rel = at(cl, "relation", "/claim").get<std::string>();
   const Q c = num(at(cl, "value", "/claim"), "/claim/value");
   std::vector<std::pair<Q, std::string>> want;
@@ -391,11 +387,11 @@ void verify_determinant(const nlohmann::json& cert, const nlohmann::json& cl, co
   } else {
     throw malformed("/claim/relation: =, <=, >= or within");
   }
-  const nlohmann::json& conds = at(dj, "conditions", "/determinant");
-  if (!conds.is_array() || conds.size() != want.size()) throw malformed("/determinant/conditions: expected " + std::to_string(want.size()));
+  const nlohmann::json& conds = at(dj, "conditions", "/ratio");
+  if (!conds.is_array() || conds.size() != want.size()) throw malformed("/ratio/conditions: expected " + std::to_string(want.size()));
   bool ok = true;
   for (std::size_t t = 0; t < want.size(); ++t) {
-    const std::string w = "/determinant/conditions/" + std::to_string(t);
+    const std::string w = "/ratio/conditions/" + std::to_string(t);
     const nlohmann::json& e = conds[t];
     check(num(at(e, "value", w), w + "/value") == want[t].first && at(e, "sense", w).get<std::string>() == want[t].second,
           w + ": not the condition the claim needs");
@@ -557,7 +553,8 @@ verification verify_certificate(const nlohmann::json& cert) {
       p[static_cast<std::size_t>(k)] += c;
     };
     const bool scores = object == "scores";
-    P Rprod = {Z(1)};  // Π_i D_i(u), D_i = row sums of the row-normalized E (non-scores)
+    std::vector<P> Ds;  // D_i(u) = row sums of the row-normalized E (non-scores)
+    Z Lv = 1;           // the integer scale of V (and X for the residual) in M
     if (scores) {
       Z L = 1;
       for (const auto& r : S0)
@@ -593,7 +590,7 @@ verification verify_certificate(const nlohmann::json& cert) {
         P Di;
         for (long j = 0; j < n; ++j)
           if (allow[static_cast<std::size_t>(i)][static_cast<std::size_t>(j)]) setc(Di, ex[static_cast<std::size_t>(i)][static_cast<std::size_t>(j)], Z(1));
-        Rprod = mul(Rprod, Di);
+        Ds.push_back(Di);
       }
       if (object == "attention") {
         F.cols = n;
@@ -612,6 +609,7 @@ verification verify_certificate(const nlohmann::json& cert) {
         if (object == "residual")
           for (const auto& r : *X)
             for (const auto& x : r) L = boost::multiprecision::lcm(L, denominator(x));
+        Lv = L;
         F.cols = d;
         F.e.assign(static_cast<std::size_t>(m * d), {});
         for (long i = 0; i < m; ++i)
@@ -628,11 +626,31 @@ verification verify_certificate(const nlohmann::json& cert) {
     if (std::min(F.rows, F.cols) > 8) throw malformed("/claim: the checker handles matrices with min(rows, cols) <= 8");
     check(Z(at(cert, "q", "").get<std::string>()) == F.q, "/q: the common denominator is " + F.q.str());
     note("rebuilt M(u) (" + std::to_string(F.rows) + "x" + std::to_string(F.cols) + ", " + object + ") from the claim; q = " + F.q.str());
-    if (cl.value("quantity", "rank") == "determinant") {
-      verify_determinant(cert, cl, F, Rprod, scores, note);
+    const std::string quantity = cl.value("quantity", "rank");
+    if (quantity == "determinant" || quantity == "output_value") {
+      if (scores) throw malformed("/claim/object: no determinant or value certificates for scores");
+      P Pn, Rd;
+      std::string what;
+      if (quantity == "determinant") {
+        check(F.rows == F.cols, "/claim: the determinant needs a square matrix");
+        std::vector<long> all;
+        for (long i = 0; i < F.rows; ++i) all.push_back(i);
+        Pn = det(F, all, all);  // det(object) = det M / (L^n Π D_i)
+        Rd = {Z(1)};
+        for (const auto& d : Ds) Rd = mul(Rd, mul(P{Lv}, d));
+        what = "det(" + object + ")";
+      } else {
+        const long i = at(cl, "row", "/claim").get<long>(), k = at(cl, "col", "/claim").get<long>();
+        if (i < 0 || k < 0 || i >= F.rows || k >= F.cols) throw malformed("/claim/row: entry outside the matrix");
+        Pn = F.at(i, k);  // entry = M_ik / (L D_i)
+        Rd = mul(P{Lv}, Ds[static_cast<std::size_t>(i)]);
+        what = object + "[" + std::to_string(i) + "][" + std::to_string(k) + "]";
+      }
+      verify_ratio(cert, cl, F, Pn, Rd, what, note);
       out.result = verification::status::valid;
       return out;
     }
+    if (quantity != "rank") throw malformed("/claim/quantity: rank, determinant or output_value");
     // ---- generic rank: upper bound
     const nlohmann::json& grj = at(cert, "generic_rank", "");
     if (!grj.is_number_unsigned()) throw malformed("/generic_rank: expected a non-negative integer");

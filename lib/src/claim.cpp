@@ -216,18 +216,21 @@ nlohmann::json claim_objects_json(const family_input& in, layer_object object, c
 
 
 // ---- determinant claims: det(object) = P(u)/R(u) with R = Π D_i > 0 on u > 0 ----------
-certify_result certify_determinant(const nlohmann::json& claim, const family_input& in, layer_object object, const a_range& range,
-                                   const std::string& range_text, const std::string& algebraic_point, const det_relation& drel,
-                                   unsigned max_bits) {
+certify_result certify_ratio(const nlohmann::json& claim, const family_input& in, layer_object object, const a_range& range,
+                             const std::string& range_text, const std::string& algebraic_point, const det_relation& drel, unsigned max_bits,
+                             long entry_row, long entry_col) {
+  const bool entry = entry_row >= 0;
   certify_result res;
   nlohmann::json& rep = res.report;
   rep["tool"] = "attncert";
   rep["version"] = ATTNCERT_VERSION;
   if (const auto* t = get(claim, "title")) rep["title"] = *t;
-  const std::string claim_text = std::string("det ") + to_string(object) + " " + drel.text + " " + drel.value.str() +
+  const std::string what = entry ? std::string(to_string(object)) + "[" + std::to_string(entry_row) + "][" + std::to_string(entry_col) + "]"
+                                 : std::string("det ") + to_string(object);
+  const std::string claim_text = what + " " + drel.text + " " + drel.value.str() +
                                  (drel.text == "within" ? " +- " + drel.tolerance.str() : std::string()) + " for " + range_text;
   rep["claim"] = claim_text;
-  if (object == layer_object::scores) fail("/quantity/object", "the determinant of the scores a*S0 (= a^n det S0) is not supported yet");
+  if (object == layer_object::scores) fail("/quantity/object", "determinants and values of the scores a*S0 are not supported yet");
   if (!algebraic_point.empty()) {
     res.summary = "UNDECIDED: determinant claims at a = 1/sqrt(d) (irrational) are not supported; use a rational scale\n";
     rep["verdict"] = "UNDECIDED";
@@ -240,16 +243,30 @@ certify_result certify_determinant(const nlohmann::json& claim, const family_inp
   } catch (const input_error& e) {
     fail("/objects", e.what());
   }
-  if (F.rows != F.cols) fail("/quantity/object", "the determinant needs a square matrix, this one is " + std::to_string(F.rows) + "x" + std::to_string(F.cols));
-  std::vector<long> all(static_cast<std::size_t>(F.rows));
-  for (long i = 0; i < F.rows; ++i) all[static_cast<std::size_t>(i)] = i;
-  const int_poly P = minor_polynomial(F, all, all);
-  int_poly R = {1};
-  for (const auto& d : row_normalizers(in)) {
-    int_poly t(R.size() + d.size() - 1);
-    for (std::size_t i = 0; i < R.size(); ++i)
-      for (std::size_t j = 0; j < d.size(); ++j) t[i + j] += R[i] * d[j];
-    R = t;
+  int_poly P, R;
+  const std::vector<int_poly> Ds = row_normalizers(in);
+  const mpz_int& L = F.value_scale;
+  if (entry) {
+    if (entry_row >= F.rows || entry_col >= F.cols)
+      fail("/quantity", "entry (" + std::to_string(entry_row) + ", " + std::to_string(entry_col) + ") is outside the " + std::to_string(F.rows) + "x" +
+                            std::to_string(F.cols) + " " + to_string(object));
+    // entry = M_ik / (L·D_i)
+    P = F.at(entry_row, entry_col);
+    R = Ds[static_cast<std::size_t>(entry_row)];
+    for (auto& c : R) c *= L;
+  } else {
+    if (F.rows != F.cols) fail("/quantity/object", "the determinant needs a square matrix, this one is " + std::to_string(F.rows) + "x" + std::to_string(F.cols));
+    std::vector<long> all(static_cast<std::size_t>(F.rows));
+    for (long i = 0; i < F.rows; ++i) all[static_cast<std::size_t>(i)] = i;
+    P = minor_polynomial(F, all, all);
+    // det = det M / (L^n Π D_i)
+    R = {1};
+    for (const auto& d : Ds) {
+      int_poly t(R.size() + d.size() - 1);
+      for (std::size_t i = 0; i < R.size(); ++i)
+        for (std::size_t j = 0; j < d.size(); ++j) t[i + j] += R[i] * d[j] * L;
+      R = t;
+    }
   }
   // H = den(c)·P − num(c)·R has the sign of det − c.
   auto make_H = [&](const mpq_rational& c) {
@@ -301,14 +318,14 @@ certify_result certify_determinant(const nlohmann::json& claim, const family_inp
       const mpq_rational& s = c.sa.samples[*c.violating];
       if (range.is_point()) counter = {{"a", rational_string(*range.lo)}};
       else counter = {{"a_enclosure", nlohmann::json(a_enclosure({s, s}, F.q))}, {"u", rational_string(s)}};
-      counter["sign_of_det_minus_value"] = c.sa.signs[*c.violating];
+      counter["sign_of_quantity_minus_value"] = c.sa.signs[*c.violating];
       counter["value"] = c.c.str();
       break;
     }
   std::ostringstream os;
   os << to_string(res.verdict) << ": " << claim_text << ".\n";
   for (const auto& c : conds) {
-    os << "  det - (" << c.c.str() << "): ";
+    os << "  " << (entry ? "value" : "det") << " - (" << c.c.str() << "): ";
     if (c.sa.identically_zero) os << "identically zero";
     else {
       os << c.sa.roots.size() << " zero(s) in the range; sign on the " << c.sa.signs.size() << " segment(s):";
@@ -323,7 +340,11 @@ certify_result certify_determinant(const nlohmann::json& claim, const family_inp
   rep["summary"] = res.summary;
   nlohmann::json c = {{"format", "attncert-certificate/1"}, {"tool", "attncert"}, {"version", ATTNCERT_VERSION}};
   nlohmann::json cl = claim_objects_json(in, object, range, algebraic_point, claim);
-  cl["quantity"] = "determinant";
+  cl["quantity"] = entry ? "output_value" : "determinant";
+  if (entry) {
+    cl["row"] = entry_row;
+    cl["col"] = entry_col;
+  }
   cl["relation"] = drel.text;
   cl["value"] = drel.value.str();
   if (drel.text == "within") cl["tolerance"] = drel.tolerance.str();
@@ -345,7 +366,7 @@ certify_result certify_determinant(const nlohmann::json& claim, const family_inp
     e["samples"] = samples;
     cj.push_back(e);
   }
-  c["determinant"] = {{"P", poly_json(P)}, {"R", poly_json(R)}, {"conditions", cj}};
+  c["ratio"] = {{"kind", entry ? "entry" : "determinant"}, {"P", poly_json(P)}, {"R", poly_json(R)}, {"conditions", cj}};
   if (!ok) c["counterexample"] = counter;
   res.certificate = c;
   return res;
@@ -374,11 +395,21 @@ certify_result certify(const nlohmann::json& claim, const std::string& base_dir,
   const nlohmann::json* kind = get(*quantity, "kind");
   if (!kind || !kind->is_string()) fail("/quantity/kind", "missing");
   const std::string k = kind->get<std::string>();
-  static const std::vector<std::string> later = {"singular_value", "output_bound", "output_value", "numerical_rank"};
+  static const std::vector<std::string> later = {"singular_value", "output_bound", "numerical_rank"};
   if (std::find(later.begin(), later.end(), k) != later.end())
-    fail("/quantity/kind", "'" + k + "' is not supported yet by attncert certify (supported: rank, determinant)");
-  if (k != "rank" && k != "determinant") fail("/quantity/kind", "unknown quantity '" + k + "' (supported: rank, determinant)");
-  const bool det_claim = k == "determinant";
+    fail("/quantity/kind", "'" + k + "' is not supported yet by attncert certify (supported: rank, determinant, output_value)");
+  if (k != "rank" && k != "determinant" && k != "output_value")
+    fail("/quantity/kind", "unknown quantity '" + k + "' (supported: rank, determinant, output_value)");
+  const bool det_claim = k != "rank";  // determinant or output_value: real-valued, a ratio P(u)/R(u)
+  long entry_row = -1, entry_col = -1;
+  if (k == "output_value") {
+    const auto* rj = get(*quantity, "row");
+    const auto* cj = get(*quantity, "col");
+    if (!rj || !rj->is_number_integer() || rj->get<long>() < 0) fail("/quantity/row", "expected a non-negative integer (0-based)");
+    if (!cj || !cj->is_number_integer() || cj->get<long>() < 0) fail("/quantity/col", "expected a non-negative integer (0-based)");
+    entry_row = rj->get<long>();
+    entry_col = cj->get<long>();
+  }
   const nlohmann::json* obj = get(*quantity, "object");
   if (!obj || !obj->is_string()) fail("/quantity/object", "missing: scores, attention, output or residual");
   layer_object object;
@@ -502,7 +533,7 @@ certify_result certify(const nlohmann::json& claim, const std::string& base_dir,
       rep["why"] = res.summary;
       return res;
     }
-  if (det_claim) return certify_determinant(claim, in, object, range, range_text, algebraic_point, drel, max_bits);
+  if (det_claim) return certify_ratio(claim, in, object, range, range_text, algebraic_point, drel, max_bits, entry_row, entry_col);
   // ---- compute the rank function over the range
   poly_family F;
   family_rank_result fr;

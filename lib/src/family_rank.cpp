@@ -221,8 +221,10 @@ poly_family build_family(const family_input& in) {
   } else {
     const matrix<mpq_rational>& V = *in.V;
     const Eigen::Index d = V.cols();
+    const bool residual = in.object == layer_object::residual;  // X enters only the residual
     mpz_int L = lcm_den(V, nullptr);
-    if (in.X) L = boost::multiprecision::lcm(L, lcm_den(*in.X, nullptr));
+    if (residual) L = boost::multiprecision::lcm(L, lcm_den(*in.X, nullptr));
+    F.value_scale = L;
     F.cols = d;
     F.entries.assign(static_cast<std::size_t>(m * d), {});
     for (Eigen::Index i = 0; i < m; ++i)
@@ -231,7 +233,7 @@ poly_family build_family(const family_input& in) {
         for (Eigen::Index j = 0; j < n; ++j) {
           if (!in.M.allows(i, j)) continue;
           mpq_rational c = V(j, k);
-          if (in.X) c += (*in.X)(i, k);  // (D X + E V)_ik = Σ_j u^{e_ij} (X_ik + V_jk)
+          if (residual) c += (*in.X)(i, k);  // (D X + E V)_ik = Σ_j u^{e_ij} (X_ik + V_jk)
           add(p, e[static_cast<std::size_t>(i)][static_cast<std::size_t>(j)], numerator(mpq_rational(c * mpq_rational(L))));
         }
       }

@@ -265,11 +265,11 @@ BOOST_AUTO_TEST_CASE(tampered_determinant_certificates_are_rejected) {
   BOOST_TEST_REQUIRE(verify_certificate(good).exit_code() == 0);
   auto bump = [](json& coeff) { coeff = (mpq_rational(coeff.get<std::string>()) + 1).str(); };
   std::vector<std::pair<std::string, std::function<void(json&)>>> edits = {
-      {"P coefficient", [&](json& c) { bump(c["determinant"]["P"][0]); }},
-      {"R coefficient", [&](json& c) { bump(c["determinant"]["R"][0]); }},
-      {"H coefficient", [&](json& c) { bump(c["determinant"]["conditions"][1]["H"][0]); }},
-      {"sample sign", [](json& c) { c["determinant"]["conditions"][1]["samples"][0]["sign"] = 1; }},
-      {"root removed", [](json& c) { c["determinant"]["conditions"][1]["roots"] = json::array(); }},
+      {"P coefficient", [&](json& c) { bump(c["ratio"]["P"][0]); }},
+      {"R coefficient", [&](json& c) { bump(c["ratio"]["R"][0]); }},
+      {"H coefficient", [&](json& c) { bump(c["ratio"]["conditions"][1]["H"][0]); }},
+      {"sample sign", [](json& c) { c["ratio"]["conditions"][1]["samples"][0]["sign"] = 1; }},
+      {"root removed", [](json& c) { c["ratio"]["conditions"][1]["roots"] = json::array(); }},
       {"tolerance", [](json& c) { c["claim"]["tolerance"] = "1/10"; }},
       {"verdict", [](json& c) { c["verdict"] = "CERTIFIED"; }},
   };
@@ -280,4 +280,73 @@ BOOST_AUTO_TEST_CASE(tampered_determinant_certificates_are_rejected) {
     BOOST_TEST_INFO(name << ": " << v.notes.back());
     BOOST_TEST(v.exit_code() != 0);
   }
+}
+
+namespace {
+// The quantity in MPFR at a (approx tier): det or entry of attention / AV / X + AV.
+mpfr_float approx_quantity(const json& q, const matrix<mpq_rational>& S0, const matrix<mpq_rational>& V, const matrix<mpq_rational>& X,
+                           const mpfr_float& a) {
+  auto to_f = [](const matrix<mpq_rational>& M) {
+    matrix<mpfr_float> F(M.rows(), M.cols());
+    for (Eigen::Index i = 0; i < M.rows(); ++i)
+      for (Eigen::Index j = 0; j < M.cols(); ++j) F(i, j) = M(i, j).convert_to<mpfr_float>();
+    return F;
+  };
+  matrix<mpfr_float> S = to_f(S0);
+  for (Eigen::Index i = 0; i < S.rows(); ++i)
+    for (Eigen::Index j = 0; j < S.cols(); ++j) S(i, j) *= a;
+  const matrix<mpfr_float> A = masked_softmax(S);
+  const std::string obj = q["object"];
+  matrix<mpfr_float> O = A;
+  if (obj == "output") O = A * to_f(V);
+  if (obj == "residual") O = to_f(X) + A * to_f(V);
+  if (q["kind"] == "determinant") return cofactor_determinant(O);
+  return O(q["row"].get<long>(), q["col"].get<long>());
+}
+}  // namespace
+
+// Soundness of determinant and output_value claims on outputs and residuals with fractional
+// V and X (the integer scale L of M), against MPFR.
+BOOST_AUTO_TEST_CASE(values_and_determinants_of_outputs_agree_with_mpfr) {
+  auto rng = make_rng(31);
+  precision_guard pg(256);
+  std::uniform_int_distribution<int> cnum(-60, 60), pick(0, 5), idx(0, 2);
+  int certified = 0, refuted = 0;
+  for (int t = 0; t < 30; ++t) {
+    const matrix<mpq_rational> S0 = random_int(rng, 3, 3, 2), V = random_rational(rng, 3, 3), X = random_rational(rng, 3, 3);
+    const int p = pick(rng);
+    json q = {{"kind", p < 2 ? "determinant" : "output_value"}, {"object", p % 3 == 0 ? "attention" : p % 3 == 1 ? "output" : "residual"}};
+    if (p >= 2) {
+      q["row"] = idx(rng);
+      q["col"] = idx(rng);
+    }
+    const mpq_rational c(cnum(rng), 20);
+    const std::string rel = t % 2 ? ">=" : "<=";
+    json cl = {{"objects", {{"S", matrix_json(S0)}, {"V", matrix_json(V)}, {"X", matrix_json(X)}}}, {"family", {{"range", "[-1, 2]"}}},
+               {"quantity", q}, {"relation", rel}, {"value", c.str()}};
+    const auto r = certify(cl, ".");
+    BOOST_TEST_INFO(cl.dump() << ": " << r.summary);
+    BOOST_TEST(verify_certificate(r.certificate).exit_code() == 0);
+    const mpfr_float cf = c.convert_to<mpfr_float>();
+    auto violates = [&](const mpfr_float& v) { return rel == ">=" ? v < cf - mpfr_float(1e-60) : v > cf + mpfr_float(1e-60); };
+    if (r.verdict == claim_verdict::certified) {
+      ++certified;
+      for (int k = -20; k <= 40; ++k) BOOST_TEST(!violates(approx_quantity(q, S0, V, X, mpfr_float(k) / 20)));
+    } else {
+      ++refuted;
+      const auto& ce = r.certificate["counterexample"];
+      const mpfr_float a = (mpfr_float(ce["a_enclosure"][0].get<std::string>()) + mpfr_float(ce["a_enclosure"][1].get<std::string>())) / 2;
+      BOOST_TEST(violates(approx_quantity(q, S0, V, X, a)));
+    }
+  }
+  BOOST_TEST_MESSAGE(certified << " certified, " << refuted << " refuted");
+  BOOST_TEST(certified > 0);
+  BOOST_TEST(refuted > 0);
+}
+
+// X belongs to the residual only: an output claim with X present is about AV.
+BOOST_AUTO_TEST_CASE(output_rank_ignores_the_residual_stream) {
+  const auto with_x = cert(R"J({"objects": {"S": [[1, 0], [0, 2]], "V": [[1], [1]], "X": [[1], [-1]]}, "family": {"range": "(0, inf)"}, "quantity": {"kind": "rank", "object": "output"}, "relation": "=", "value": 1})J");
+  BOOST_TEST(with_x.exit_code() == 0);
+  BOOST_TEST(verify_certificate(with_x.certificate).exit_code() == 0);
 }

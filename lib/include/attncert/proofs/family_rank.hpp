@@ -44,6 +44,7 @@ struct poly_family {
   Eigen::Index rows = 0, cols = 0;
   std::vector<int_poly> entries;  ///< row-major
   mpz_int q = 1;                  ///< u = e^{a/q}
+  mpz_int value_scale = 1;        ///< L: output/residual entries are L·(row-normalized D X + E V)
   const int_poly& at(Eigen::Index i, Eigen::Index j) const { return entries[static_cast<std::size_t>(i * cols + j)]; }
 };
 
