@@ -213,3 +213,24 @@ BOOST_AUTO_TEST_CASE(ranges_parse_and_reject) {
   BOOST_CHECK_THROW(parse_a_range("0, 1"), input_error);
   BOOST_CHECK_THROW(parse_a_range("(0, x)"), input_error);
 }
+
+// Filter, then escalate: a range end 4e-34 below the drop a* = log φ cannot be separated from
+// it with 64-bit enclosures of e^{a}, so the answer is undecided there; a higher cap decides,
+// on both sides of a*.
+BOOST_AUTO_TEST_CASE(escalation_decides_a_range_end_next_to_a_drop) {
+  const matrix<Q> S0 = mat({{0, 2, -2}, {1, 2, 1}, {1, 0, 2}});
+  family_input in;
+  in.S0 = S0;
+  const poly_family F = build_family(in);
+  const auto below = parse_a_range("(0, 0.481211825059603447497758913424368]");
+  const auto above = parse_a_range("(0, 0.481211825059603447497758913424369]");
+  const auto low = family_rank(F, below, 64);
+  BOOST_TEST(!low.decided);
+  BOOST_TEST(low.why_undecided.find("64 bits") != std::string::npos);
+  const auto hi = family_rank(F, below, 256);
+  BOOST_TEST(hi.decided);
+  BOOST_TEST(hi.drops.empty());
+  const auto hi2 = family_rank(F, above, 256);
+  BOOST_TEST(hi2.decided);
+  BOOST_TEST(hi2.drops.size() == 1u);
+}

@@ -66,6 +66,12 @@ printf '{"objects": {"Q": [[1, 0], [0, 1]], "K": [[1, 1], [0, 1]]}, "family": {"
 expect_exit 3 "undecided" "$BIN" certify "$TMP/und.json"
 expect_in "$TMP/out" "UNDECIDED" "undecided verdict"
 
+# Escalation: a range end 4e-34 below the drop a* = log(golden ratio).
+rank_claim '[[0, 2, -2], [1, 2, 1], [1, 0, 2]]' attention '(0, 0.481211825059603447497758913424368]' '=' 3 >"$TMP/near.json"
+expect_exit 3 "undecided at a 64-bit cap" "$BIN" certify "$TMP/near.json" --max-precision 64
+expect_in "$TMP/out" "64 bits" "precision reached in the undecided answer"
+expect_exit 0 "decided at the default cap" "$BIN" certify "$TMP/near.json"
+
 # Matrices from files next to the claim.
 mkdir -p "$TMP/sub"
 echo '[[1, -1], [-1, 1]]' >"$TMP/sub/S.json"
