@@ -754,6 +754,11 @@ verification verify_certificate(const nlohmann::json& cert) {
     bool point = false, generic_present = true;
     if (cl.contains("point_algebraic_nonzero")) {
       point = true;
+      // only the form the prover emits: a = 1/sqrt(d), d a positive integer (algebraic, nonzero)
+      const std::string ap = cl["point_algebraic_nonzero"].get<std::string>();
+      const bool form = ap.size() > 8 && ap.rfind("1/sqrt(", 0) == 0 && ap.back() == ')' &&
+                        ap.substr(7, ap.size() - 8).find_first_not_of("0123456789") == std::string::npos && ap[7] != '0';
+      if (!form) throw malformed("/claim/point_algebraic_nonzero: expected 1/sqrt(d) with d a positive integer");
       check(drops.empty(), "/drops: at an algebraic a != 0, u = e^{a/q} is transcendental and no polynomial minor vanishes");
       note("a is algebraic and nonzero: u transcendental (Hermite-Lindemann), rank = generic rank");
     } else if (cl.contains("point")) {
