@@ -438,6 +438,7 @@ certify_result certify(const nlohmann::json& claim, const std::string& base_dir,
   family_input in;
   for (auto it = objects->begin(); it != objects->end(); ++it) {
     static const std::vector<std::string> known = {"S", "Q", "K", "scale", "mask", "V", "X"};
+    if (it.key() == "heads") fail("/objects/heads", "multi-head objects are not supported yet by attncert certify (one layer: S or Q, K; mask; V; X)");
     if (std::find(known.begin(), known.end(), it.key()) == known.end()) fail("/objects/" + it.key(), "unknown object");
   }
   const nlohmann::json* S = get(*objects, "S");
