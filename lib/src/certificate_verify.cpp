@@ -368,6 +368,157 @@ bool exp_below(const Q& a, const Z& q, const Q& x) {
   throw invalid("could not compare a sample with a range end at 8192 bits");
 }
 
+
+// ---- singular-value certificates ------------------------------------------------------
+// The sign of H at the point a0 of the claim equals its sign at the sample s: s = 1 when
+// a0 = 0; otherwise no zero of H lies between s and the transcendental u0 = e^{a0/q}.
+void check_point_sample(const P& H, const Q& a0, const Q& s, const Z& q, const std::string& w) {
+  if (a0 == 0) {
+    check(s == 1, w + ": at a = 0 the sample is u = 1");
+    return;
+  }
+  const P g = sqfree(H);
+  if (g.size() <= 1) return;
+  for (unsigned bits = 64; bits <= 8192; bits *= 2) {
+    const auto [l, h] = exp_bounds(a0, q, bits);
+    const Q lo = std::min(l, s), hi = std::max(h, s);
+    if (evalq(g, lo) != 0 && evalq(g, hi) != 0 && roots_between(g, lo, hi) == 0) return;
+  }
+  throw invalid(w + ": the sample is not on the side of every zero where u0 = e^{a/q} is");
+}
+
+// det(λI − T) by Laplace expansion with entries in ℤ[u][λ] (λ-coefficient lists) — a different
+// algorithm from the prover's (Berkowitz).
+using BP = std::vector<P>;
+BP bp_add(const BP& a, const BP& b) {
+  BP c(std::max(a.size(), b.size()));
+  for (std::size_t i = 0; i < a.size(); ++i) c[i] = add(c[i], a[i]);
+  for (std::size_t i = 0; i < b.size(); ++i) c[i] = add(c[i], b[i]);
+  while (!c.empty() && c.back().empty()) c.pop_back();
+  return c;
+}
+BP bp_mul(const BP& a, const BP& b) {
+  if (a.empty() || b.empty()) return {};
+  BP c(a.size() + b.size() - 1);
+  for (std::size_t i = 0; i < a.size(); ++i)
+    for (std::size_t j = 0; j < b.size(); ++j) c[i + j] = add(c[i + j], mul(a[i], b[j]));
+  while (!c.empty() && c.back().empty()) c.pop_back();
+  return c;
+}
+BP bp_det(const std::vector<std::vector<BP>>& A, const std::vector<std::size_t>& rows, const std::vector<std::size_t>& cols) {
+  if (rows.empty()) return {P{Z(1)}};
+  BP acc;
+  const std::vector<std::size_t> rest(rows.begin() + 1, rows.end());
+  for (std::size_t j = 0; j < cols.size(); ++j) {
+    const BP& a = A[rows[0]][cols[j]];
+    if (a.empty()) continue;
+    std::vector<std::size_t> c2;
+    for (std::size_t t = 0; t < cols.size(); ++t)
+      if (t != j) c2.push_back(cols[t]);
+    BP term = bp_mul(a, bp_det(A, rest, c2));
+    if (j % 2) for (auto& x : term) x = neg(x);
+    acc = bp_add(acc, term);
+  }
+  return acc;
+}
+
+void verify_singular_value(const nlohmann::json& cert, const nlohmann::json& cl, const family& F, const std::vector<P>& Ds, const Z& Lv,
+                           const std::function<void(const std::string&)>& note) {
+  if (!cl.contains("point")) throw malformed("/claim/point: singular-value certificates are for a point");
+  const Q a0 = num(cl["point"], "/claim/point");
+  const long index = at(cl, "index", "/claim").get<long>();
+  if (index < 1 || index > std::min(F.rows, F.cols)) throw malformed("/claim/index: out of range");
+  if (F.cols > 6) throw malformed("/claim: the checker handles singular values of at most 6 columns");
+  // B = Mᵀ diag(Π_{l≠i} (L D_l)²) M = ρ OᵀO with ρ = Π (L D_l)².
+  std::vector<P> LD;
+  for (const auto& d : Ds) LD.push_back(mul(P{Lv}, d));
+  P rho = {Z(1)};
+  for (const auto& x : LD) rho = mul(rho, mul(x, x));
+  const std::size_t n = static_cast<std::size_t>(F.cols);
+  std::vector<std::vector<P>> B(n, std::vector<P>(n));
+  for (long i = 0; i < F.rows; ++i) {
+    P w = {Z(1)};
+    for (std::size_t l = 0; l < LD.size(); ++l)
+      if (static_cast<long>(l) != i) w = mul(w, mul(LD[l], LD[l]));
+    for (std::size_t a = 0; a < n; ++a)
+      for (std::size_t b = 0; b < n; ++b) B[a][b] = add(B[a][b], mul(w, mul(F.at(i, static_cast<long>(a)), F.at(i, static_cast<long>(b)))));
+  }
+  const std::string rel = at(cl, "relation", "/claim").get<std::string>();
+  const Q c = num(at(cl, "value", "/claim"), "/claim/value");
+  std::vector<std::pair<Q, std::string>> want;
+  if (rel == "=" || rel == ">=") want.push_back({c, ">="});
+  if (rel == "=" || rel == "<=") want.push_back({c, "<="});
+  if (rel == "within") {
+    const Q t = num(at(cl, "tolerance", "/claim"), "/claim/tolerance");
+    if (t < 0) throw malformed("/claim/tolerance: negative");
+    want = {{c - t, ">="}, {c + t, "<="}};
+  }
+  if (want.empty()) throw malformed("/claim/relation: =, <=, >= or within");
+  const nlohmann::json& conds = at(at(cert, "singular_value", ""), "conditions", "/singular_value");
+  if (!conds.is_array() || conds.size() != want.size()) throw malformed("/singular_value/conditions: expected " + std::to_string(want.size()));
+  bool ok = true;
+  for (std::size_t t = 0; t < want.size(); ++t) {
+    const std::string w = "/singular_value/conditions/" + std::to_string(t);
+    const nlohmann::json& e = conds[t];
+    const Q cv = want[t].first;
+    const std::string sense = want[t].second;
+    check(num(at(e, "value", w), w + "/value") == cv && at(e, "sense", w).get<std::string>() == sense, w + ": not the condition the claim needs");
+    bool holds;
+    if (sense == ">=" && cv <= 0) {
+      holds = true;
+    } else if (sense == "<=" && cv < 0) {
+      holds = false;
+    } else {
+      // T = den² B − num² ρ I; its eigenvalues have the signs of σ² − c² (and −c² for the
+      // structural zeros).  χ(λ) = det(λI − T), all roots real: Descartes' count is exact.
+      std::vector<std::vector<BP>> L(n, std::vector<BP>(n));
+      const Z dd = denominator(cv) * denominator(cv), nn = numerator(cv) * numerator(cv);
+      for (std::size_t a = 0; a < n; ++a)
+        for (std::size_t b = 0; b < n; ++b) {
+          P tab = mul(P{dd}, B[a][b]);
+          if (a == b) tab = add(tab, neg(mul(P{nn}, rho)));
+          L[a][b] = tab.empty() ? BP{} : BP{neg(tab)};  // λI − T
+          if (a == b) L[a][b] = bp_add(L[a][b], BP{P{}, P{Z(1)}});
+        }
+      std::vector<std::size_t> all(n);
+      for (std::size_t k = 0; k < n; ++k) all[k] = k;
+      BP chi = bp_det(L, all, all);
+      chi.resize(n + 1);
+      const nlohmann::json& co = at(e, "charpoly", w);
+      if (!co.is_array() || co.size() != n + 1) throw malformed(w + "/charpoly: expected " + std::to_string(n + 1) + " coefficients");
+      int last = 0, positive = 0, zero = 0;
+      bool seen = false;
+      for (std::size_t j = 0; j <= n; ++j) {
+        const std::string wj = w + "/charpoly/" + std::to_string(j);
+        check(poly(at(co[j], "poly", wj), wj + "/poly") == chi[j], wj + "/poly: differs from the recomputed coefficient");
+        int sg = 0;
+        if (!chi[j].empty()) {
+          const auto& sj = at(co[j], "sample", wj);
+          const Q sample = num(at(sj, "u", wj), wj + "/sample/u");
+          sg = at(sj, "sign", wj).get<int>();
+          check(sgn(evalq(chi[j], sample)) == sg, wj + "/sample: the sign there is not the stated one");
+          check_point_sample(chi[j], a0, sample, F.q, wj);
+        }
+        if (sg == 0) {
+          if (!seen) ++zero;
+          continue;
+        }
+        seen = true;
+        if (last != 0 && sg != last) ++positive;
+        last = sg;
+      }
+      check(at(e, "positive", w).get<int>() == positive && at(e, "zero", w).get<int>() == zero, w + ": the eigenvalue counts differ");
+      holds = sense == ">=" ? positive + zero >= index : positive <= index - 1;
+      note(w + ": sigma_" + std::to_string(index) + " " + sense + " " + cv.str() + ": characteristic polynomial recomputed (Laplace), " +
+           std::to_string(positive) + " eigenvalue(s) above c^2, " + std::to_string(zero) + " at c^2 (Descartes, exact for real roots)");
+    }
+    ok = ok && holds;
+  }
+  const std::string verdict = ok ? "CERTIFIED" : "REFUTED";
+  check(at(cert, "verdict", "").get<std::string>() == verdict, "/verdict: the re-derived verdict is " + verdict);
+  note("verdict re-derived: " + verdict);
+}
+
 // A real quantity P(u)/R(u) with R > 0 for u > 0 (a determinant or an entry), against the claim.
 void verify_ratio(const nlohmann::json& cert, const nlohmann::json& cl, const family& F, const P& Pd, const P& R, const std::string& what,
                   const std::function<void(const std::string&)>& note) {
@@ -650,7 +801,13 @@ verification verify_certificate(const nlohmann::json& cert) {
       out.result = verification::status::valid;
       return out;
     }
-    if (quantity != "rank") throw malformed("/claim/quantity: rank, determinant or output_value");
+    if (quantity == "singular_value") {
+      if (scores) throw malformed("/claim/object: no singular-value certificates for scores");
+      verify_singular_value(cert, cl, F, Ds, Lv, note);
+      out.result = verification::status::valid;
+      return out;
+    }
+    if (quantity != "rank") throw malformed("/claim/quantity: rank, determinant, output_value or singular_value");
     // ---- generic rank: upper bound
     const nlohmann::json& grj = at(cert, "generic_rank", "");
     if (!grj.is_number_unsigned()) throw malformed("/generic_rank: expected a non-negative integer");

@@ -372,6 +372,220 @@ certify_result certify_ratio(const nlohmann::json& claim, const family_input& in
   return res;
 }
 
+
+// ---- singular values at a point: σ_k ≥ c ⇔ at least k eigenvalues of OᵀO are ≥ c² --------
+int_poly padd(const int_poly& a, const int_poly& b) {
+  int_poly c(std::max(a.size(), b.size()));
+  for (std::size_t i = 0; i < a.size(); ++i) c[i] += a[i];
+  for (std::size_t i = 0; i < b.size(); ++i) c[i] += b[i];
+  while (!c.empty() && c.back() == 0) c.pop_back();
+  return c;
+}
+int_poly pmul(const int_poly& a, const int_poly& b) {
+  if (a.empty() || b.empty()) return {};
+  int_poly c(a.size() + b.size() - 1);
+  for (std::size_t i = 0; i < a.size(); ++i)
+    for (std::size_t j = 0; j < b.size(); ++j) c[i + j] += a[i] * b[j];
+  while (!c.empty() && c.back() == 0) c.pop_back();
+  return c;
+}
+int_poly pneg(int_poly a) {
+  for (auto& x : a) x = -x;
+  return a;
+}
+
+// Characteristic polynomial det(λI − T) of a square matrix over ℤ[u] by Berkowitz's
+// division-free algorithm; coefficients of λ^0 .. λ^n.
+std::vector<int_poly> charpoly(const std::vector<std::vector<int_poly>>& T) {
+  const std::size_t n = T.size();
+  std::vector<int_poly> chi = {int_poly{1}};  // descending powers of λ
+  for (std::size_t r = 0; r < n; ++r) {
+    std::vector<int_poly> t = {int_poly{1}, pneg(T[r][r])};
+    // t_{k+2} = −R A_r^k C, R = T[r][0..r), C = T[0..r)[r]
+    std::vector<int_poly> v(r);
+    for (std::size_t i = 0; i < r; ++i) v[i] = T[i][r];
+    for (std::size_t k = 0; k < r; ++k) {
+      int_poly rc;
+      for (std::size_t i = 0; i < r; ++i) rc = padd(rc, pmul(T[r][i], v[i]));
+      t.push_back(pneg(rc));
+      std::vector<int_poly> w(r);
+      for (std::size_t i = 0; i < r; ++i)
+        for (std::size_t j = 0; j < r; ++j) w[i] = padd(w[i], pmul(T[i][j], v[j]));
+      v = w;
+    }
+    std::vector<int_poly> next(r + 2);
+    for (std::size_t i = 0; i < r + 2; ++i)
+      for (std::size_t j = 0; j <= std::min(i, r); ++j)
+        if (i - j < t.size()) next[i] = padd(next[i], pmul(t[i - j], chi[j]));
+    chi = next;
+  }
+  return std::vector<int_poly>(chi.rbegin(), chi.rend());
+}
+
+certify_result certify_singular_value(const nlohmann::json& claim, const family_input& in, layer_object object, const a_range& range,
+                                      const std::string& range_text, const std::string& algebraic_point, const det_relation& drel,
+                                      unsigned max_bits, long index) {
+  certify_result res;
+  nlohmann::json& rep = res.report;
+  rep["tool"] = "attncert";
+  rep["version"] = ATTNCERT_VERSION;
+  if (const auto* t = get(claim, "title")) rep["title"] = *t;
+  const std::string claim_text = "sigma_" + std::to_string(index) + "(" + to_string(object) + ") " + drel.text + " " + drel.value.str() +
+                                 (drel.text == "within" ? " +- " + drel.tolerance.str() : std::string()) + " for " + range_text;
+  rep["claim"] = claim_text;
+  if (object == layer_object::scores) fail("/quantity/object", "singular values of the scores are not supported yet");
+  auto undecided = [&](const std::string& why) {
+    res.summary = "UNDECIDED: " + why + "\n";
+    rep["verdict"] = "UNDECIDED";
+    rep["why"] = why;
+    return res;
+  };
+  if (!algebraic_point.empty()) return undecided("singular-value claims at a = 1/sqrt(d) (irrational) are not supported; use a rational scale");
+  if (!range.is_point()) return undecided("singular-value claims over a parameter range are not supported yet; give a point (\"at\")");
+  poly_family F;
+  try {
+    F = build_family(in);
+  } catch (const input_error& e) {
+    fail("/objects", e.what());
+  }
+  if (index > std::min(F.rows, F.cols)) fail("/quantity/index", "the matrix has only " + std::to_string(std::min(F.rows, F.cols)) + " singular values");
+  if (F.cols > 8) fail("/quantity/object", "singular values are supported for at most 8 columns");
+  // O = W M with W = diag(1/(L D_i)); ρ OᵀO = Mᵀ diag(Π_{l≠i} (L D_l)²) M =: B (polynomial).
+  const std::vector<int_poly> Ds = row_normalizers(in);
+  std::vector<int_poly> LD;
+  for (const auto& d : Ds) {
+    int_poly x = d;
+    for (auto& c : x) c *= F.value_scale;
+    LD.push_back(x);
+  }
+  int_poly rho = {1};
+  for (const auto& x : LD) rho = pmul(rho, pmul(x, x));
+  std::vector<int_poly> wt(LD.size());
+  for (std::size_t i = 0; i < LD.size(); ++i) {
+    int_poly w = {1};
+    for (std::size_t l = 0; l < LD.size(); ++l)
+      if (l != i) w = pmul(w, pmul(LD[l], LD[l]));
+    wt[i] = w;
+  }
+  const std::size_t n = static_cast<std::size_t>(F.cols);
+  std::vector<std::vector<int_poly>> B(n, std::vector<int_poly>(n));
+  for (std::size_t a = 0; a < n; ++a)
+    for (std::size_t b = a; b < n; ++b) {
+      int_poly acc;
+      for (Eigen::Index i = 0; i < F.rows; ++i)
+        acc = padd(acc, pmul(wt[static_cast<std::size_t>(i)], pmul(F.at(i, static_cast<Eigen::Index>(a)), F.at(i, static_cast<Eigen::Index>(b)))));
+      B[a][b] = B[b][a] = acc;
+    }
+  // Conditions σ_k ≥ c  (count of eigenvalues of T = den²B − num²ρI that are ≥ 0 is ≥ k)
+  //        and σ_k ≤ c  (count of eigenvalues of T that are > 0 is ≤ k − 1), c ≥ 0.
+  struct condition {
+    mpq_rational c;
+    std::string sense;  // ">=" or "<="
+    bool trivial = false;
+    std::vector<int_poly> chi;
+    std::vector<sign_analysis> signs;
+    int positive = 0, zero = 0;
+    bool holds = false;
+  };
+  std::vector<condition> conds;
+  auto add = [&](const mpq_rational& v, const char* sense) {
+    condition c;
+    c.c = v;
+    c.sense = sense;
+    conds.push_back(c);
+  };
+  if (drel.text == "=" || drel.text == ">=") add(drel.value, ">=");
+  if (drel.text == "=" || drel.text == "<=") add(drel.value, "<=");
+  if (drel.text == "within") {
+    add(drel.value - drel.tolerance, ">=");
+    add(drel.value + drel.tolerance, "<=");
+  }
+  bool ok = true;
+  for (auto& c : conds) {
+    if (c.sense == ">=" && c.c <= 0) {
+      c.trivial = c.holds = true;  // σ_k ≥ 0 ≥ c
+      continue;
+    }
+    if (c.sense == "<=" && c.c < 0) {
+      c.trivial = true;  // σ_k ≥ 0 > c
+      c.holds = false;
+      ok = false;
+      continue;
+    }
+    const mpz_int num = numerator(c.c), den = denominator(c.c);
+    std::vector<std::vector<int_poly>> T = B;
+    for (std::size_t a = 0; a < n; ++a) {
+      for (std::size_t b = 0; b < n; ++b)
+        for (auto& x : T[a][b]) x *= den * den;
+      int_poly r = rho;
+      for (auto& x : r) x *= num * num;
+      T[a][a] = padd(T[a][a], pneg(r));
+    }
+    c.chi = charpoly(T);
+    int last = 0;
+    bool seen_nonzero = false;
+    for (std::size_t j = 0; j < c.chi.size(); ++j) {
+      c.signs.push_back(analyze_sign(c.chi[j], range, F.q, max_bits));
+      if (!c.signs.back().decided) return undecided(c.signs.back().why_undecided);
+      const int sg = c.signs.back().identically_zero ? 0 : c.signs.back().signs[0];
+      if (sg == 0) {
+        if (!seen_nonzero) ++c.zero;
+        continue;
+      }
+      seen_nonzero = true;
+      if (last != 0 && sg != last) ++c.positive;
+      last = sg;
+    }
+    // the eigenvalues of the symmetric T are real, so Descartes' count is exact
+    c.holds = c.sense == ">=" ? c.positive + c.zero >= index : c.positive <= index - 1;
+    ok = ok && c.holds;
+  }
+  res.verdict = ok ? claim_verdict::certified : claim_verdict::refuted;
+  std::ostringstream os;
+  os << to_string(res.verdict) << ": " << claim_text << ".\n";
+  for (const auto& c : conds) {
+    os << "  sigma_" << index << " " << c.sense << " " << c.c.str() << ": ";
+    if (c.trivial) os << (c.holds ? "trivially true (singular values are >= 0)" : "false (singular values are >= 0)");
+    else os << c.positive << " eigenvalue(s) of O^T O above c^2, " << c.zero << " equal to c^2 (Descartes on the exact characteristic polynomial)";
+    os << "\n";
+  }
+  res.summary = os.str();
+  rep["verdict"] = to_string(res.verdict);
+  rep["summary"] = res.summary;
+  if (!ok) rep["counterexample"] = {{"a", rational_string(*range.lo)}};
+  nlohmann::json cert = {{"format", "attncert-certificate/1"}, {"tool", "attncert"}, {"version", ATTNCERT_VERSION}};
+  nlohmann::json cl = claim_objects_json(in, object, range, algebraic_point, claim);
+  cl["quantity"] = "singular_value";
+  cl["index"] = index;
+  cl["relation"] = drel.text;
+  cl["value"] = drel.value.str();
+  if (drel.text == "within") cl["tolerance"] = drel.tolerance.str();
+  cert["claim"] = cl;
+  cert["verdict"] = to_string(res.verdict);
+  cert["q"] = F.q.str();
+  nlohmann::json cj = nlohmann::json::array();
+  for (const auto& c : conds) {
+    nlohmann::json e = {{"value", c.c.str()}, {"sense", c.sense}, {"trivial", c.trivial}};
+    if (!c.trivial) {
+      nlohmann::json co = nlohmann::json::array();
+      for (std::size_t j = 0; j < c.chi.size(); ++j) {
+        const auto& sa = c.signs[j];
+        nlohmann::json x = {{"poly", poly_json(c.chi[j])}};
+        if (!sa.identically_zero) x["sample"] = {{"u", rational_string(sa.samples[0])}, {"sign", sa.signs[0]}};
+        co.push_back(x);
+      }
+      e["charpoly"] = co;
+      e["positive"] = c.positive;
+      e["zero"] = c.zero;
+    }
+    cj.push_back(e);
+  }
+  cert["singular_value"] = {{"B", "rho O^T O = M^T diag(prod_{l != i} (L D_l)^2) M"}, {"conditions", cj}};
+  if (!ok) cert["counterexample"] = rep["counterexample"];
+  res.certificate = cert;
+  return res;
+}
+
 }  // namespace
 
 nlohmann::json parse_claim_text(const std::string& text) {
@@ -395,13 +609,18 @@ certify_result certify(const nlohmann::json& claim, const std::string& base_dir,
   const nlohmann::json* kind = get(*quantity, "kind");
   if (!kind || !kind->is_string()) fail("/quantity/kind", "missing");
   const std::string k = kind->get<std::string>();
-  static const std::vector<std::string> later = {"singular_value", "output_bound", "numerical_rank"};
+  static const std::vector<std::string> later = {"output_bound", "numerical_rank"};
   if (std::find(later.begin(), later.end(), k) != later.end())
-    fail("/quantity/kind", "'" + k + "' is not supported yet by attncert certify (supported: rank, determinant, output_value)");
-  if (k != "rank" && k != "determinant" && k != "output_value")
-    fail("/quantity/kind", "unknown quantity '" + k + "' (supported: rank, determinant, output_value)");
-  const bool det_claim = k != "rank";  // determinant or output_value: real-valued, a ratio P(u)/R(u)
-  long entry_row = -1, entry_col = -1;
+    fail("/quantity/kind", "'" + k + "' is not supported yet by attncert certify (supported: rank, determinant, output_value, singular_value)");
+  if (k != "rank" && k != "determinant" && k != "output_value" && k != "singular_value")
+    fail("/quantity/kind", "unknown quantity '" + k + "' (supported: rank, determinant, output_value, singular_value)");
+  const bool det_claim = k != "rank";  // real-valued: determinant, output_value, singular_value
+  long entry_row = -1, entry_col = -1, sv_index = -1;
+  if (k == "singular_value") {
+    const auto* ij = get(*quantity, "index");
+    if (!ij || !ij->is_number_integer() || ij->get<long>() < 1) fail("/quantity/index", "expected k >= 1 (sigma_1 is the largest)");
+    sv_index = ij->get<long>();
+  }
   if (k == "output_value") {
     const auto* rj = get(*quantity, "row");
     const auto* cj = get(*quantity, "col");
@@ -534,6 +753,7 @@ certify_result certify(const nlohmann::json& claim, const std::string& base_dir,
       rep["why"] = res.summary;
       return res;
     }
+  if (sv_index > 0) return certify_singular_value(claim, in, object, range, range_text, algebraic_point, drel, max_bits, sv_index);
   if (det_claim) return certify_ratio(claim, in, object, range, range_text, algebraic_point, drel, max_bits, entry_row, entry_col);
   // ---- compute the rank function over the range
   poly_family F;
