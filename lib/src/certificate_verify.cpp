@@ -207,7 +207,7 @@ P gcdz(const P& a, const P& b) {
   while (!y.empty()) {
     PQ r = remq(x, y);
     x = y;
-    y = r;
+    y = toq(primitive_same_sign(r));  // a positive rescaling keeps coefficients small
   }
   return normalized(x);
 }
@@ -227,11 +227,12 @@ std::vector<P> sturm(const P& p) {
   PQ a = toq(p), b = toq(deriv(p));
   s.push_back(primitive_same_sign(a));
   while (!b.empty()) {
-    s.push_back(primitive_same_sign(b));
-    PQ r = remq(a, b);
+    const P pb = primitive_same_sign(b);
+    s.push_back(pb);
+    PQ r = remq(a, toq(pb));  // positive rescalings of a Sturm sequence are one
     for (auto& c : r) c = -c;
-    a = b;
-    b = r;
+    a = toq(pb);
+    b = toq(primitive_same_sign(r));
   }
   return s;
 }
@@ -246,10 +247,19 @@ int variations(const std::vector<P>& s, const std::optional<Q>& x) {
   return n;
 }
 // Number of roots of the squarefree p in (lo, hi) — lo, hi not roots; hi empty = +∞.
+// Sturm sequences are cached per polynomial (the checker asks about the same ones often).
 int roots_between(const P& p, const Q& lo, const std::optional<Q>& hi) {
   if (p.size() <= 1) return 0;
-  const auto s = sturm(p);
-  return variations(s, lo) - variations(s, hi);
+  static thread_local std::vector<std::pair<P, std::vector<P>>> cache;
+  const std::vector<P>* s = nullptr;
+  for (const auto& [key, seq] : cache)
+    if (key == p) s = &seq;
+  if (!s) {
+    if (cache.size() > 64) cache.clear();
+    cache.emplace_back(p, sturm(p));
+    s = &cache.back().second;
+  }
+  return variations(*s, lo) - variations(*s, hi);
 }
 
 // ---- the matrix M(u), rebuilt from the claim --------------------------------------------

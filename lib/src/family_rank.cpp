@@ -329,6 +329,12 @@ std::vector<int_poly> sturm_sequence(const int_poly& p) {
   push(a);
   while (!fmpq_poly_is_zero(b)) {
     push(b);
+    {
+      // continue with the primitive integer version of b: positive rescalings of a Sturm
+      // sequence are one, and the coefficients stay small
+      zpoly z(s.back());
+      fmpq_poly_set_fmpz_poly(b, z.p);
+    }
     fmpq_poly_rem(r, a, b);
     fmpq_poly_neg(r, r);
     fmpq_poly_swap(a, b);
@@ -649,11 +655,11 @@ sign_analysis analyze_sign(const int_poly& H, const a_range& range, const mpz_in
   }
   res.sqfree = squarefree_part(H);
   const int_poly& g = res.sqfree;
+  const std::vector<int_poly> sturm_g = g.size() > 1 ? sturm_sequence(g) : std::vector<int_poly>{};
   auto no_root_in = [&](const mpq_rational& l, const mpq_rational& h) {
     if (g.size() <= 1) return true;
     if (sign_at(g, l) == 0 || sign_at(g, h) == 0) return false;
-    const auto s = sturm_sequence(g);
-    return sign_variations(s, l) - sign_variations(s, h) == 0;
+    return sign_variations(sturm_g, l) - sign_variations(sturm_g, h) == 0;
   };
   // Enclosure [l, h] of e^{a/q} (a ≠ 0) with no root of H in it.
   auto end_cut = [&](const mpq_rational& a, std::pair<mpq_rational, mpq_rational>& out) {
