@@ -94,6 +94,14 @@ bool holds(rel r, std::size_t lhs, std::size_t v) {
   return r == rel::eq ? lhs == v : r == rel::le ? lhs <= v : lhs >= v;
 }
 
+certify_result undecided_result(const nlohmann::json& claim, const std::string& why) {
+  certify_result res;
+  res.summary = "UNDECIDED: " + why + "\n";
+  res.report = {{"tool", "attncert"}, {"version", ATTNCERT_VERSION}, {"verdict", "UNDECIDED"}, {"why", why}, {"summary", res.summary}};
+  if (claim.contains("title")) res.report["title"] = claim["title"];
+  return res;
+}
+
 struct det_relation {
   std::string text;              ///< "=", "<=", ">=", "within"
   mpq_rational value, tolerance;
@@ -240,6 +248,8 @@ certify_result certify_ratio(const nlohmann::json& claim, const family_input& in
   poly_family F;
   try {
     F = build_family(in);
+  } catch (const family_too_large& e) {
+    return undecided_result(claim, e.what());
   } catch (const input_error& e) {
     fail("/objects", e.what());
   }
@@ -445,6 +455,8 @@ certify_result certify_singular_value(const nlohmann::json& claim, const family_
   poly_family F;
   try {
     F = build_family(in);
+  } catch (const family_too_large& e) {
+    return undecided_result(claim, e.what());
   } catch (const input_error& e) {
     fail("/objects", e.what());
   }
@@ -776,6 +788,8 @@ certify_result certify(const nlohmann::json& claim, const std::string& base_dir,
   } else {
     try {
       F = build_family(in);
+    } catch (const family_too_large& e) {
+      return undecided_result(claim, e.what());
     } catch (const input_error& e) {
       fail("/objects", e.what());
     }

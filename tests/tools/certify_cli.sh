@@ -56,7 +56,7 @@ rank_claim '[[1, 2], [3, "x"]]' attention '(0, inf)' '=' 2 >"$TMP/bad.json"
 expect_exit 2 "not a number" "$BIN" certify "$TMP/bad.json" --certificate "$TMP/bad.cert.json"
 expect_in "$TMP/err" "/objects/S/1/1: not a number" "pointer of the bad entry"
 if [ ! -e "$TMP/bad.cert.json" ]; then ok; else bad "certificate written for a malformed claim"; fi
-printf '{"objects": {"S": [[1]]}, "quantity": {"kind": "singular_value", "index": 1}, "relation": "=", "value": 1}\n' >"$TMP/sv.json"
+printf '{"objects": {"S": [[1]]}, "quantity": {"kind": "output_bound"}, "relation": "=", "value": 1}\n' >"$TMP/sv.json"
 expect_exit 2 "unsupported quantity" "$BIN" certify "$TMP/sv.json"
 expect_in "$TMP/err" "not supported yet" "unsupported message"
 expect_exit 2 "missing claim file" "$BIN" certify "$TMP/nope.json"
@@ -77,6 +77,30 @@ mkdir -p "$TMP/sub"
 echo '[[1, -1], [-1, 1]]' >"$TMP/sub/S.json"
 printf '{"objects": {"S": "S.json"}, "family": {"at": "0"}, "quantity": {"kind": "rank", "object": "attention"}, "relation": "=", "value": 1}\n' >"$TMP/sub/c.json"
 expect_exit 0 "relative matrix path" "$BIN" certify "$TMP/sub/c.json"
+
+# .npy inputs (float64, written with the Python standard library): read exactly.  Dyadic
+# 0.5 gives q = 2; float64 0.1 has denominator 2^55, too large for the polynomial method.
+if command -v python3 >/dev/null 2>&1; then
+  python3 - "$TMP" <<'PY'
+import struct, sys
+def save(path, rows):
+    header = "{'descr': '<f8', 'fortran_order': False, 'shape': (%d, %d), }" % (len(rows), len(rows[0]))
+    header += " " * (64 - (10 + len(header) + 1) % 64) + "\n"
+    with open(path, "wb") as f:
+        f.write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(header)) + header.encode())
+        for r in rows:
+            for x in r:
+                f.write(struct.pack("<d", x))
+save(sys.argv[1] + "/half.npy", [[0.5, -0.5], [-0.5, 0.5]])
+save(sys.argv[1] + "/tenth.npy", [[0.1, -0.1], [-0.1, 0.1]])
+PY
+  printf '{"objects": {"S": "half.npy"}, "family": {"range": "(0, inf)"}, "quantity": {"kind": "rank", "object": "attention"}, "relation": "=", "value": 2}\n' >"$TMP/npy1.json"
+  expect_exit 0 ".npy scores" "$BIN" certify "$TMP/npy1.json" --certificate "$TMP/npy1.cert.json"
+  expect_in "$TMP/npy1.cert.json" '"q": "2"' ".npy read exactly (q = 2)"
+  printf '{"objects": {"S": "tenth.npy"}, "family": {"range": "(0, inf)"}, "quantity": {"kind": "rank", "object": "attention"}, "relation": "=", "value": 2}\n' >"$TMP/npy2.json"
+  expect_exit 3 "float64 0.1: undecided, said so" "$BIN" certify "$TMP/npy2.json"
+  expect_in "$TMP/out" "too large" "reason of the undecided answer"
+fi
 
 echo "certify CLI: $pass passed, $fail failed"
 [ "$fail" = 0 ]

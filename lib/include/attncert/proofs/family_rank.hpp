@@ -48,7 +48,15 @@ struct poly_family {
   const int_poly& at(Eigen::Index i, Eigen::Index j) const { return entries[static_cast<std::size_t>(i * cols + j)]; }
 };
 
-/// Build M(u).  Errors (input_error): shapes, fully masked rows, object = scores.
+/// The family is well formed but its polynomials would be too large (exponent spread
+/// q·(max − min) of a row above 100 000, e.g. float64 data with denominators 2^55): the
+/// claim is valid, the method does not apply (certify answers UNDECIDED).
+struct family_too_large : input_error {
+  using input_error::input_error;
+};
+
+/// Build M(u).  Errors (input_error): shapes, fully masked rows, object = scores;
+/// family_too_large (see above).
 poly_family build_family(const family_input& in);
 
 /// Exact rank of M over ℚ(u) (FLINT fmpz_poly_mat_rank).  Tier: exact.
