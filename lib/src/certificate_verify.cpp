@@ -529,6 +529,102 @@ void verify_singular_value(const nlohmann::json& cert, const nlohmann::json& cl,
   note("verdict re-derived: " + verdict);
 }
 
+
+// ---- output-bound certificates (P04) --------------------------------------------------------
+void verify_output_bound(const nlohmann::json& cert, const nlohmann::json& cl, const std::function<void(const std::string&)>& note) {
+  const QM S0 = qmatrix(at(cl, "S0", "/claim"), "/claim/S0"), H0 = qmatrix(at(cl, "S_hat0", "/claim"), "/claim/S_hat0"),
+           V = qmatrix(at(cl, "V", "/claim"), "/claim/V");
+  const std::size_t n = S0[0].size();
+  if (H0.size() != S0.size() || H0[0].size() != n || V.size() != n) throw malformed("/claim: shapes");
+  const long row = at(cl, "row", "/claim").get<long>();
+  if (row < 0 || row >= static_cast<long>(S0.size())) throw malformed("/claim/row: out of range");
+  const std::string mk = at(cl, "mask", "/claim").get<std::string>();
+  if (mk != "none" && mk != "causal") throw malformed("/claim/mask: none or causal");
+  const Q a0 = num(at(cl, "point", "/claim"), "/claim/point");
+  if (at(cl, "relation", "/claim").get<std::string>() != "<=" || at(cl, "value", "/claim").get<std::string>() != "bound")
+    throw malformed("/claim: output_bound is '<=' 'bound'");
+  const auto& r = S0[static_cast<std::size_t>(row)];
+  const auto& rh = H0[static_cast<std::size_t>(row)];
+  auto allowed = [&](std::size_t j) { return mk == "none" || static_cast<long>(j) <= row; };
+  Z q = 1;
+  for (std::size_t j = 0; j < n; ++j)
+    if (allowed(j)) q = boost::multiprecision::lcm(q, boost::multiprecision::lcm(denominator(r[j]), denominator(rh[j])));
+  check(Z(at(cert, "q", "").get<std::string>()) == q, "/q: the common denominator is " + q.str());
+  std::optional<Z> lo;
+  for (std::size_t j = 0; j < n; ++j)
+    if (allowed(j))
+      for (const Q& x : {r[j], rh[j]}) {
+        const Z e = numerator(Q(x * Q(q)));
+        if (!lo || e < *lo) lo = e;
+      }
+  auto mono = [&](const Q& x) {
+    const Z e = numerator(Q(x * Q(q))) - *lo;
+    if (e > 100000) throw malformed("/claim: exponent spread too large");
+    P p(static_cast<std::size_t>(e.convert_to<long>()) + 1);
+    p.back() = 1;
+    return p;
+  };
+  P D, Dh;
+  for (std::size_t j = 0; j < n; ++j)
+    if (allowed(j)) {
+      D = add(D, mono(r[j]));
+      Dh = add(Dh, mono(rh[j]));
+    }
+  Z L = 1;
+  Q mu = 0;
+  for (const auto& vr : V) {
+    Q n2 = 0;
+    for (const auto& x : vr) {
+      L = boost::multiprecision::lcm(L, denominator(x));
+      n2 += x * x;
+    }
+    if (n2 > mu) mu = n2;
+  }
+  const nlohmann::json& ob = at(cert, "output_bound", "");
+  check(num(at(ob, "mu", "/output_bound"), "/output_bound/mu") == mu, "/output_bound/mu: max_j ||v_j||^2 is " + mu.str());
+  const nlohmann::json& dj = at(ob, "delta", "/output_bound");
+  if (!dj.is_array() || dj.size() != n) throw malformed("/output_bound/delta: one per key");
+  // δ_j = N̂_j D − N_j D̂ (Â_ij − A_ij = δ_j / (D D̂)); the sign at u0 from a checked sample
+  std::vector<P> delta;
+  P l1;
+  for (std::size_t j = 0; j < n; ++j) {
+    const std::string w = "/output_bound/delta/" + std::to_string(j);
+    P d;
+    if (allowed(j)) d = add(mul(mono(rh[j]), D), neg(mul(mono(r[j]), Dh)));
+    check(poly(at(dj[j], "poly", w), w + "/poly") == d, w + "/poly: differs from the recomputed difference");
+    int sg = 0;
+    if (!d.empty()) {
+      const Q sample = num(at(at(dj[j], "sample", w), "u", w), w + "/sample/u");
+      sg = at(at(dj[j], "sample", w), "sign", w).get<int>();
+      check(sgn(evalq(d, sample)) == sg, w + "/sample: the sign there is not the stated one");
+      check_point_sample(d, a0, sample, q, w);
+    }
+    l1 = add(l1, sg >= 0 ? d : neg(d));
+    delta.push_back(d);
+  }
+  P wsum;
+  for (std::size_t k = 0; k < V[0].size(); ++k) {
+    P W;
+    for (std::size_t j = 0; j < n; ++j) W = add(W, mul(P{numerator(Q(V[j][k] * Q(L)))}, delta[j]));
+    wsum = add(wsum, mul(W, W));
+  }
+  const P G = add(mul(P{Z(L * L * numerator(mu))}, mul(l1, l1)), neg(mul(P{denominator(mu)}, wsum)));
+  const nlohmann::json& gj = at(ob, "G", "/output_bound");
+  check(poly(at(gj, "poly", "/output_bound/G"), "/output_bound/G/poly") == G, "/output_bound/G/poly: differs from the recomputed bound^2 - error^2");
+  int gsign = 0;
+  if (!G.empty()) {
+    const Q sample = num(at(at(gj, "sample", "/output_bound/G"), "u", "/output_bound/G"), "/output_bound/G/sample/u");
+    gsign = at(at(gj, "sample", "/output_bound/G"), "sign", "/output_bound/G").get<int>();
+    check(sgn(evalq(G, sample)) == gsign, "/output_bound/G/sample: the sign there is not the stated one");
+    check_point_sample(G, a0, sample, q, "/output_bound/G");
+  }
+  note("row " + std::to_string(row) + ": differences, signs, |.|_1, the error and bound^2 - error^2 recomputed; its sign at a = " + a0.str() +
+       " is " + std::to_string(gsign));
+  const std::string verdict = gsign >= 0 ? "CERTIFIED" : "REFUTED";
+  check(at(cert, "verdict", "").get<std::string>() == verdict, "/verdict: the re-derived verdict is " + verdict);
+  note("verdict re-derived: " + verdict);
+}
+
 // A real quantity P(u)/R(u) with R > 0 for u > 0 (a determinant or an entry), against the claim.
 void verify_ratio(const nlohmann::json& cert, const nlohmann::json& cl, const family& F, const P& Pd, const P& R, const std::string& what,
                   const std::function<void(const std::string&)>& note) {
@@ -681,6 +777,11 @@ verification verify_certificate(const nlohmann::json& cert) {
     if (!cert.is_object() || cert.value("format", "") != "attncert-certificate/1")
       throw malformed("/format: expected \"attncert-certificate/1\"");
     const nlohmann::json& cl = at(cert, "claim", "");
+    if (cl.is_object() && cl.value("quantity", "") == "output_bound") {
+      verify_output_bound(cert, cl, note);
+      out.result = verification::status::valid;
+      return out;
+    }
     const QM S0 = qmatrix(at(cl, "S0", "/claim"), "/claim/S0");
     const long m = static_cast<long>(S0.size()), n = static_cast<long>(S0[0].size());
     // mask

@@ -598,6 +598,165 @@ certify_result certify_singular_value(const nlohmann::json& claim, const family_
   return res;
 }
 
+
+// ---- the output-error bound (P04) at a point --------------------------------------------
+// ‖((Â − A)V)_i‖₂ ≤ ‖Â_i − A_i‖₁ · max_j ‖v_j‖₂ with A = softmax(a S0), Â = softmax(a Ŝ0).
+// With one u = e^{a/q} for both (q over both), row i of Â − A is δ_j(u)/(D_i D̂_i), δ_j =
+// N̂_j D_i − N_j D̂_i; the claim ⇔ G = L² μ_num (Σ_j s_j δ_j)² − μ_den Σ_k W_k² ≥ 0 at u₀, with
+// s_j = sign δ_j(u₀), W_k = Σ_j δ_j L V_jk, μ = max_j ‖v_j‖².
+certify_result certify_output_bound(const nlohmann::json& claim, const std::string& base_dir, unsigned max_bits) {
+  const nlohmann::json& q = claim["quantity"];
+  for (auto it = q.begin(); it != q.end(); ++it)
+    if (it.key() != "kind" && it.key() != "row") fail("/quantity/" + it.key(), "unknown key (output_bound takes row)");
+  const auto* rj = get(q, "row");
+  if (!rj || !rj->is_number_integer() || rj->get<long>() < 0) fail("/quantity/row", "expected a non-negative integer (0-based)");
+  const long row = rj->get<long>();
+  const auto* relj = get(claim, "relation");
+  if (!relj || !relj->is_string() || (relj->get<std::string>() != "<=" && relj->get<std::string>() != "≤"))
+    fail("/relation", "output_bound claims are '<=' (the error is at most the bound)");
+  const auto* valj = get(claim, "value");
+  if (!valj || !valj->is_string() || valj->get<std::string>() != "bound")
+    fail("/value", "for output_bound the value is \"bound\": ||A_hat_i - A_i||_1 * max_j ||v_j||_2");
+  if (get(claim, "tolerance")) fail("/tolerance", "not used by output_bound");
+  const nlohmann::json& objects = claim["objects"];
+  for (auto it = objects.begin(); it != objects.end(); ++it)
+    if (it.key() != "S" && it.key() != "S_hat" && it.key() != "V" && it.key() != "mask")
+      fail("/objects/" + it.key(), "output_bound takes S, S_hat, V and an optional mask");
+  const auto* Sj = get(objects, "S");
+  const auto* Hj = get(objects, "S_hat");
+  const auto* Vj = get(objects, "V");
+  if (!Sj) fail("/objects/S", "missing");
+  if (!Hj) fail("/objects/S_hat", "missing (the approximate scores)");
+  if (!Vj) fail("/objects/V", "missing");
+  const matrix<mpq_rational> S0 = read_matrix(*Sj, "/objects/S", base_dir), H0 = read_matrix(*Hj, "/objects/S_hat", base_dir),
+                             V = read_matrix(*Vj, "/objects/V", base_dir);
+  if (H0.rows() != S0.rows() || H0.cols() != S0.cols()) fail("/objects/S_hat", "must have the shape of S");
+  if (V.rows() != S0.cols()) fail("/objects/V", "needs one row per key");
+  if (row >= S0.rows()) fail("/quantity/row", "outside the matrix");
+  mask M = mask::none();
+  if (const auto* mj = get(objects, "mask")) {
+    if (mj->is_string() && mj->get<std::string>() == "causal") M = mask::causal();
+    else if (!(mj->is_string() && mj->get<std::string>() == "none")) fail("/objects/mask", "output_bound takes \"none\" or \"causal\"");
+  }
+  a_range range;
+  range.lo = range.hi = mpq_rational(1);
+  range.lo_open = range.hi_open = false;
+  if (const auto* fam = get(claim, "family")) {
+    if (get(*fam, "range")) {
+      certify_result res = undecided_result(claim, "output_bound claims over a parameter range are not supported yet; give a point (\"at\")");
+      return res;
+    }
+    const auto* aj = get(*fam, "at");
+    if (!aj) fail("/family", "expected {\"at\": a}");
+    range.lo = range.hi = exact_number(*aj, "/family/at");
+  }
+  const mpq_rational a0 = *range.lo;
+  // q over both score matrices on the support; common row shift m_i
+  mpz_int qd = 1;
+  for (Eigen::Index j = 0; j < S0.cols(); ++j)
+    if (M.allows(row, j)) {
+      qd = boost::multiprecision::lcm(qd, denominator(S0(row, j)));
+      qd = boost::multiprecision::lcm(qd, denominator(H0(row, j)));
+    }
+  std::vector<long> e, eh;
+  std::vector<bool> sup;
+  mpz_int lo = 0;
+  bool any = false;
+  for (Eigen::Index j = 0; j < S0.cols(); ++j) {
+    sup.push_back(M.allows(row, j));
+    if (!sup.back()) continue;
+    const mpz_int xs[2] = {numerator(mpq_rational(S0(row, j) * mpq_rational(qd))), numerator(mpq_rational(H0(row, j) * mpq_rational(qd)))};
+    for (const mpz_int& x : xs)
+      if (!any || x < lo) lo = x, any = true;
+  }
+  if (!any) fail("/objects/mask", "the row is fully masked");
+  for (Eigen::Index j = 0; j < S0.cols(); ++j) {
+    if (!sup[static_cast<std::size_t>(j)]) {
+      e.push_back(-1);
+      eh.push_back(-1);
+      continue;
+    }
+    const mpz_int x = numerator(mpq_rational(S0(row, j) * mpq_rational(qd))) - lo, y = numerator(mpq_rational(H0(row, j) * mpq_rational(qd))) - lo;
+    if (x > 100000 || y > 100000) return undecided_result(claim, "the exponent spread of the row is above 100000: polynomials too large");
+    e.push_back(x.convert_to<long>());
+    eh.push_back(y.convert_to<long>());
+  }
+  auto mono = [](long k) {
+    int_poly p(static_cast<std::size_t>(k) + 1);
+    p[static_cast<std::size_t>(k)] = 1;
+    return p;
+  };
+  int_poly D, Dh;
+  for (std::size_t j = 0; j < e.size(); ++j)
+    if (e[j] >= 0) {
+      D = padd(D, mono(e[j]));
+      Dh = padd(Dh, mono(eh[j]));
+    }
+  mpz_int L = 1;
+  for (Eigen::Index j = 0; j < V.rows(); ++j)
+    for (Eigen::Index k = 0; k < V.cols(); ++k) L = boost::multiprecision::lcm(L, denominator(V(j, k)));
+  mpq_rational mu = 0;
+  for (Eigen::Index j = 0; j < V.rows(); ++j) {
+    mpq_rational n2 = 0;
+    for (Eigen::Index k = 0; k < V.cols(); ++k) n2 += V(j, k) * V(j, k);
+    mu = std::max(mu, n2);
+  }
+  std::vector<int_poly> delta;
+  std::vector<sign_analysis> dsign;
+  int_poly l1, G;
+  for (std::size_t j = 0; j < e.size(); ++j) {
+    int_poly d;
+    if (e[j] >= 0) d = padd(pmul(mono(eh[j]), D), pneg(pmul(mono(e[j]), Dh)));
+    delta.push_back(d);
+    dsign.push_back(analyze_sign(d, range, qd, max_bits));
+    if (!dsign.back().decided) return undecided_result(claim, dsign.back().why_undecided);
+    const int sg = dsign.back().identically_zero ? 0 : dsign.back().signs[0];
+    l1 = padd(l1, sg >= 0 ? d : pneg(d));
+  }
+  int_poly wsum;
+  for (Eigen::Index k = 0; k < V.cols(); ++k) {
+    int_poly W;
+    for (std::size_t j = 0; j < delta.size(); ++j) {
+      int_poly t = delta[j];
+      const mpz_int c = numerator(mpq_rational(V(static_cast<Eigen::Index>(j), k) * mpq_rational(L)));
+      for (auto& x : t) x *= c;
+      W = padd(W, t);
+    }
+    wsum = padd(wsum, pmul(W, W));
+  }
+  int_poly rhs = pmul(l1, l1);
+  for (auto& x : rhs) x *= L * L * numerator(mu);
+  for (auto& x : wsum) x *= denominator(mu);
+  G = padd(rhs, pneg(wsum));
+  const sign_analysis gs = analyze_sign(G, range, qd, max_bits);
+  if (!gs.decided) return undecided_result(claim, gs.why_undecided);
+  const int gsign = gs.identically_zero ? 0 : gs.signs[0];
+  certify_result res;
+  res.verdict = gsign >= 0 ? claim_verdict::certified : claim_verdict::refuted;
+  const std::string text = "||((A_hat - A) V)_" + std::to_string(row) + "||_2 <= ||A_hat_" + std::to_string(row) + " - A_" + std::to_string(row) +
+                           "||_1 * max_j ||v_j||_2 at a = " + rational_string(a0);
+  std::ostringstream os;
+  os << to_string(res.verdict) << ": " << text << ".\n  bound^2 - error^2 has sign " << (gsign > 0 ? "+" : gsign < 0 ? "-" : "0")
+     << " (exact: a polynomial in u = e^{a/" << qd.str() << "} at the point)\n";
+  res.summary = os.str();
+  res.report = {{"tool", "attncert"}, {"version", ATTNCERT_VERSION}, {"claim", text}, {"verdict", to_string(res.verdict)}, {"summary", res.summary}};
+  nlohmann::json cl = {{"S0", matrix_json(S0)}, {"S_hat0", matrix_json(H0)}, {"V", matrix_json(V)}, {"mask", M.type() == mask::kind::causal ? "causal" : "none"},
+                       {"quantity", "output_bound"}, {"row", row}, {"point", rational_string(a0)}, {"relation", "<="}, {"value", "bound"}};
+  if (claim.contains("title")) cl["title"] = claim["title"];
+  nlohmann::json dj = nlohmann::json::array();
+  for (std::size_t j = 0; j < delta.size(); ++j) {
+    nlohmann::json x = {{"poly", poly_json(delta[j])}};
+    if (!dsign[j].identically_zero) x["sample"] = {{"u", rational_string(dsign[j].samples[0])}, {"sign", dsign[j].signs[0]}};
+    dj.push_back(x);
+  }
+  nlohmann::json gj = {{"poly", poly_json(G)}};
+  if (!gs.identically_zero) gj["sample"] = {{"u", rational_string(gs.samples[0])}, {"sign", gs.signs[0]}};
+  res.certificate = {{"format", "attncert-certificate/1"}, {"tool", "attncert"}, {"version", ATTNCERT_VERSION}, {"claim", cl},
+                     {"verdict", to_string(res.verdict)}, {"q", qd.str()},
+                     {"output_bound", {{"delta", dj}, {"G", gj}, {"mu", mu.str()}, {"L", L.str()}}}};
+  return res;
+}
+
 }  // namespace
 
 nlohmann::json parse_claim_text(const std::string& text) {
@@ -621,11 +780,12 @@ certify_result certify(const nlohmann::json& claim, const std::string& base_dir,
   const nlohmann::json* kind = get(*quantity, "kind");
   if (!kind || !kind->is_string()) fail("/quantity/kind", "missing");
   const std::string k = kind->get<std::string>();
-  static const std::vector<std::string> later = {"output_bound", "numerical_rank"};
+  static const std::vector<std::string> later = {"numerical_rank"};
   if (std::find(later.begin(), later.end(), k) != later.end())
-    fail("/quantity/kind", "'" + k + "' is not supported yet by attncert certify (supported: rank, determinant, output_value, singular_value)");
-  if (k != "rank" && k != "determinant" && k != "output_value" && k != "singular_value")
-    fail("/quantity/kind", "unknown quantity '" + k + "' (supported: rank, determinant, output_value, singular_value)");
+    fail("/quantity/kind", "'" + k + "' is not supported yet by attncert certify (supported: rank, determinant, output_value, singular_value, output_bound)");
+  if (k != "rank" && k != "determinant" && k != "output_value" && k != "singular_value" && k != "output_bound")
+    fail("/quantity/kind", "unknown quantity '" + k + "' (supported: rank, determinant, output_value, singular_value, output_bound)");
+  if (k == "output_bound") return certify_output_bound(claim, base_dir, max_bits);
   const bool det_claim = k != "rank";  // real-valued: determinant, output_value, singular_value
   long entry_row = -1, entry_col = -1, sv_index = -1;
   if (k == "singular_value") {
