@@ -559,7 +559,7 @@ void verify_output_bound(const nlohmann::json& cert, const nlohmann::json& cl, c
       }
   auto mono = [&](const Q& x) {
     const Z e = numerator(Q(x * Q(q))) - *lo;
-    if (e > 100000) throw malformed("/claim: exponent spread too large");
+    if (e > 1000) throw malformed("/claim: exponent spread too large (limit 1000)");
     P p(static_cast<std::size_t>(e.convert_to<long>()) + 1);
     p.back() = 1;
     return p;
@@ -846,7 +846,7 @@ verification verify_certificate(const nlohmann::json& cert) {
         for (long j = 0; j < n; ++j)
           if (allow[static_cast<std::size_t>(i)][static_cast<std::size_t>(j)]) {
             const Z d = numerator(Q(S0[static_cast<std::size_t>(i)][static_cast<std::size_t>(j)] * Q(qd))) - *lo;
-            if (d > 100000) throw malformed("/claim/S0: exponent spread too large");
+            if (d > 1000) throw malformed("/claim/S0: exponent spread too large (limit 1000)");
             ex[static_cast<std::size_t>(i)][static_cast<std::size_t>(j)] = d.convert_to<long>();
           }
         P Di;

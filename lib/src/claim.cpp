@@ -677,7 +677,7 @@ certify_result certify_output_bound(const nlohmann::json& claim, const std::stri
       continue;
     }
     const mpz_int x = numerator(mpq_rational(S0(row, j) * mpq_rational(qd))) - lo, y = numerator(mpq_rational(H0(row, j) * mpq_rational(qd))) - lo;
-    if (x > 100000 || y > 100000) return undecided_result(claim, "the exponent spread of the row is above 100000: polynomials too large");
+    if (x > 1000 || y > 1000) return undecided_result(claim, "the exponent spread of the row is above 1000: polynomials too large");
     e.push_back(x.convert_to<long>());
     eh.push_back(y.convert_to<long>());
   }

@@ -203,10 +203,10 @@ poly_family build_family(const family_input& in) {
     for (Eigen::Index j = 0; j < n; ++j)
       if (in.M.allows(i, j)) {
         const mpz_int d = row[static_cast<std::size_t>(j)] - lo;
-        if (d > 100000)
+        if (d > 1000)
           throw family_too_large("the exponent spread q*(max - min) of row " + std::to_string(i) + " is " + (d > mpz_int(1) << 64 ? std::string("above 2^64") : d.str()) +
                                  " (q = " + (F.q > mpz_int(1) << 64 ? std::string("above 2^64") : F.q.str()) +
-                                 "), above the limit 100000: the polynomials in u = e^{a/q} would be too large");
+                                 "), above the limit 1000: the polynomials in u = e^{a/q} would be too large");
         e[static_cast<std::size_t>(i)][static_cast<std::size_t>(j)] = d.convert_to<long>();
       }
   }

@@ -162,7 +162,7 @@ BOOST_AUTO_TEST_CASE(malformed_claims_name_the_json_pointer) {
                  .rfind("/objects/S/1/1: not a number", 0) == 0);
   BOOST_TEST(expect_error(R"J({"objects": {"S": [[1, 2], [3]]}, "quantity": {"kind": "rank", "object": "attention"}, "relation": "=", "value": 2})J")
                  .rfind("/objects/S/1:", 0) == 0);
-  BOOST_TEST(expect_error(R"J({"objects": {"S": [[1]]}, "quantity": {"kind": "output_bound"}, "relation": "=", "value": 2})J")
+  BOOST_TEST(expect_error(R"J({"objects": {"S": [[1]]}, "quantity": {"kind": "numerical_rank"}, "relation": "=", "value": 2})J")
                  .find("not supported yet") != std::string::npos);
   BOOST_TEST(expect_error(R"J({"objects": {"S": [[1]]}, "quantity": {"kind": "rank", "object": "attention"}, "relation": "~", "value": 1})J")
                  .rfind("/relation:", 0) == 0);
@@ -426,4 +426,58 @@ BOOST_AUTO_TEST_CASE(singular_values_two_token_and_tampering) {
     BOOST_TEST_INFO(name << ": " << v.notes.back());
     BOOST_TEST(v.exit_code() != 0);
   }
+}
+
+// P04: the output-error bound is a theorem, so every instance is CERTIFIED; the exact gap
+// bound^2 - error^2 is checked against MPFR, and a tampered certificate is rejected.
+BOOST_AUTO_TEST_CASE(output_bound_instances_are_certified_and_agree_with_mpfr) {
+  auto rng = make_rng(51);
+  precision_guard pg(256);
+  std::uniform_int_distribution<int> anum(-15, 15), rowd(0, 2);
+  json last;
+  for (int t = 0; t < 12; ++t) {
+    // small exponents (integer scores): the polynomials stay small (degree ~ 4 x spread)
+    const matrix<mpq_rational> S0 = random_int(rng, 3, 3, 2), H0 = random_int(rng, 3, 3, 2), V = random_rational(rng, 3, 2);
+    const mpq_rational a(anum(rng), 5);
+    const long row = rowd(rng);
+    json cl = {{"objects", {{"S", matrix_json(S0)}, {"S_hat", matrix_json(H0)}, {"V", matrix_json(V)}}}, {"family", {{"at", a.str()}}},
+               {"quantity", {{"kind", "output_bound"}, {"row", row}}}, {"relation", "<="}, {"value", "bound"}};
+    const auto r = certify(cl, ".");
+    BOOST_TEST_INFO(cl.dump() << ": " << r.summary);
+    BOOST_TEST(r.exit_code() == 0);
+    BOOST_TEST(verify_certificate(r.certificate).exit_code() == 0);
+    // MPFR: the exact G's sign (+ or 0) agrees with bound - error computed in floating point
+    auto softrow = [&](const matrix<mpq_rational>& M) {
+      matrix<mpfr_float> S(1, 3);
+      for (int j = 0; j < 3; ++j) S(0, j) = (M(row, j) * a).convert_to<mpfr_float>();
+      return masked_softmax(S);
+    };
+    const matrix<mpfr_float> A = softrow(S0), Ah = softrow(H0);
+    mpfr_float l1 = 0, err2 = 0, mu = 0;
+    for (int j = 0; j < 3; ++j) l1 += abs(Ah(0, j) - A(0, j));
+    for (int k = 0; k < 2; ++k) {
+      mpfr_float e = 0;
+      for (int j = 0; j < 3; ++j) e += (Ah(0, j) - A(0, j)) * V(j, k).convert_to<mpfr_float>();
+      err2 += e * e;
+    }
+    for (int j = 0; j < 3; ++j) {
+      const mpfr_float n2 = mpq_rational(V(j, 0) * V(j, 0) + V(j, 1) * V(j, 1)).convert_to<mpfr_float>();
+      if (n2 > mu) mu = n2;
+    }
+    const mpfr_float gap = l1 * l1 * mu - err2;
+    const int gsign = r.certificate["output_bound"]["G"].contains("sample") ? r.certificate["output_bound"]["G"]["sample"]["sign"].get<int>() : 0;
+    if (abs(gap) > mpfr_float(1e-60)) BOOST_TEST(gsign == (gap > 0 ? 1 : -1));
+    last = r.certificate;
+  }
+  // identical values: the error is exactly 0, the bound positive
+  const auto iv = cert(R"J({"objects": {"S": [[1, 0], [0, 1]], "S_hat": [[0, 1], [1, 0]], "V": [[1, 2], [1, 2]]}, "family": {"at": 1}, "quantity": {"kind": "output_bound", "row": 0}, "relation": "<=", "value": "bound"})J");
+  BOOST_TEST(iv.exit_code() == 0);
+  auto bump = [](json& coeff) { coeff = (mpq_rational(coeff.get<std::string>()) + 1).str(); };
+  json c1 = last, c2 = last, c3 = last;
+  bump(c1["output_bound"]["G"]["poly"][0]);
+  c2["output_bound"]["delta"][0]["sample"]["sign"] = -c2["output_bound"]["delta"][0]["sample"]["sign"].get<int>();
+  c3["claim"]["V"][0][0] = "100";
+  BOOST_TEST(verify_certificate(c1).exit_code() == 1);
+  BOOST_TEST(verify_certificate(c2).exit_code() == 1);
+  BOOST_TEST(verify_certificate(c3).exit_code() != 0);
 }

@@ -49,7 +49,7 @@ struct poly_family {
 };
 
 /// The family is well formed but its polynomials would be too large (exponent spread
-/// q·(max − min) of a row above 100 000, e.g. float64 data with denominators 2^55): the
+/// q·(max − min) of a row above 1 000, e.g. float64 data with denominators 2^55): the
 /// claim is valid, the method does not apply (certify answers UNDECIDED).
 struct family_too_large : input_error {
   using input_error::input_error;
