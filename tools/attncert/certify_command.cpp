@@ -96,8 +96,9 @@ std::function<int()> add_certify_commands(CLI::App& app) {
   auto va = std::make_shared<verify_args>();
   auto* c = app.add_subcommand("certify", "Certify a claim file: CERTIFIED (exit 0), REFUTED (1), UNDECIDED (3); malformed claim: 2.");
   c->footer(
-      "Claim files: see proofs/README.md.  Parameter families S(a) = a*S0 are decided by exact root\n"
-      "isolation (proofs/P09-parameter-families.md).  Example:\n"
+      "Claim files: see proofs/README.md.  Quantities: rank (scores, attention, output, residual), determinant,\n"
+      "output_value, singular_value (at a point), output_bound (at a point).  Parameter families S(a) = a*S0\n"
+      "are decided by exact root isolation (proofs/P09-parameter-families.md).  Example:\n"
       "  attncert certify proofs/claims/two-token-rank.json --certificate two-token.cert.json");
   c->add_option("claim", ca->claim, "Claim file (JSON)")->required();
   c->add_option("--certificate", ca->certificate, "Write the certificate to FILE (atomically)");
