@@ -99,7 +99,7 @@ std::function<int()> add_certify_commands(CLI::App& app) {
       "Claim files: see proofs/README.md.  Quantities: rank (scores, attention, output, residual), determinant,\n"
       "output_value, singular_value (at a point), output_bound (at a point).  Parameter families S(a) = a*S0\n"
       "are decided by exact root isolation (proofs/P09-parameter-families.md).  Example:\n"
-      "  attncert certify proofs/claims/two-token-rank.json --certificate two-token.cert.json");
+      "  attncert certify proofs/claims/P01-two-token-attention-full-rank.json --certificate out.cert.json");
   c->add_option("claim", ca->claim, "Claim file (JSON)")->required();
   c->add_option("--certificate", ca->certificate, "Write the certificate to FILE (atomically)");
   c->add_option("--max-precision", ca->max_precision, "Cap (bits) of the enclosures of e^{a/q} at range ends")->capture_default_str();
