@@ -13,6 +13,7 @@
 #include "attncert/io/matrix_input.hpp"
 #include "attncert/report/rank_report.hpp"
 #include "attncert/report/writers.hpp"
+#include "certify_command.hpp"
 #include "checks/common.hpp"
 #include "cli_common.hpp"
 #include "oracle_command.hpp"
@@ -213,6 +214,7 @@ int main(int argc, char** argv) {
 
   attncert::cli::oracle_args oa;
   auto* oracle = attncert::cli::add_oracle_subcommand(app, oa);
+  auto run_certify_commands = attncert::cli::add_certify_commands(app);
 
   try {
     app.parse(argc, argv);
@@ -227,6 +229,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   try {
+    if (const int rc = run_certify_commands(); rc >= 0) return rc;
     if (*rank) return run_rank_command(ra, command);
     if (*oracle) return attncert::cli::run_oracle_command(oa, command);
     if (*check)

@@ -1,0 +1,31 @@
+// attncert/proofs/certificate_verify.hpp — the independent checker of `attncert certify`
+// certificates (`attncert verify-certificate`).
+//
+// Independence: lib/src/certificate_verify.cpp includes no other attncert header and calls
+// no attncert function; it shares only the number libraries (GMP through
+// Boost.Multiprecision, MPFR, MPFI) and the JSON parser.  It rebuilds the polynomial matrix
+// M(u) from the claim's own data (S0, mask, V, X), recomputes every stated polynomial (minors
+// by Laplace expansion over ℤ[u], the gcd by Euclid over ℚ, the Sturm sequence), re-derives
+// the Sturm sign-variation counts, checks kernel vectors by polynomial multiplication, and
+// re-derives the verdict.  FLINT is not used.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+namespace attncert::proofs {
+
+struct verification {
+  enum class status { valid, invalid, malformed } result = status::invalid;
+  std::vector<std::string> notes;  ///< what was checked (valid) or what failed (invalid / malformed)
+  int exit_code() const { return result == status::valid ? 0 : result == status::invalid ? 1 : 2; }
+};
+
+/// Re-check a certificate.  Guarantee: `valid` only if every stated fact was re-derived
+/// exactly (MPFI only for the enclosures of e^{a/q} at range ends and of a* = q·log u*) and the
+/// stated verdict follows from them.  Small matrices only (minors by Laplace expansion; the
+/// rank at a drop enumerates all minors of one size): size ≤ 8.
+verification verify_certificate(const nlohmann::json& certificate);
+
+}  // namespace attncert::proofs

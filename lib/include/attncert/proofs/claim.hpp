@@ -1,0 +1,37 @@
+// attncert/proofs/claim.hpp — claim files and `attncert certify` (the prover).
+// Format and examples: proofs/README.md.  Parameter families: proofs/P09-parameter-families.md.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+namespace attncert::proofs {
+
+/// A malformed claim: `pointer` is the JSON pointer of the problem ("/objects/S/1/2").
+struct claim_error {
+  std::string pointer, message;
+};
+
+enum class claim_verdict { certified, refuted, undecided };
+const char* to_string(claim_verdict v);
+
+struct certify_result {
+  claim_verdict verdict = claim_verdict::undecided;
+  std::string summary;        ///< one paragraph for humans
+  nlohmann::json certificate; ///< the certificate (null when undecided)
+  nlohmann::json report;      ///< JSON report (verdict, summary, details)
+  int exit_code() const { return verdict == claim_verdict::certified ? 0 : verdict == claim_verdict::refuted ? 1 : 3; }
+};
+
+/// Parse a claim file's text keeping every non-integer JSON number as its decimal text (a
+/// string), so that 0.1 is read as 1/10 exactly.  Errors: input_error with the byte offset.
+nlohmann::json parse_claim_text(const std::string& text);
+
+/// Certify the claim in `claim` (already parsed JSON; `base_dir` resolves relative .npy /
+/// .json matrix paths).  Throws input_error with the message "POINTER: why" when the claim
+/// is malformed or asks for a quantity not supported yet.  Guarantee: CERTIFIED only when
+/// the exact computation proves the claim; REFUTED only with an exact counterexample; both
+/// come with a certificate that `verify_certificate` re-checks.  Never a verdict from floats.
+certify_result certify(const nlohmann::json& claim, const std::string& base_dir, unsigned max_precision_bits = 4096);
+
+}  // namespace attncert::proofs

@@ -1,0 +1,1176 @@
+// The independent certificate checker: see attncert/proofs/certificate_verify.hpp.
+// Deliberately self-contained: no attncert header other than its own, no FLINT.
+#include "attncert/proofs/certificate_verify.hpp"
+
+#include <mpfi.h>
+#include <mpfr.h>
+
+#include <algorithm>
+#include <boost/multiprecision/gmp.hpp>
+#include <functional>
+#include <optional>
+#include <stdexcept>
+
+namespace attncert::proofs {
+
+namespace {
+
+using Z = boost::multiprecision::number<boost::multiprecision::gmp_int, boost::multiprecision::et_off>;
+using Q = boost::multiprecision::number<boost::multiprecision::gmp_rational, boost::multiprecision::et_off>;
+using P = std::vector<Z>;   // integer polynomial, low → high, no trailing zeros
+using PQ = std::vector<Q>;  // rational polynomial
+
+struct malformed : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+struct invalid : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// ---- parsing -------------------------------------------------------------------------
+Q parse_rational(const std::string& s, const std::string& where) {
+  // "p", "-p", "p/q", or a decimal "d.ddde±x".
+  if (s.empty()) throw malformed(where + ": empty number");
+  if (s.find('/') != std::string::npos || s.find_first_not_of("+-0123456789") == std::string::npos) {
+    try {
+      Q v(s);
+      return v;
+    } catch (const std::exception&) {
+      throw malformed(where + ": not a rational '" + s + "'");
+    }
+  }
+  std::size_t i = 0;
+  bool neg = false;
+  if (s[i] == '-' || s[i] == '+') neg = s[i++] == '-';
+  std::string digits;
+  long frac = 0;
+  bool dot = false;
+  for (; i < s.size() && (std::isdigit(static_cast<unsigned char>(s[i])) || s[i] == '.'); ++i) {
+    if (s[i] == '.') {
+      if (dot) throw malformed(where + ": bad number '" + s + "'");
+      dot = true;
+    } else {
+      digits += s[i];
+      if (dot) ++frac;
+    }
+  }
+  long ex = 0;
+  if (i < s.size() && (s[i] == 'e' || s[i] == 'E')) {
+    try {
+      std::size_t used = 0;
+      ex = std::stol(s.substr(i + 1), &used);
+      if (used != s.size() - i - 1) throw malformed("x");
+    } catch (const std::exception&) {
+      throw malformed(where + ": bad exponent in '" + s + "'");
+    }
+    i = s.size();
+  }
+  if (i != s.size() || digits.empty()) throw malformed(where + ": bad number '" + s + "'");
+  const auto nz = digits.find_first_not_of('0');  // Boost reads a leading 0 as octal
+  digits = nz == std::string::npos ? "0" : digits.substr(nz);
+  Z m(digits);
+  const long e = ex - frac;
+  if (e > 100000 || e < -100000) throw malformed(where + ": exponent out of range");
+  Z ten = 1;
+  for (long k = 0; k < (e < 0 ? -e : e); ++k) ten *= 10;
+  Q v = e >= 0 ? Q(m * ten) : Q(m) / Q(ten);
+  return neg ? Q(-v) : v;
+}
+
+Q num(const nlohmann::json& j, const std::string& where) {
+  if (j.is_string()) return parse_rational(j.get<std::string>(), where);
+  if (j.is_number_integer()) return Q(j.dump());
+  throw malformed(where + ": expected an exact number (string or integer)");
+}
+
+const nlohmann::json& at(const nlohmann::json& j, const std::string& key, const std::string& where) {
+  if (!j.is_object() || !j.contains(key)) throw malformed(where + "/" + key + ": missing");
+  return j.at(key);
+}
+
+using QM = std::vector<std::vector<Q>>;
+QM qmatrix(const nlohmann::json& j, const std::string& where) {
+  if (!j.is_array() || j.empty() || !j[0].is_array() || j[0].empty()) throw malformed(where + ": expected a non-empty 2-D array");
+  QM m;
+  for (std::size_t i = 0; i < j.size(); ++i) {
+    if (!j[i].is_array() || j[i].size() != j[0].size()) throw malformed(where + ": ragged");
+    std::vector<Q> r;
+    for (std::size_t k = 0; k < j[i].size(); ++k) r.push_back(num(j[i][k], where + "/" + std::to_string(i) + "/" + std::to_string(k)));
+    m.push_back(r);
+  }
+  return m;
+}
+
+P poly(const nlohmann::json& j, const std::string& where) {
+  if (!j.is_array()) throw malformed(where + ": expected a coefficient list");
+  P p;
+  for (std::size_t k = 0; k < j.size(); ++k) {
+    const Q v = num(j[k], where + "/" + std::to_string(k));
+    if (denominator(v) != 1) throw malformed(where + ": non-integer coefficient");
+    p.push_back(numerator(v));
+  }
+  if (!p.empty() && p.back() == 0) throw malformed(where + ": trailing zero coefficient");
+  return p;
+}
+
+std::vector<long> index_list(const nlohmann::json& j, const std::string& where, long bound) {
+  if (!j.is_array()) throw malformed(where + ": expected an index list");
+  std::vector<long> v;
+  for (const auto& e : j) {
+    if (!e.is_number_integer()) throw malformed(where + ": expected integers");
+    const long x = e.get<long>();
+    if (x < 0 || x >= bound || (!v.empty() && x <= v.back())) throw malformed(where + ": indices must be increasing and in range");
+    v.push_back(x);
+  }
+  return v;
+}
+
+// ---- polynomial arithmetic over ℤ and ℚ ------------------------------------------------
+void trim(P& p) {
+  while (!p.empty() && p.back() == 0) p.pop_back();
+}
+void trimq(PQ& p) {
+  while (!p.empty() && p.back() == 0) p.pop_back();
+}
+P add(const P& a, const P& b) {
+  P c(std::max(a.size(), b.size()));
+  for (std::size_t i = 0; i < a.size(); ++i) c[i] += a[i];
+  for (std::size_t i = 0; i < b.size(); ++i) c[i] += b[i];
+  trim(c);
+  return c;
+}
+P mul(const P& a, const P& b) {
+  if (a.empty() || b.empty()) return {};
+  P c(a.size() + b.size() - 1);
+  for (std::size_t i = 0; i < a.size(); ++i)
+    for (std::size_t j = 0; j < b.size(); ++j) c[i + j] += a[i] * b[j];
+  trim(c);
+  return c;
+}
+P neg(P a) {
+  for (auto& x : a) x = -x;
+  return a;
+}
+Q evalq(const P& p, const Q& x) {
+  Q acc = 0;
+  for (std::size_t k = p.size(); k-- > 0;) acc = acc * x + Q(p[k]);
+  return acc;
+}
+int sgn(const Q& v) { return v > 0 ? 1 : v < 0 ? -1 : 0; }
+
+PQ toq(const P& p) { return PQ(p.begin(), p.end()); }
+// Primitive integer polynomial with the same sign pattern as p (divide by a positive number).
+P primitive_same_sign(const PQ& p) {
+  Z l = 1;
+  for (const auto& c : p) l = boost::multiprecision::lcm(l, denominator(c));
+  P z;
+  for (const auto& c : p) z.push_back(numerator(Q(c * Q(l))));
+  Z g = 0;
+  for (const auto& c : z) g = gcd(g, abs(c));
+  if (g > 1)
+    for (auto& c : z) c /= g;
+  trim(z);
+  return z;
+}
+P normalized(const PQ& p) {  // primitive, positive leading coefficient
+  P z = primitive_same_sign(p);
+  if (!z.empty() && z.back() < 0) z = neg(z);
+  return z;
+}
+PQ remq(PQ a, const PQ& b) {
+  trimq(a);
+  while (a.size() >= b.size() && !a.empty()) {
+    const Q f = a.back() / b.back();
+    const std::size_t sh = a.size() - b.size();
+    for (std::size_t i = 0; i < b.size(); ++i) a[sh + i] -= f * b[i];
+    trimq(a);
+  }
+  return a;
+}
+PQ quoq(PQ a, const PQ& b) {
+  trimq(a);
+  PQ qt(a.size() >= b.size() ? a.size() - b.size() + 1 : 0);
+  while (a.size() >= b.size() && !a.empty()) {
+    const Q f = a.back() / b.back();
+    const std::size_t sh = a.size() - b.size();
+    qt[sh] = f;
+    for (std::size_t i = 0; i < b.size(); ++i) a[sh + i] -= f * b[i];
+    trimq(a);
+  }
+  if (!a.empty()) throw invalid("internal: inexact polynomial division");
+  return qt;
+}
+P gcdz(const P& a, const P& b) {
+  PQ x = toq(a), y = toq(b);
+  trimq(x);
+  trimq(y);
+  while (!y.empty()) {
+    PQ r = remq(x, y);
+    x = y;
+    y = toq(primitive_same_sign(r));  // a positive rescaling keeps coefficients small
+  }
+  return normalized(x);
+}
+P deriv(const P& p) {
+  P d;
+  for (std::size_t k = 1; k < p.size(); ++k) d.push_back(p[k] * Z(static_cast<long>(k)));
+  trim(d);
+  return d;
+}
+P sqfree(const P& p) {
+  if (p.size() <= 1) return normalized(toq(p));
+  const P g = gcdz(p, deriv(p));
+  return normalized(quoq(toq(p), toq(g)));
+}
+std::vector<P> sturm(const P& p) {
+  std::vector<P> s;
+  PQ a = toq(p), b = toq(deriv(p));
+  s.push_back(primitive_same_sign(a));
+  while (!b.empty()) {
+    const P pb = primitive_same_sign(b);
+    s.push_back(pb);
+    PQ r = remq(a, toq(pb));  // positive rescalings of a Sturm sequence are one
+    for (auto& c : r) c = -c;
+    a = toq(pb);
+    b = toq(primitive_same_sign(r));
+  }
+  return s;
+}
+int variations(const std::vector<P>& s, const std::optional<Q>& x) {
+  int last = 0, n = 0;
+  for (const auto& p : s) {
+    const int v = x ? sgn(evalq(p, *x)) : (p.empty() ? 0 : (p.back() > 0 ? 1 : -1));
+    if (v == 0) continue;
+    if (last != 0 && v != last) ++n;
+    last = v;
+  }
+  return n;
+}
+// Number of roots of the squarefree p in (lo, hi) — lo, hi not roots; hi empty = +∞.
+// Sturm sequences are cached per polynomial (the checker asks about the same ones often).
+int roots_between(const P& p, const Q& lo, const std::optional<Q>& hi) {
+  if (p.size() <= 1) return 0;
+  static thread_local std::vector<std::pair<P, std::vector<P>>> cache;
+  const std::vector<P>* s = nullptr;
+  for (const auto& [key, seq] : cache)
+    if (key == p) s = &seq;
+  if (!s) {
+    if (cache.size() > 64) cache.clear();
+    cache.emplace_back(p, sturm(p));
+    s = &cache.back().second;
+  }
+  return variations(*s, lo) - variations(*s, hi);
+}
+
+// ---- the matrix M(u), rebuilt from the claim --------------------------------------------
+struct family {
+  long rows = 0, cols = 0;
+  std::vector<P> e;
+  Z q = 1;
+  const P& at(long i, long j) const { return e[static_cast<std::size_t>(i * cols + j)]; }
+};
+
+P det(const family& F, const std::vector<long>& rows, const std::vector<long>& cols) {
+  // Laplace expansion along the first row (k ≤ 8).
+  const std::size_t k = rows.size();
+  if (k == 0) return {Z(1)};
+  if (k == 1) return F.at(rows[0], cols[0]);
+  P acc;
+  const std::vector<long> rest(rows.begin() + 1, rows.end());
+  for (std::size_t j = 0; j < k; ++j) {
+    const P& a = F.at(rows[0], cols[j]);
+    if (a.empty()) continue;
+    std::vector<long> c2;
+    for (std::size_t t = 0; t < k; ++t)
+      if (t != j) c2.push_back(cols[t]);
+    P term = mul(a, det(F, rest, c2));
+    acc = add(acc, j % 2 == 0 ? term : neg(term));
+  }
+  return acc;
+}
+
+void subsets(long n, long k, const std::function<void(const std::vector<long>&)>& f) {
+  std::vector<long> idx;
+  std::function<void(long)> go = [&](long start) {
+    if (static_cast<long>(idx.size()) == k) {
+      f(idx);
+      return;
+    }
+    for (long i = start; i < n; ++i) {
+      idx.push_back(i);
+      go(i + 1);
+      idx.pop_back();
+    }
+  };
+  go(0);
+}
+
+// ---- MPFI helpers --------------------------------------------------------------------
+Q from_mpfr(const mpfr_t x) {
+  mpz_t m;
+  mpz_init(m);
+  const mpfr_exp_t e = mpfr_get_z_2exp(m, x);
+  Q r{Z(m)};
+  mpz_clear(m);
+  Z p = 1;
+  p <<= static_cast<unsigned>(e < 0 ? -e : e);
+  r = e >= 0 ? Q(r * Q(p)) : Q(r / Q(p));
+  return r;
+}
+// Rational [l, h] ∋ e^{a/q}.
+std::pair<Q, Q> exp_bounds(const Q& a, const Z& q, unsigned bits) {
+  mpfi_t x;
+  mpfi_init2(x, bits);
+  const Q t = a / Q(q);
+  mpfi_set_q(x, t.backend().data());
+  mpfi_exp(x, x);
+  mpfr_t l, h;
+  mpfr_init2(l, bits);
+  mpfr_init2(h, bits);
+  mpfi_get_left(l, x);
+  mpfi_get_right(h, x);
+  auto r = std::make_pair(from_mpfr(l), from_mpfr(h));
+  mpfr_clear(l);
+  mpfr_clear(h);
+  mpfi_clear(x);
+  return r;
+}
+
+struct range_t {
+  std::optional<Q> lo, hi;
+  bool lo_open = true, hi_open = true;
+  bool contains(const Q& a) const {
+    if (lo && (a < *lo || (lo_open && a == *lo))) return false;
+    if (hi && (a > *hi || (hi_open && a == *hi))) return false;
+    return true;
+  }
+};
+
+range_t parse_range(const std::string& text) {
+  std::string s;
+  for (char c : text)
+    if (c != ' ') s += c;
+  const auto comma = s.find(',');
+  if (s.size() < 5 || comma == std::string::npos || (s.front() != '(' && s.front() != '[') || (s.back() != ')' && s.back() != ']'))
+    throw malformed("/claim/range: expected (lo, hi) / [lo, hi]");
+  range_t r;
+  r.lo_open = s.front() == '(';
+  r.hi_open = s.back() == ')';
+  const std::string a = s.substr(1, comma - 1), b = s.substr(comma + 1, s.size() - comma - 2);
+  if (a != "-inf") r.lo = parse_rational(a, "/claim/range");
+  if (b != "inf") r.hi = parse_rational(b, "/claim/range");
+  if (r.lo && r.hi && *r.lo >= *r.hi) throw malformed("/claim/range: empty or a point");
+  return r;
+}
+
+void check(bool ok, const std::string& what) {
+  if (!ok) throw invalid(what);
+}
+
+// ---- determinant certificates ----------------------------------------------------------
+// Is e^{a/q} < x (true) or > x (false)?  a ≠ 0 rational: e^{a/q} is transcendental, never x.
+bool exp_below(const Q& a, const Z& q, const Q& x) {
+  for (unsigned bits = 64; bits <= 8192; bits *= 2) {
+    const auto [l, h] = exp_bounds(a, q, bits);
+    if (h < x) return true;
+    if (l > x) return false;
+  }
+  throw invalid("could not compare a sample with a range end at 8192 bits");
+}
+
+
+// ---- singular-value certificates ------------------------------------------------------
+// The sign of H at the point a0 of the claim equals its sign at the sample s: s = 1 when
+// a0 = 0; otherwise no zero of H lies between s and the transcendental u0 = e^{a0/q}.
+void check_point_sample(const P& H, const Q& a0, const Q& s, const Z& q, const std::string& w) {
+  if (a0 == 0) {
+    check(s == 1, w + ": at a = 0 the sample is u = 1");
+    return;
+  }
+  const P g = sqfree(H);
+  if (g.size() <= 1) return;
+  for (unsigned bits = 64; bits <= 8192; bits *= 2) {
+    const auto [l, h] = exp_bounds(a0, q, bits);
+    const Q lo = std::min(l, s), hi = std::max(h, s);
+    if (evalq(g, lo) != 0 && evalq(g, hi) != 0 && roots_between(g, lo, hi) == 0) return;
+  }
+  throw invalid(w + ": the sample is not on the side of every zero where u0 = e^{a/q} is");
+}
+
+// det(λI − T) by Laplace expansion with entries in ℤ[u][λ] (λ-coefficient lists) — a different
+// algorithm from the prover's (Berkowitz).
+using BP = std::vector<P>;
+BP bp_add(const BP& a, const BP& b) {
+  BP c(std::max(a.size(), b.size()));
+  for (std::size_t i = 0; i < a.size(); ++i) c[i] = add(c[i], a[i]);
+  for (std::size_t i = 0; i < b.size(); ++i) c[i] = add(c[i], b[i]);
+  while (!c.empty() && c.back().empty()) c.pop_back();
+  return c;
+}
+BP bp_mul(const BP& a, const BP& b) {
+  if (a.empty() || b.empty()) return {};
+  BP c(a.size() + b.size() - 1);
+  for (std::size_t i = 0; i < a.size(); ++i)
+    for (std::size_t j = 0; j < b.size(); ++j) c[i + j] = add(c[i + j], mul(a[i], b[j]));
+  while (!c.empty() && c.back().empty()) c.pop_back();
+  return c;
+}
+BP bp_det(const std::vector<std::vector<BP>>& A, const std::vector<std::size_t>& rows, const std::vector<std::size_t>& cols) {
+  if (rows.empty()) return {P{Z(1)}};
+  BP acc;
+  const std::vector<std::size_t> rest(rows.begin() + 1, rows.end());
+  for (std::size_t j = 0; j < cols.size(); ++j) {
+    const BP& a = A[rows[0]][cols[j]];
+    if (a.empty()) continue;
+    std::vector<std::size_t> c2;
+    for (std::size_t t = 0; t < cols.size(); ++t)
+      if (t != j) c2.push_back(cols[t]);
+    BP term = bp_mul(a, bp_det(A, rest, c2));
+    if (j % 2) for (auto& x : term) x = neg(x);
+    acc = bp_add(acc, term);
+  }
+  return acc;
+}
+
+void verify_singular_value(const nlohmann::json& cert, const nlohmann::json& cl, const family& F, const std::vector<P>& Ds, const Z& Lv,
+                           const std::function<void(const std::string&)>& note) {
+  if (!cl.contains("point")) throw malformed("/claim/point: singular-value certificates are for a point");
+  const Q a0 = num(cl["point"], "/claim/point");
+  const long index = at(cl, "index", "/claim").get<long>();
+  if (index < 1 || index > std::min(F.rows, F.cols)) throw malformed("/claim/index: out of range");
+  if (F.cols > 6) throw malformed("/claim: the checker handles singular values of at most 6 columns");
+  // B = Mᵀ diag(Π_{l≠i} (L D_l)²) M = ρ OᵀO with ρ = Π (L D_l)².
+  std::vector<P> LD;
+  for (const auto& d : Ds) LD.push_back(mul(P{Lv}, d));
+  P rho = {Z(1)};
+  for (const auto& x : LD) rho = mul(rho, mul(x, x));
+  const std::size_t n = static_cast<std::size_t>(F.cols);
+  std::vector<std::vector<P>> B(n, std::vector<P>(n));
+  for (long i = 0; i < F.rows; ++i) {
+    P w = {Z(1)};
+    for (std::size_t l = 0; l < LD.size(); ++l)
+      if (static_cast<long>(l) != i) w = mul(w, mul(LD[l], LD[l]));
+    for (std::size_t a = 0; a < n; ++a)
+      for (std::size_t b = 0; b < n; ++b) B[a][b] = add(B[a][b], mul(w, mul(F.at(i, static_cast<long>(a)), F.at(i, static_cast<long>(b)))));
+  }
+  const std::string rel = at(cl, "relation", "/claim").get<std::string>();
+  const Q c = num(at(cl, "value", "/claim"), "/claim/value");
+  std::vector<std::pair<Q, std::string>> want;
+  if (rel == "=" || rel == ">=") want.push_back({c, ">="});
+  if (rel == "=" || rel == "<=") want.push_back({c, "<="});
+  if (rel == "within") {
+    const Q t = num(at(cl, "tolerance", "/claim"), "/claim/tolerance");
+    if (t < 0) throw malformed("/claim/tolerance: negative");
+    want = {{c - t, ">="}, {c + t, "<="}};
+  }
+  if (want.empty()) throw malformed("/claim/relation: =, <=, >= or within");
+  const nlohmann::json& conds = at(at(cert, "singular_value", ""), "conditions", "/singular_value");
+  if (!conds.is_array() || conds.size() != want.size()) throw malformed("/singular_value/conditions: expected " + std::to_string(want.size()));
+  bool ok = true;
+  for (std::size_t t = 0; t < want.size(); ++t) {
+    const std::string w = "/singular_value/conditions/" + std::to_string(t);
+    const nlohmann::json& e = conds[t];
+    const Q cv = want[t].first;
+    const std::string sense = want[t].second;
+    check(num(at(e, "value", w), w + "/value") == cv && at(e, "sense", w).get<std::string>() == sense, w + ": not the condition the claim needs");
+    bool holds;
+    if (sense == ">=" && cv <= 0) {
+      holds = true;
+    } else if (sense == "<=" && cv < 0) {
+      holds = false;
+    } else {
+      // T = den² B − num² ρ I; its eigenvalues have the signs of σ² − c² (and −c² for the
+      // structural zeros).  χ(λ) = det(λI − T), all roots real: Descartes' count is exact.
+      std::vector<std::vector<BP>> L(n, std::vector<BP>(n));
+      const Z dd = denominator(cv) * denominator(cv), nn = numerator(cv) * numerator(cv);
+      for (std::size_t a = 0; a < n; ++a)
+        for (std::size_t b = 0; b < n; ++b) {
+          P tab = mul(P{dd}, B[a][b]);
+          if (a == b) tab = add(tab, neg(mul(P{nn}, rho)));
+          L[a][b] = tab.empty() ? BP{} : BP{neg(tab)};  // λI − T
+          if (a == b) L[a][b] = bp_add(L[a][b], BP{P{}, P{Z(1)}});
+        }
+      std::vector<std::size_t> all(n);
+      for (std::size_t k = 0; k < n; ++k) all[k] = k;
+      BP chi = bp_det(L, all, all);
+      chi.resize(n + 1);
+      const nlohmann::json& co = at(e, "charpoly", w);
+      if (!co.is_array() || co.size() != n + 1) throw malformed(w + "/charpoly: expected " + std::to_string(n + 1) + " coefficients");
+      int last = 0, positive = 0, zero = 0;
+      bool seen = false;
+      for (std::size_t j = 0; j <= n; ++j) {
+        const std::string wj = w + "/charpoly/" + std::to_string(j);
+        check(poly(at(co[j], "poly", wj), wj + "/poly") == chi[j], wj + "/poly: differs from the recomputed coefficient");
+        int sg = 0;
+        if (!chi[j].empty()) {
+          const auto& sj = at(co[j], "sample", wj);
+          const Q sample = num(at(sj, "u", wj), wj + "/sample/u");
+          sg = at(sj, "sign", wj).get<int>();
+          check(sgn(evalq(chi[j], sample)) == sg, wj + "/sample: the sign there is not the stated one");
+          check_point_sample(chi[j], a0, sample, F.q, wj);
+        }
+        if (sg == 0) {
+          if (!seen) ++zero;
+          continue;
+        }
+        seen = true;
+        if (last != 0 && sg != last) ++positive;
+        last = sg;
+      }
+      check(at(e, "positive", w).get<int>() == positive && at(e, "zero", w).get<int>() == zero, w + ": the eigenvalue counts differ");
+      holds = sense == ">=" ? positive + zero >= index : positive <= index - 1;
+      note(w + ": sigma_" + std::to_string(index) + " " + sense + " " + cv.str() + ": characteristic polynomial recomputed (Laplace), " +
+           std::to_string(positive) + " eigenvalue(s) above c^2, " + std::to_string(zero) + " at c^2 (Descartes, exact for real roots)");
+    }
+    ok = ok && holds;
+  }
+  const std::string verdict = ok ? "CERTIFIED" : "REFUTED";
+  check(at(cert, "verdict", "").get<std::string>() == verdict, "/verdict: the re-derived verdict is " + verdict);
+  note("verdict re-derived: " + verdict);
+}
+
+
+// ---- output-bound certificates (P04) --------------------------------------------------------
+void verify_output_bound(const nlohmann::json& cert, const nlohmann::json& cl, const std::function<void(const std::string&)>& note) {
+  const QM S0 = qmatrix(at(cl, "S0", "/claim"), "/claim/S0"), H0 = qmatrix(at(cl, "S_hat0", "/claim"), "/claim/S_hat0"),
+           V = qmatrix(at(cl, "V", "/claim"), "/claim/V");
+  const std::size_t n = S0[0].size();
+  if (H0.size() != S0.size() || H0[0].size() != n || V.size() != n) throw malformed("/claim: shapes");
+  const long row = at(cl, "row", "/claim").get<long>();
+  if (row < 0 || row >= static_cast<long>(S0.size())) throw malformed("/claim/row: out of range");
+  const std::string mk = at(cl, "mask", "/claim").get<std::string>();
+  if (mk != "none" && mk != "causal") throw malformed("/claim/mask: none or causal");
+  const Q a0 = num(at(cl, "point", "/claim"), "/claim/point");
+  if (at(cl, "relation", "/claim").get<std::string>() != "<=" || at(cl, "value", "/claim").get<std::string>() != "bound")
+    throw malformed("/claim: output_bound is '<=' 'bound'");
+  const auto& r = S0[static_cast<std::size_t>(row)];
+  const auto& rh = H0[static_cast<std::size_t>(row)];
+  auto allowed = [&](std::size_t j) { return mk == "none" || static_cast<long>(j) <= row; };
+  Z q = 1;
+  for (std::size_t j = 0; j < n; ++j)
+    if (allowed(j)) q = boost::multiprecision::lcm(q, boost::multiprecision::lcm(denominator(r[j]), denominator(rh[j])));
+  check(Z(at(cert, "q", "").get<std::string>()) == q, "/q: the common denominator is " + q.str());
+  std::optional<Z> lo;
+  for (std::size_t j = 0; j < n; ++j)
+    if (allowed(j))
+      for (const Q& x : {r[j], rh[j]}) {
+        const Z e = numerator(Q(x * Q(q)));
+        if (!lo || e < *lo) lo = e;
+      }
+  auto mono = [&](const Q& x) {
+    const Z e = numerator(Q(x * Q(q))) - *lo;
+    if (e > 1000) throw malformed("/claim: exponent spread too large (limit 1000)");
+    P p(static_cast<std::size_t>(e.convert_to<long>()) + 1);
+    p.back() = 1;
+    return p;
+  };
+  P D, Dh;
+  for (std::size_t j = 0; j < n; ++j)
+    if (allowed(j)) {
+      D = add(D, mono(r[j]));
+      Dh = add(Dh, mono(rh[j]));
+    }
+  Z L = 1;
+  Q mu = 0;
+  for (const auto& vr : V) {
+    Q n2 = 0;
+    for (const auto& x : vr) {
+      L = boost::multiprecision::lcm(L, denominator(x));
+      n2 += x * x;
+    }
+    if (n2 > mu) mu = n2;
+  }
+  const nlohmann::json& ob = at(cert, "output_bound", "");
+  check(num(at(ob, "mu", "/output_bound"), "/output_bound/mu") == mu, "/output_bound/mu: max_j ||v_j||^2 is " + mu.str());
+  const nlohmann::json& dj = at(ob, "delta", "/output_bound");
+  if (!dj.is_array() || dj.size() != n) throw malformed("/output_bound/delta: one per key");
+  // δ_j = N̂_j D − N_j D̂ (Â_ij − A_ij = δ_j / (D D̂)); the sign at u0 from a checked sample
+  std::vector<P> delta;
+  P l1;
+  for (std::size_t j = 0; j < n; ++j) {
+    const std::string w = "/output_bound/delta/" + std::to_string(j);
+    P d;
+    if (allowed(j)) d = add(mul(mono(rh[j]), D), neg(mul(mono(r[j]), Dh)));
+    check(poly(at(dj[j], "poly", w), w + "/poly") == d, w + "/poly: differs from the recomputed difference");
+    int sg = 0;
+    if (!d.empty()) {
+      const Q sample = num(at(at(dj[j], "sample", w), "u", w), w + "/sample/u");
+      sg = at(at(dj[j], "sample", w), "sign", w).get<int>();
+      check(sgn(evalq(d, sample)) == sg, w + "/sample: the sign there is not the stated one");
+      check_point_sample(d, a0, sample, q, w);
+    }
+    l1 = add(l1, sg >= 0 ? d : neg(d));
+    delta.push_back(d);
+  }
+  P wsum;
+  for (std::size_t k = 0; k < V[0].size(); ++k) {
+    P W;
+    for (std::size_t j = 0; j < n; ++j) W = add(W, mul(P{numerator(Q(V[j][k] * Q(L)))}, delta[j]));
+    wsum = add(wsum, mul(W, W));
+  }
+  const P G = add(mul(P{Z(L * L * numerator(mu))}, mul(l1, l1)), neg(mul(P{denominator(mu)}, wsum)));
+  const nlohmann::json& gj = at(ob, "G", "/output_bound");
+  check(poly(at(gj, "poly", "/output_bound/G"), "/output_bound/G/poly") == G, "/output_bound/G/poly: differs from the recomputed bound^2 - error^2");
+  int gsign = 0;
+  if (!G.empty()) {
+    const Q sample = num(at(at(gj, "sample", "/output_bound/G"), "u", "/output_bound/G"), "/output_bound/G/sample/u");
+    gsign = at(at(gj, "sample", "/output_bound/G"), "sign", "/output_bound/G").get<int>();
+    check(sgn(evalq(G, sample)) == gsign, "/output_bound/G/sample: the sign there is not the stated one");
+    check_point_sample(G, a0, sample, q, "/output_bound/G");
+  }
+  note("row " + std::to_string(row) + ": differences, signs, |.|_1, the error and bound^2 - error^2 recomputed; its sign at a = " + a0.str() +
+       " is " + std::to_string(gsign));
+  const std::string verdict = gsign >= 0 ? "CERTIFIED" : "REFUTED";
+  check(at(cert, "verdict", "").get<std::string>() == verdict, "/verdict: the re-derived verdict is " + verdict);
+  note("verdict re-derived: " + verdict);
+}
+
+// A real quantity P(u)/R(u) with R > 0 for u > 0 (a determinant or an entry), against the claim.
+void verify_ratio(const nlohmann::json& cert, const nlohmann::json& cl, const family& F, const P& Pd, const P& R, const std::string& what,
+                  const std::function<void(const std::string&)>& note) {
+  const nlohmann::json& dj = at(cert, "ratio", "");
+  check(poly(at(dj, "P", "/ratio"), "/ratio/P") == Pd, "/ratio/P: differs from the recomputed numerator");
+  check(poly(at(dj, "R", "/ratio"), "/ratio/R") == R, "/ratio/R: differs from the recomputed denominator");
+  note(what + " = P(u)/R(u), R > 0: P (degree " + std::to_string(Pd.empty() ? 0 : Pd.size() - 1) + ") and R recomputed from the claim");
+  const std::string rel = at(cl, "relation", "/claim").get<std::string>();
+  const Q c = num(at(cl, "value", "/claim"), "/claim/value");
+  std::vector<std::pair<Q, std::string>> want;
+  if (rel == "within") {
+    const Q t = num(at(cl, "tolerance", "/claim"), "/claim/tolerance");
+    if (t < 0) throw malformed("/claim/tolerance: negative");
+    want = {{c + t, "<=0"}, {c - t, ">=0"}};
+  } else if (rel == "=" || rel == "<=" || rel == ">=") {
+    want = {{c, rel == "=" ? "=0" : rel == "<=" ? "<=0" : ">=0"}};
+  } else {
+    throw malformed("/claim/relation: =, <=, >= or within");
+  }
+  const nlohmann::json& conds = at(dj, "conditions", "/ratio");
+  if (!conds.is_array() || conds.size() != want.size()) throw malformed("/ratio/conditions: expected " + std::to_string(want.size()));
+  bool ok = true;
+  for (std::size_t t = 0; t < want.size(); ++t) {
+    const std::string w = "/ratio/conditions/" + std::to_string(t);
+    const nlohmann::json& e = conds[t];
+    check(num(at(e, "value", w), w + "/value") == want[t].first && at(e, "sense", w).get<std::string>() == want[t].second,
+          w + ": not the condition the claim needs");
+    // H = den(c)·P − num(c)·R: the sign of det − c (R > 0 for u > 0).
+    const Q cv = want[t].first;
+    P H = add(mul(P{denominator(cv)}, Pd), neg(mul(P{numerator(cv)}, R)));
+    check(poly(at(e, "H", w), w + "/H") == H, w + "/H: differs from den(c) P - num(c) R");
+    const nlohmann::json& rj = at(e, "roots", w);
+    const nlohmann::json& sj = at(e, "samples", w);
+    if (!rj.is_array() || !sj.is_array()) throw malformed(w + ": roots and samples are arrays");
+    std::vector<std::pair<Q, Q>> roots;
+    for (std::size_t k = 0; k < rj.size(); ++k) {
+      if (!rj[k].is_array() || rj[k].size() != 2) throw malformed(w + "/roots: [lo, hi] pairs");
+      roots.push_back({num(rj[k][0], w + "/roots"), num(rj[k][1], w + "/roots")});
+      if (roots.back().first > roots.back().second || roots.back().first <= 0) throw malformed(w + "/roots: need 0 < lo <= hi");
+    }
+    std::vector<Q> samples;
+    std::vector<int> signs;
+    for (std::size_t k = 0; k < sj.size(); ++k) {
+      samples.push_back(num(at(sj[k], "u", w + "/samples"), w + "/samples/u"));
+      signs.push_back(at(sj[k], "sign", w + "/samples").get<int>());
+      check(sgn(evalq(H, samples.back())) == signs.back(), w + "/samples/" + std::to_string(k) + ": the sign of H there is not the stated one");
+    }
+    bool holds = true;
+    if (H.empty()) {
+      check(roots.empty() && samples.empty(), w + ": H is identically zero");
+      note(w + ": det - " + cv.str() + " is identically zero");
+    } else {
+      const P g = sqfree(H);
+      if (e.contains("sturm")) {
+        const auto s = sturm(g);
+        check(e["sturm"].is_array() && e["sturm"].size() == s.size(), w + "/sturm: length differs");
+        for (std::size_t k = 0; k < s.size(); ++k) check(poly(e["sturm"][k], w + "/sturm") == s[k], w + "/sturm/" + std::to_string(k) + ": differs");
+      }
+      if (cl.contains("point")) {
+        const Q a0 = num(cl["point"], "/claim/point");
+        check(roots.empty() && samples.size() == 1, w + ": a point needs exactly one sample and no roots");
+        const Q s0 = samples[0];
+        if (a0 == 0) {
+          check(s0 == 1, w + ": at a = 0 the sample is u = 1");
+        } else {
+          // no root of H between the sample and the transcendental u0 = e^{a0/q}
+          bool sep = false;
+          for (unsigned bits = 64; bits <= 8192 && !sep; bits *= 2) {
+            const auto [l, h] = exp_bounds(a0, F.q, bits);
+            const Q lo = std::min(l, s0), hi = std::max(h, s0);
+            sep = evalq(g, lo) != 0 && evalq(g, hi) != 0 && roots_between(g, lo, hi) == 0;
+          }
+          check(sep, w + ": the sample is not on the side of every root where u0 = e^{a/q} is");
+        }
+        note(w + ": at the point, sign(det - " + cv.str() + ") = " + std::to_string(signs[0]));
+      } else {
+        const range_t Rg = parse_range(at(cl, "range", "/claim").get<std::string>());
+        const bool one_root = evalq(g, Q(1)) == 0;
+        P g1 = g;
+        if (one_root) g1 = normalized(quoq(toq(g), PQ{Q(-1), Q(1)}));
+        while (!g1.empty() && g1.front() == 0) g1.erase(g1.begin());
+        auto cut = [&](const Q& a, bool low) -> Q {
+          for (unsigned bits = 64; bits <= 8192; bits *= 2) {
+            const auto [l, h] = exp_bounds(a, F.q, bits);
+            if (g1.size() <= 1 || (evalq(g1, l) != 0 && evalq(g1, h) != 0 && roots_between(g1, l, h) == 0)) return low ? h : l;
+          }
+          throw invalid("/claim/range: could not separate a range end from the roots at 8192 bits");
+        };
+        Q L = 0;
+        std::optional<Q> Hc;
+        if (Rg.lo) L = *Rg.lo == 0 ? Q(1) : cut(*Rg.lo, true);
+        if (Rg.hi) Hc = *Rg.hi == 0 ? Q(1) : cut(*Rg.hi, false);
+        int count = g1.size() <= 1 ? 0 : roots_between(g1, L, Hc);
+        const bool one_in = one_root && Rg.contains(Q(0));
+        if (one_in) ++count;
+        check(static_cast<long>(roots.size()) == count, w + "/roots: the range contains " + std::to_string(count) + " zeros of H, " +
+                                                             std::to_string(roots.size()) + " listed");
+        for (std::size_t k = 0; k < roots.size(); ++k) {
+          const auto& r = roots[k];
+          if (k > 0) check(roots[k - 1].second < r.first || (roots[k - 1].second == r.first && roots[k - 1].first != roots[k - 1].second && r.first != r.second),
+                           w + "/roots: not increasing and disjoint");
+          if (r.first == r.second) check(r.first == 1 && one_in, w + "/roots: an exact root other than u = 1 in the range");
+          else {
+            check(evalq(g, r.first) != 0 && evalq(g, r.second) != 0 && roots_between(g, r.first, r.second) == 1, w + "/roots: an interval without exactly one zero");
+            check(r.first >= L && (!Hc || r.second <= *Hc), w + "/roots: an interval outside the range");
+          }
+        }
+        // samples interleave with the roots, one per open segment, all inside the image
+        const bool root_at_low = !roots.empty() && roots.front().first == roots.front().second && Rg.lo && *Rg.lo == 0;
+        const bool root_at_high = !roots.empty() && roots.back().first == roots.back().second && Rg.hi && *Rg.hi == 0;
+        const std::size_t segments = roots.size() + 1 - (root_at_low ? 1 : 0) - (root_at_high ? 1 : 0);
+        check(samples.size() == segments, w + "/samples: expected one per segment (" + std::to_string(segments) + ")");
+        std::size_t si = 0;
+        auto inside_image = [&](const Q& x) {
+          if (x <= 0) return false;
+          if (Rg.lo && (*Rg.lo == 0 ? x <= 1 : exp_below(*Rg.lo, F.q, x) == false)) return false;
+          if (Rg.hi && (*Rg.hi == 0 ? x >= 1 : exp_below(*Rg.hi, F.q, x) == true)) return false;
+          return true;
+        };
+        for (std::size_t k = 0; k <= roots.size(); ++k) {
+          if ((k == 0 && root_at_low) || (k == roots.size() && root_at_high)) continue;
+          const Q& x = samples[si];
+          check(signs[si] != 0, w + "/samples: a sample at a zero");
+          check(inside_image(x), w + "/samples: a sample outside the range");
+          if (k > 0) check(x >= roots[k - 1].second, w + "/samples: not after the previous zero");
+          if (k < roots.size()) check(x <= roots[k].first, w + "/samples: not before the next zero");
+          ++si;
+        }
+        note(w + ": H has exactly " + std::to_string(count) + " zero(s) in the range (Sturm); signs on the segments re-derived");
+      }
+    }
+    for (int sg : signs) {
+      const std::string& sense = want[t].second;
+      if (sense == "=0" ? sg != 0 : sense == "<=0" ? sg > 0 : sg < 0) holds = false;
+    }
+    ok = ok && holds;
+  }
+  const std::string verdict = ok ? "CERTIFIED" : "REFUTED";
+  check(at(cert, "verdict", "").get<std::string>() == verdict, "/verdict: the re-derived verdict is " + verdict);
+  note("verdict re-derived: " + verdict);
+}
+
+
+}  // namespace
+
+verification verify_certificate(const nlohmann::json& cert) {
+  verification out;
+  auto note = [&](const std::string& s) { out.notes.push_back(s); };
+  try {
+    if (!cert.is_object() || cert.value("format", "") != "attncert-certificate/1")
+      throw malformed("/format: expected \"attncert-certificate/1\"");
+    const nlohmann::json& cl = at(cert, "claim", "");
+    if (cl.is_object() && cl.value("quantity", "") == "output_bound") {
+      verify_output_bound(cert, cl, note);
+      out.result = verification::status::valid;
+      return out;
+    }
+    const QM S0 = qmatrix(at(cl, "S0", "/claim"), "/claim/S0");
+    const long m = static_cast<long>(S0.size()), n = static_cast<long>(S0[0].size());
+    // mask
+    std::vector<std::vector<bool>> allow(static_cast<std::size_t>(m), std::vector<bool>(static_cast<std::size_t>(n), true));
+    const nlohmann::json& mk = at(cl, "mask", "/claim");
+    if (mk.is_string() && mk.get<std::string>() == "causal") {
+      for (long i = 0; i < m; ++i)
+        for (long j = 0; j < n; ++j) allow[static_cast<std::size_t>(i)][static_cast<std::size_t>(j)] = j <= i;
+    } else if (mk.is_array()) {
+      if (static_cast<long>(mk.size()) != m) throw malformed("/claim/mask: shape");
+      for (long i = 0; i < m; ++i) {
+        if (!mk[static_cast<std::size_t>(i)].is_array() || static_cast<long>(mk[static_cast<std::size_t>(i)].size()) != n) throw malformed("/claim/mask: shape");
+        for (long j = 0; j < n; ++j) {
+          const auto& e = mk[static_cast<std::size_t>(i)][static_cast<std::size_t>(j)];
+          if (!e.is_number_integer() || (e.get<int>() != 0 && e.get<int>() != 1)) throw malformed("/claim/mask: 0/1 entries");
+          allow[static_cast<std::size_t>(i)][static_cast<std::size_t>(j)] = e.get<int>() == 1;
+        }
+      }
+    } else if (!(mk.is_string() && mk.get<std::string>() == "none")) {
+      throw malformed("/claim/mask: none, causal or a 0/1 matrix");
+    }
+    const std::string object = at(cl, "object", "/claim").get<std::string>();
+    std::optional<QM> V, X;
+    if (cl.contains("V")) V = qmatrix(cl["V"], "/claim/V");
+    if (cl.contains("X")) X = qmatrix(cl["X"], "/claim/X");
+    // ---- M(u)
+    family F;
+    F.rows = m;
+    auto setc = [](P& p, long k, const Z& c) {
+      if (static_cast<long>(p.size()) <= k) p.resize(static_cast<std::size_t>(k + 1));
+      p[static_cast<std::size_t>(k)] += c;
+    };
+    const bool scores = object == "scores";
+    std::vector<P> Ds;  // D_i(u) = row sums of the row-normalized E (non-scores)
+    Z Lv = 1;           // the integer scale of V (and X for the residual) in M
+    if (scores) {
+      Z L = 1;
+      for (const auto& r : S0)
+        for (const auto& x : r) L = boost::multiprecision::lcm(L, denominator(x));
+      F.cols = n;
+      for (const auto& r : S0)
+        for (const auto& x : r) {
+          const Z c = numerator(Q(x * Q(L)));
+          F.e.push_back(c == 0 ? P{} : P{c});
+        }
+    } else {
+      if (object != "attention" && object != "output" && object != "residual") throw malformed("/claim/object: unknown");
+      Z qd = 1;
+      for (long i = 0; i < m; ++i)
+        for (long j = 0; j < n; ++j)
+          if (allow[static_cast<std::size_t>(i)][static_cast<std::size_t>(j)]) qd = boost::multiprecision::lcm(qd, denominator(S0[static_cast<std::size_t>(i)][static_cast<std::size_t>(j)]));
+      F.q = qd;
+      std::vector<std::vector<long>> ex(static_cast<std::size_t>(m), std::vector<long>(static_cast<std::size_t>(n), 0));
+      for (long i = 0; i < m; ++i) {
+        std::optional<Z> lo;
+        for (long j = 0; j < n; ++j)
+          if (allow[static_cast<std::size_t>(i)][static_cast<std::size_t>(j)]) {
+            const Z e = numerator(Q(S0[static_cast<std::size_t>(i)][static_cast<std::size_t>(j)] * Q(qd)));
+            if (!lo || e < *lo) lo = e;
+          }
+        if (!lo) throw malformed("/claim/mask: a fully masked row");
+        for (long j = 0; j < n; ++j)
+          if (allow[static_cast<std::size_t>(i)][static_cast<std::size_t>(j)]) {
+            const Z d = numerator(Q(S0[static_cast<std::size_t>(i)][static_cast<std::size_t>(j)] * Q(qd))) - *lo;
+            if (d > 1000) throw malformed("/claim/S0: exponent spread too large (limit 1000)");
+            ex[static_cast<std::size_t>(i)][static_cast<std::size_t>(j)] = d.convert_to<long>();
+          }
+        P Di;
+        for (long j = 0; j < n; ++j)
+          if (allow[static_cast<std::size_t>(i)][static_cast<std::size_t>(j)]) setc(Di, ex[static_cast<std::size_t>(i)][static_cast<std::size_t>(j)], Z(1));
+        Ds.push_back(Di);
+      }
+      if (object == "attention") {
+        F.cols = n;
+        F.e.assign(static_cast<std::size_t>(m * n), {});
+        for (long i = 0; i < m; ++i)
+          for (long j = 0; j < n; ++j)
+            if (allow[static_cast<std::size_t>(i)][static_cast<std::size_t>(j)]) setc(F.e[static_cast<std::size_t>(i * n + j)], ex[static_cast<std::size_t>(i)][static_cast<std::size_t>(j)], Z(1));
+      } else {
+        if (!V || static_cast<long>(V->size()) != n) throw malformed("/claim/V: needed, with one row per key");
+        const long d = static_cast<long>((*V)[0].size());
+        if (object == "residual" && (!X || static_cast<long>(X->size()) != m || static_cast<long>((*X)[0].size()) != d))
+          throw malformed("/claim/X: needed, shape (queries, value width)");
+        Z L = 1;
+        for (const auto& r : *V)
+          for (const auto& x : r) L = boost::multiprecision::lcm(L, denominator(x));
+        if (object == "residual")
+          for (const auto& r : *X)
+            for (const auto& x : r) L = boost::multiprecision::lcm(L, denominator(x));
+        Lv = L;
+        F.cols = d;
+        F.e.assign(static_cast<std::size_t>(m * d), {});
+        for (long i = 0; i < m; ++i)
+          for (long k = 0; k < d; ++k)
+            for (long j = 0; j < n; ++j) {
+              if (!allow[static_cast<std::size_t>(i)][static_cast<std::size_t>(j)]) continue;
+              Q c = (*V)[static_cast<std::size_t>(j)][static_cast<std::size_t>(k)];
+              if (object == "residual") c += (*X)[static_cast<std::size_t>(i)][static_cast<std::size_t>(k)];
+              setc(F.e[static_cast<std::size_t>(i * d + k)], ex[static_cast<std::size_t>(i)][static_cast<std::size_t>(j)], numerator(Q(c * Q(L))));
+            }
+        for (auto& p : F.e) trim(p);
+      }
+    }
+    if (std::min(F.rows, F.cols) > 8) throw malformed("/claim: the checker handles matrices with min(rows, cols) <= 8");
+    check(Z(at(cert, "q", "").get<std::string>()) == F.q, "/q: the common denominator is " + F.q.str());
+    note("rebuilt M(u) (" + std::to_string(F.rows) + "x" + std::to_string(F.cols) + ", " + object + ") from the claim; q = " + F.q.str());
+    const std::string quantity = cl.value("quantity", "rank");
+    if (quantity == "determinant" || quantity == "output_value") {
+      if (scores) throw malformed("/claim/object: no determinant or value certificates for scores");
+      P Pn, Rd;
+      std::string what;
+      if (quantity == "determinant") {
+        check(F.rows == F.cols, "/claim: the determinant needs a square matrix");
+        std::vector<long> all;
+        for (long i = 0; i < F.rows; ++i) all.push_back(i);
+        Pn = det(F, all, all);  // det(object) = det M / (L^n Π D_i)
+        Rd = {Z(1)};
+        for (const auto& d : Ds) Rd = mul(Rd, mul(P{Lv}, d));
+        what = "det(" + object + ")";
+      } else {
+        const long i = at(cl, "row", "/claim").get<long>(), k = at(cl, "col", "/claim").get<long>();
+        if (i < 0 || k < 0 || i >= F.rows || k >= F.cols) throw malformed("/claim/row: entry outside the matrix");
+        Pn = F.at(i, k);  // entry = M_ik / (L D_i)
+        Rd = mul(P{Lv}, Ds[static_cast<std::size_t>(i)]);
+        what = object + "[" + std::to_string(i) + "][" + std::to_string(k) + "]";
+      }
+      verify_ratio(cert, cl, F, Pn, Rd, what, note);
+      out.result = verification::status::valid;
+      return out;
+    }
+    if (quantity == "singular_value") {
+      if (scores) throw malformed("/claim/object: no singular-value certificates for scores");
+      verify_singular_value(cert, cl, F, Ds, Lv, note);
+      out.result = verification::status::valid;
+      return out;
+    }
+    if (quantity != "rank") throw malformed("/claim/quantity: rank, determinant, output_value or singular_value");
+    // ---- generic rank: upper bound
+    const nlohmann::json& grj = at(cert, "generic_rank", "");
+    if (!grj.is_number_unsigned()) throw malformed("/generic_rank: expected a non-negative integer");
+    const long r = grj.get<long>();
+    const nlohmann::json& ub = at(cert, "upper_bound", "");
+    const std::string method = at(ub, "method", "/upper_bound").get<std::string>();
+    if (method == "dimensions") {
+      check(r == std::min(F.rows, F.cols), "/upper_bound: rank " + std::to_string(r) + " is not min(rows, cols)");
+      note("rank <= min(rows, cols) = " + std::to_string(r));
+    } else if (method == "kernel") {
+      const nlohmann::json& vs = at(ub, "vectors", "/upper_bound");
+      if (!vs.is_array()) throw malformed("/upper_bound/vectors: expected an array");
+      check(static_cast<long>(vs.size()) == F.cols - r, "/upper_bound/vectors: need cols - rank = " + std::to_string(F.cols - r) + " vectors");
+      std::vector<std::vector<P>> N;
+      for (std::size_t t = 0; t < vs.size(); ++t) {
+        if (!vs[t].is_array() || static_cast<long>(vs[t].size()) != F.cols) throw malformed("/upper_bound/vectors/" + std::to_string(t) + ": length");
+        std::vector<P> v;
+        for (long i = 0; i < F.cols; ++i) v.push_back(poly(vs[t][static_cast<std::size_t>(i)], "/upper_bound/vectors/" + std::to_string(t) + "/" + std::to_string(i)));
+        for (long i = 0; i < F.rows; ++i) {
+          P acc;
+          for (long j = 0; j < F.cols; ++j) acc = add(acc, mul(F.at(i, j), v[static_cast<std::size_t>(j)]));
+          check(acc.empty(), "/upper_bound/vectors/" + std::to_string(t) + ": M(u) v(u) is not identically zero (row " + std::to_string(i) + ")");
+        }
+        N.push_back(v);
+      }
+      // independence: rank of N(u0) over ℚ at u0 = 2, 3, 5, 7 (one suffices)
+      bool independent = N.empty();
+      for (int u0 : {2, 3, 5, 7, 11}) {
+        if (independent) break;
+        std::vector<std::vector<Q>> A;
+        for (const auto& v : N) {
+          std::vector<Q> row;
+          for (const auto& p : v) row.push_back(evalq(p, Q(u0)));
+          A.push_back(row);
+        }
+        std::size_t rk = 0;
+        for (std::size_t c = 0; c < static_cast<std::size_t>(F.cols) && rk < A.size(); ++c) {
+          std::size_t piv = rk;
+          while (piv < A.size() && A[piv][c] == 0) ++piv;
+          if (piv == A.size()) continue;
+          std::swap(A[piv], A[rk]);
+          for (std::size_t i2 = rk + 1; i2 < A.size(); ++i2) {
+            const Q f = A[i2][c] / A[rk][c];
+            for (std::size_t c2 = c; c2 < static_cast<std::size_t>(F.cols); ++c2) A[i2][c2] -= f * A[rk][c2];
+          }
+          ++rk;
+        }
+        independent = rk == A.size();
+      }
+      check(independent, "/upper_bound/vectors: not shown independent");
+      note("rank over Q(u) <= " + std::to_string(r) + ": " + std::to_string(N.size()) + " kernel vectors, M N = 0 identically, independent");
+    } else {
+      throw malformed("/upper_bound/method: dimensions or kernel");
+    }
+    // ---- generic rank: lower bound, gcd, Sturm
+    const nlohmann::json& ms = at(cert, "minors", "");
+    if (!ms.is_array()) throw malformed("/minors: expected an array");
+    P g;
+    if (r == 0) {
+      for (const auto& p : F.e) check(p.empty(), "/generic_rank: 0 but M(u) has a nonzero entry");
+      g = {Z(1)};
+    }
+    for (std::size_t t = 0; t < ms.size(); ++t) {
+      const std::string w = "/minors/" + std::to_string(t);
+      const auto rows = index_list(at(ms[t], "rows", w), w + "/rows", F.rows), cols = index_list(at(ms[t], "cols", w), w + "/cols", F.cols);
+      if (static_cast<long>(rows.size()) != r || static_cast<long>(cols.size()) != r) throw malformed(w + ": not an r x r minor");
+      const P stated = poly(at(ms[t], "poly", w), w + "/poly");
+      const P d = det(F, rows, cols);
+      check(d == stated, w + "/poly: differs from the recomputed minor");
+      check(!d.empty(), w + ": the minor is identically zero");
+      g = g.empty() ? d : gcdz(g, d);
+    }
+    if (r > 0) check(!g.empty(), "/minors: no nonzero r x r minor given");
+    g = sqfree(g);
+    check(g == poly(at(cert, "gcd", ""), "/gcd"), "/gcd: differs from the squarefree gcd of the listed minors");
+    if (cert.contains("sturm")) {
+      const auto s = sturm(g);
+      const nlohmann::json& sj = cert["sturm"];
+      check(sj.is_array() && sj.size() == s.size(), "/sturm: length differs from the recomputed Sturm sequence");
+      for (std::size_t t = 0; t < s.size(); ++t) check(poly(sj[t], "/sturm/" + std::to_string(t)) == s[t], "/sturm/" + std::to_string(t) + ": differs");
+    }
+    note("rank over Q(u) >= " + std::to_string(r) + ": " + std::to_string(ms.size()) + " recomputed nonzero minors; their gcd g has degree " +
+         std::to_string(g.empty() ? 0 : g.size() - 1));
+    // ---- the parameter set and the drops
+    const nlohmann::json& dj = at(cert, "drops", "");
+    if (!dj.is_array()) throw malformed("/drops: expected an array");
+    struct drop {
+      Q lo, hi;
+      long rank;
+    };
+    std::vector<drop> drops;
+    for (std::size_t t = 0; t < dj.size(); ++t) {
+      const std::string w = "/drops/" + std::to_string(t);
+      const auto& u = at(dj[t], "u", w);
+      if (!u.is_array() || u.size() != 2) throw malformed(w + "/u: [lo, hi]");
+      drop d{num(u[0], w + "/u/0"), num(u[1], w + "/u/1"), at(dj[t], "rank", w).get<long>()};
+      if (d.lo > d.hi || d.lo <= 0) throw malformed(w + "/u: need 0 < lo <= hi");
+      check(d.rank < r && d.rank >= 0, w + "/rank: must be below the generic rank");
+      drops.push_back(d);
+    }
+    bool point = false, generic_present = true;
+    if (cl.contains("point_algebraic_nonzero")) {
+      point = true;
+      // only the form the prover emits: a = 1/sqrt(d), d a positive integer (algebraic, nonzero)
+      const std::string ap = cl["point_algebraic_nonzero"].get<std::string>();
+      const bool form = ap.size() > 8 && ap.rfind("1/sqrt(", 0) == 0 && ap.back() == ')' &&
+                        ap.substr(7, ap.size() - 8).find_first_not_of("0123456789") == std::string::npos && ap[7] != '0';
+      if (!form) throw malformed("/claim/point_algebraic_nonzero: expected 1/sqrt(d) with d a positive integer");
+      check(drops.empty(), "/drops: at an algebraic a != 0, u = e^{a/q} is transcendental and no polynomial minor vanishes");
+      note("a is algebraic and nonzero: u transcendental (Hermite-Lindemann), rank = generic rank");
+    } else if (cl.contains("point")) {
+      point = true;
+      const Q a0 = num(cl["point"], "/claim/point");
+      if (a0 != 0) {
+        check(drops.empty(), "/drops: at a rational a != 0, u = e^{a/q} is transcendental (Hermite-Lindemann): no drop");
+        note("a = " + a0.str() + " != 0: u transcendental (Hermite-Lindemann), rank = generic rank");
+      } else if (scores) {
+        check(r == 0 ? drops.empty() : (drops.size() == 1 && drops[0].rank == 0 && drops[0].lo == 1 && drops[0].hi == 1), "/drops: S(0) = 0 has rank 0");
+      } else {
+        const bool root = g.size() > 1 && evalq(g, Q(1)) == 0;
+        check(root ? (drops.size() == 1 && drops[0].lo == 1 && drops[0].hi == 1) : drops.empty(), "/drops: g(1) " + std::string(root ? "= 0" : "!= 0"));
+        note(std::string("a = 0: u = 1, g(1) ") + (root ? "= 0" : "!= 0"));
+      }
+      generic_present = drops.empty();
+    } else {
+      const range_t R = parse_range(at(cl, "range", "/claim").get<std::string>());
+      if (scores) {
+        const bool z = R.contains(Q(0)) && r > 0;
+        check(z ? (drops.size() == 1 && drops[0].rank == 0 && drops[0].lo == 1 && drops[0].hi == 1) : drops.empty(),
+              "/drops: the scores a*S0 drop (to 0) exactly at a = 0");
+      } else {
+        // The image of the range under u = e^{a/q}: cuts L < H (rational) and the point u = 1.
+        const bool one_root = g.size() > 1 && evalq(g, Q(1)) == 0;
+        P g1 = g;
+        if (one_root) g1 = normalized(quoq(toq(g), PQ{Q(-1), Q(1)}));
+        while (!g1.empty() && g1.front() == 0) g1.erase(g1.begin());  // roots at u = 0 are not e^{a/q}
+        auto cut = [&](const Q& a, bool low) -> Q {
+          for (unsigned bits = 64; bits <= 8192; bits *= 2) {
+            const auto [l, h] = exp_bounds(a, F.q, bits);
+            if (g1.size() <= 1 || (evalq(g1, l) != 0 && evalq(g1, h) != 0 && roots_between(g1, l, h) == 0)) return low ? h : l;
+          }
+          throw invalid("/claim/range: could not separate a range end from the roots of g at 8192 bits");
+        };
+        Q L = 0;
+        std::optional<Q> H;
+        if (R.lo) L = *R.lo == 0 ? Q(1) : cut(*R.lo, true);
+        if (R.hi) H = *R.hi == 0 ? Q(1) : cut(*R.hi, false);
+        int count = (g1.size() <= 1) ? 0 : roots_between(g1, L, H);
+        const bool one_in = R.contains(Q(0));
+        if (one_root && one_in) ++count;
+        check(static_cast<long>(drops.size()) == count, "/drops: the range contains " + std::to_string(count) + " roots of g, " +
+                                                          std::to_string(drops.size()) + " listed");
+        std::sort(drops.begin(), drops.end(), [](const drop& a, const drop& b) { return a.lo < b.lo; });
+        for (std::size_t t = 0; t < drops.size(); ++t) {
+          const drop& d = drops[t];
+          if (t > 0) check(drops[t - 1].hi <= d.lo && !(drops[t - 1].hi == d.lo && (drops[t - 1].lo == drops[t - 1].hi || d.lo == d.hi)), "/drops: overlapping intervals");
+          if (d.lo == d.hi) {
+            check(d.lo == 1 && one_root && one_in, "/drops: an exact root other than u = 1 inside the range");
+          } else {
+            check(evalq(g, d.lo) != 0 && evalq(g, d.hi) != 0 && roots_between(g, d.lo, d.hi) == 1, "/drops: an interval without exactly one root of g");
+            check(d.lo >= L && (!H || d.hi <= *H), "/drops: an isolating interval not inside the range's image");
+          }
+        }
+        note("Sturm: g has exactly " + std::to_string(count) + " root(s) u = e^{a/q} with a in " + at(cl, "range", "/claim").get<std::string>() +
+             ", each isolated by a listed interval");
+      }
+      generic_present = true;
+    }
+    // ---- rank at each drop (non-scores): all (k+1)-minors vanish at u*, a listed k-minor does not
+    auto has_root_in = [&](const P& h, const drop& d) {
+      if (h.empty()) return true;
+      if (d.lo == d.hi) return evalq(h, d.lo) == 0;
+      const P c = gcdz(g, h);
+      return c.size() > 1 && roots_between(c, d.lo, d.hi) > 0;
+    };
+    for (std::size_t t = 0; t < drops.size() && !scores; ++t) {
+      const drop& d = drops[t];
+      // find the certificate entry again (sorted copy): match by interval
+      const nlohmann::json* e = nullptr;
+      for (const auto& x : dj)
+        if (num(x["u"][0], "/drops") == d.lo && num(x["u"][1], "/drops") == d.hi) e = &x;
+      const std::string w = "/drops (u in [" + d.lo.str() + ", " + d.hi.str() + "])";
+      bool all_vanish = true;
+      subsets(F.rows, d.rank + 1, [&](const std::vector<long>& rows) {
+        if (!all_vanish) return;
+        subsets(F.cols, d.rank + 1, [&](const std::vector<long>& cols) {
+          if (all_vanish && !has_root_in(det(F, rows, cols), d)) all_vanish = false;
+        });
+      });
+      check(all_vanish, w + ": some " + std::to_string(d.rank + 1) + "-minor is nonzero there: the rank is higher");
+      if (d.rank > 0) {
+        if (!e->contains("witness")) throw malformed(w + ": missing witness minor");
+        const auto& wj = (*e)["witness"];
+        const auto rows = index_list(at(wj, "rows", w), w + "/witness/rows", F.rows), cols = index_list(at(wj, "cols", w), w + "/witness/cols", F.cols);
+        check(static_cast<long>(rows.size()) == d.rank && static_cast<long>(cols.size()) == d.rank, w + "/witness: wrong size");
+        const P wd = det(F, rows, cols);
+        check(wd == poly(at(wj, "poly", w), w + "/witness/poly"), w + "/witness/poly: differs from the recomputed minor");
+        check(!has_root_in(wd, d), w + "/witness: vanishes at the drop");
+      }
+      // the stated a-enclosure must contain q·log u*
+      const auto& aj = at(*e, "a", w);
+      if (!aj.is_array() || aj.size() != 2) throw malformed(w + "/a: [lo, hi]");
+      const Q alo = num(aj[0], w + "/a/0"), ahi = num(aj[1], w + "/a/1");
+      mpfi_t x;
+      mpfi_init2(x, 256);
+      mpfi_interv_q(x, d.lo.backend().data(), d.hi.backend().data());
+      mpfi_log(x, x);
+      mpfi_mul_z(x, x, F.q.backend().data());
+      mpfr_t l, h;
+      mpfr_init2(l, 256);
+      mpfr_init2(h, 256);
+      mpfi_get_left(l, x);
+      mpfi_get_right(h, x);
+      const bool inside = mpfr_cmp_q(l, alo.backend().data()) >= 0 && mpfr_cmp_q(h, ahi.backend().data()) <= 0;
+      mpfr_clear(l);
+      mpfr_clear(h);
+      mpfi_clear(x);
+      check(inside, w + "/a: the stated enclosure does not contain q log u");
+      note("drop at a in [" + aj[0].get<std::string>() + ", " + aj[1].get<std::string>() + "]: rank exactly " + std::to_string(d.rank));
+    }
+    // ---- the verdict
+    const std::string rel = at(cl, "relation", "/claim").get<std::string>();
+    const long value = at(cl, "value", "/claim").get<long>();
+    auto holds = [&](long x) {
+      if (rel == "=") return x == value;
+      if (rel == "<=") return x <= value;
+      if (rel == ">=") return x >= value;
+      throw malformed("/claim/relation: =, <= or >=");
+    };
+    bool ok = true;
+    if (generic_present && !holds(r)) ok = false;
+    for (const auto& d : drops)
+      if (!holds(d.rank)) ok = false;
+    (void)point;
+    const std::string verdict = ok ? "CERTIFIED" : "REFUTED";
+    check(at(cert, "verdict", "").get<std::string>() == verdict, "/verdict: the re-derived verdict is " + verdict);
+    note("verdict re-derived: " + verdict);
+    out.result = verification::status::valid;
+  } catch (const malformed& e) {
+    out.result = verification::status::malformed;
+    out.notes.push_back(e.what());
+  } catch (const invalid& e) {
+    out.result = verification::status::invalid;
+    out.notes.push_back(e.what());
+  } catch (const nlohmann::json::exception& e) {
+    out.result = verification::status::malformed;
+    out.notes.push_back(std::string("malformed certificate: ") + e.what());
+  } catch (const std::runtime_error& e) {  // e.g. Boost rejecting a number's text
+    out.result = verification::status::malformed;
+    out.notes.push_back(std::string("malformed certificate: ") + e.what());
+  }
+  return out;
+}
+
+}  // namespace attncert::proofs

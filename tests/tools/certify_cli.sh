@@ -1,0 +1,106 @@
+#!/usr/bin/env bash
+# tests/tools/certify_cli.sh ATTNCERT — `attncert certify` and `attncert verify-certificate`
+# end to end: exit codes 0/1/2/3, JSON pointers of malformed claims, tampered and malformed
+# certificates, .npy/.json matrix paths relative to the claim file, atomic certificate output.
+set -u
+BIN="$1"
+TMP="$(mktemp -d)"
+trap 'rm -rf "$TMP"' EXIT
+pass=0
+fail=0
+ok() { pass=$((pass + 1)); }
+bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
+expect_exit() {  # expected-code description command...
+  local want="$1" what="$2"
+  shift 2
+  "$@" >"$TMP/out" 2>"$TMP/err"
+  local got=$?
+  if [ "$got" = "$want" ]; then ok; else bad "$what: exit $got, expected $want; stdout: $(head -c 300 "$TMP/out") stderr: $(head -c 300 "$TMP/err")"; fi
+}
+expect_in() {  # file text description
+  if grep -qF -- "$2" "$1"; then ok; else bad "$3: '$2' not in $(head -c 300 "$1")"; fi
+}
+
+rank_claim() {  # S object range relation value
+  printf '{"objects": {"S": %s}, "family": {"range": "%s"}, "quantity": {"kind": "rank", "object": "%s"}, "relation": "%s", "value": %s}\n' "$1" "$3" "$2" "$4" "$5"
+}
+
+rank_claim '[[1, -1], [-1, 1]]' attention '(0, inf)' '=' 2 >"$TMP/two.json"
+expect_exit 0 "two-token certified" "$BIN" certify "$TMP/two.json" --certificate "$TMP/two.cert.json"
+expect_in "$TMP/out" "CERTIFIED" "two-token verdict"
+expect_exit 0 "two-token certificate valid" "$BIN" verify-certificate "$TMP/two.cert.json"
+expect_in "$TMP/out" "VALID" "verify output"
+
+rank_claim '[[0, 2, -2], [1, 2, 1], [1, 0, 2]]' attention '(0, inf)' '=' 3 >"$TMP/drop.json"
+expect_exit 1 "isolated drop refuted" "$BIN" certify "$TMP/drop.json" --certificate "$TMP/drop.cert.json" --format json
+expect_in "$TMP/out" '"verdict": "REFUTED"' "drop verdict (json)"
+expect_in "$TMP/out" '"counterexample"' "drop counterexample"
+expect_exit 0 "refutation certificate valid" "$BIN" verify-certificate "$TMP/drop.cert.json"
+
+# Tamper: change one coefficient of the first minor (the constant term "1" -> "2").
+sed 's/"poly": \[\s*"1"/"poly": ["2"/' "$TMP/drop.cert.json" >"$TMP/tampered.json"
+if cmp -s "$TMP/drop.cert.json" "$TMP/tampered.json"; then
+  # pretty-printed over several lines: edit the first coefficient line after "poly"
+  awk 'BEGIN{d=0} /"poly"/{p=1} {if(p==1 && d==0 && $0 ~ /"-?[0-9]+"/){sub(/"-?[0-9]+"/,"\"12345\""); d=1} print}' "$TMP/drop.cert.json" >"$TMP/tampered.json"
+fi
+if cmp -s "$TMP/drop.cert.json" "$TMP/tampered.json"; then bad "tamper edit did not change the file"; else ok; fi
+expect_exit 1 "tampered certificate invalid" "$BIN" verify-certificate "$TMP/tampered.json"
+expect_in "$TMP/out" "INVALID" "tampered verdict"
+echo '{"format": "attncert-certificate/1"}' >"$TMP/empty.cert.json"
+expect_exit 2 "malformed certificate" "$BIN" verify-certificate "$TMP/empty.cert.json"
+echo '{' >"$TMP/broken.cert.json"
+expect_exit 2 "broken JSON certificate" "$BIN" verify-certificate "$TMP/broken.cert.json"
+
+# Malformed claims: exit 2, the JSON pointer on stderr, no certificate file left behind.
+rank_claim '[[1, 2], [3, "x"]]' attention '(0, inf)' '=' 2 >"$TMP/bad.json"
+expect_exit 2 "not a number" "$BIN" certify "$TMP/bad.json" --certificate "$TMP/bad.cert.json"
+expect_in "$TMP/err" "/objects/S/1/1: not a number" "pointer of the bad entry"
+if [ ! -e "$TMP/bad.cert.json" ]; then ok; else bad "certificate written for a malformed claim"; fi
+printf '{"objects": {"S": [[1]]}, "quantity": {"kind": "numerical_rank"}, "relation": "=", "value": 1}\n' >"$TMP/sv.json"
+expect_exit 2 "unsupported quantity" "$BIN" certify "$TMP/sv.json"
+expect_in "$TMP/err" "not supported yet" "unsupported message"
+expect_exit 2 "missing claim file" "$BIN" certify "$TMP/nope.json"
+
+# Undecided: an irrational scale over a range.
+printf '{"objects": {"Q": [[1, 0], [0, 1]], "K": [[1, 1], [0, 1]]}, "family": {"range": "(0, inf)"}, "quantity": {"kind": "rank", "object": "attention"}, "relation": "=", "value": 2}\n' >"$TMP/und.json"
+expect_exit 3 "undecided" "$BIN" certify "$TMP/und.json"
+expect_in "$TMP/out" "UNDECIDED" "undecided verdict"
+
+# Escalation: a range end 4e-34 below the drop a* = log(golden ratio).
+rank_claim '[[0, 2, -2], [1, 2, 1], [1, 0, 2]]' attention '(0, 0.481211825059603447497758913424368]' '=' 3 >"$TMP/near.json"
+expect_exit 3 "undecided at a 64-bit cap" "$BIN" certify "$TMP/near.json" --max-precision 64
+expect_in "$TMP/out" "64 bits" "precision reached in the undecided answer"
+expect_exit 0 "decided at the default cap" "$BIN" certify "$TMP/near.json"
+
+# Matrices from files next to the claim.
+mkdir -p "$TMP/sub"
+echo '[[1, -1], [-1, 1]]' >"$TMP/sub/S.json"
+printf '{"objects": {"S": "S.json"}, "family": {"at": "0"}, "quantity": {"kind": "rank", "object": "attention"}, "relation": "=", "value": 1}\n' >"$TMP/sub/c.json"
+expect_exit 0 "relative matrix path" "$BIN" certify "$TMP/sub/c.json"
+
+# .npy inputs (float64, written with the Python standard library): read exactly.  Dyadic
+# 0.5 gives q = 2; float64 0.1 has denominator 2^55, too large for the polynomial method.
+if command -v python3 >/dev/null 2>&1; then
+  python3 - "$TMP" <<'PY'
+import struct, sys
+def save(path, rows):
+    header = "{'descr': '<f8', 'fortran_order': False, 'shape': (%d, %d), }" % (len(rows), len(rows[0]))
+    header += " " * (64 - (10 + len(header) + 1) % 64) + "\n"
+    with open(path, "wb") as f:
+        f.write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(header)) + header.encode())
+        for r in rows:
+            for x in r:
+                f.write(struct.pack("<d", x))
+save(sys.argv[1] + "/half.npy", [[0.5, -0.5], [-0.5, 0.5]])
+save(sys.argv[1] + "/tenth.npy", [[0.1, -0.1], [-0.1, 0.1]])
+PY
+  printf '{"objects": {"S": "half.npy"}, "family": {"range": "(0, inf)"}, "quantity": {"kind": "rank", "object": "attention"}, "relation": "=", "value": 2}\n' >"$TMP/npy1.json"
+  expect_exit 0 ".npy scores" "$BIN" certify "$TMP/npy1.json" --certificate "$TMP/npy1.cert.json"
+  expect_in "$TMP/npy1.cert.json" '"q": "2"' ".npy read exactly (q = 2)"
+  printf '{"objects": {"S": "tenth.npy"}, "family": {"range": "(0, inf)"}, "quantity": {"kind": "rank", "object": "attention"}, "relation": "=", "value": 2}\n' >"$TMP/npy2.json"
+  expect_exit 3 "float64 0.1: undecided, said so" "$BIN" certify "$TMP/npy2.json"
+  expect_in "$TMP/out" "too large" "reason of the undecided answer"
+fi
+
+echo "certify CLI: $pass passed, $fail failed"
+[ "$fail" = 0 ]

@@ -1,0 +1,99 @@
+// tools/attncert/certify_command.cpp — `attncert certify` and `attncert verify-certificate`.
+// Thin: read files, call lib/ (proofs/claim.hpp, proofs/certificate_verify.hpp), write.
+#include "certify_command.hpp"
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <unistd.h>
+
+#include "attncert/error.hpp"
+#include "attncert/proofs/certificate_verify.hpp"
+#include "attncert/proofs/claim.hpp"
+#include "cli_common.hpp"
+
+namespace attncert::cli {
+
+namespace {
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw input_error("cannot open '" + path + "'");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+struct certify_args {
+  std::string claim, certificate, out_format = "text";
+  unsigned max_precision = 4096;
+};
+struct verify_args {
+  std::string certificate, out_format = "text";
+};
+
+int run_certify(const certify_args& a) {
+  if (a.max_precision < 64 || a.max_precision > 1u << 20) throw input_error("--max-precision must be in [64, 1048576]");
+  if (a.out_format != "text" && a.out_format != "json") throw input_error("--format must be text or json");
+  const nlohmann::json claim = proofs::parse_claim_text(slurp(a.claim));
+  const std::string base = std::filesystem::path(a.claim).parent_path().string();
+  const proofs::certify_result r = proofs::certify(claim, base.empty() ? "." : base, a.max_precision);
+  if (!a.certificate.empty() && !r.certificate.is_null()) emit(a.certificate, r.certificate.dump(1) + "\n");
+  if (a.out_format == "json") std::cout << r.report.dump(2) << "\n";
+  else {
+    std::cout << r.summary;
+    if (!a.certificate.empty())
+      std::cout << (r.certificate.is_null() ? "  no certificate (undecided)\n" : "  certificate: " + a.certificate + "\n");
+  }
+  return r.exit_code();
+}
+
+int run_verify(const verify_args& a) {
+  nlohmann::json cert;
+  try {
+    cert = nlohmann::json::parse(slurp(a.certificate));
+  } catch (const nlohmann::json::exception& e) {
+    throw input_error(a.certificate + ": malformed JSON: " + std::string(e.what()).substr(0, 160));
+  }
+  const proofs::verification v = proofs::verify_certificate(cert);
+  const char* status = v.result == proofs::verification::status::valid     ? "VALID"
+                       : v.result == proofs::verification::status::invalid ? "INVALID"
+                                                                            : "MALFORMED";
+  if (a.out_format == "json") {
+    std::cout << nlohmann::json{{"certificate", a.certificate}, {"status", status}, {"checks", v.notes}}.dump(2) << "\n";
+  } else {
+    std::cout << status << ": " << a.certificate << "\n";
+    for (const auto& n : v.notes) std::cout << "  " << n << "\n";
+  }
+  if (v.result == proofs::verification::status::malformed) std::cerr << "attncert: " << (v.notes.empty() ? "malformed" : v.notes.back()) << "\n";
+  return v.exit_code();
+}
+
+}  // namespace
+
+std::function<int()> add_certify_commands(CLI::App& app) {
+  auto ca = std::make_shared<certify_args>();
+  auto va = std::make_shared<verify_args>();
+  auto* c = app.add_subcommand("certify", "Certify a claim file: CERTIFIED (exit 0), REFUTED (1), UNDECIDED (3); malformed claim: 2.");
+  c->footer(
+      "Claim files: see proofs/README.md.  Quantities: rank (scores, attention, output, residual), determinant,\n"
+      "output_value, singular_value (at a point), output_bound (at a point).  Parameter families S(a) = a*S0\n"
+      "are decided by exact root isolation (proofs/P09-parameter-families.md).  Example:\n"
+      "  attncert certify proofs/claims/P01-two-token-attention-full-rank.json --certificate out.cert.json");
+  c->add_option("claim", ca->claim, "Claim file (JSON)")->required();
+  c->add_option("--certificate", ca->certificate, "Write the certificate to FILE (atomically)");
+  c->add_option("--max-precision", ca->max_precision, "Cap (bits) of the enclosures of e^{a/q} at range ends")->capture_default_str();
+  c->add_option("--format", ca->out_format, "text or json")->capture_default_str();
+  auto* v = app.add_subcommand("verify-certificate", "Re-check a certificate independently: exit 0 valid, 1 invalid, 2 malformed.");
+  v->add_option("certificate", va->certificate, "Certificate (JSON)")->required();
+  v->add_option("--format", va->out_format, "text or json")->capture_default_str();
+  return [c, v, ca, va]() -> int {
+    if (*c) return run_certify(*ca);
+    if (*v) return run_verify(*va);
+    return -1;
+  };
+}
+
+}  // namespace attncert::cli
