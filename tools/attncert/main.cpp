@@ -14,6 +14,7 @@
 #include "attncert/report/rank_report.hpp"
 #include "attncert/report/writers.hpp"
 #include "checks/common.hpp"
+#include "drift_command.hpp"
 
 namespace {
 
@@ -241,6 +242,8 @@ int main(int argc, char** argv) {
   rank->add_option("--format", ra.out_format, "text or json")->capture_default_str();
   rank->add_option("--out", ra.out_path, "Write the report to FILE (atomically) instead of stdout");
 
+  const auto drift_commands = attncert::cli::add_drift_commands(app);  // drift, figures
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -255,6 +258,7 @@ int main(int argc, char** argv) {
   }
   try {
     if (*rank) return run_rank_command(ra, command);
+    if (const int rc = drift_commands->run(command); rc >= 0) return rc;
     if (*check)
       return run_check_command(ids, list, formats, policies, out_format, out_path, seed, certify_bits, certify_max_bits,
                                command);
