@@ -77,7 +77,7 @@ std::string decimal(mpfr_srcptr x, bool up) {
 }
 
 bool two_token_fast(const drift_request& r) {
-  return r.family == drift_family::two_token && r.object == layer_object::attention;
+  return r.closed_forms && r.family == drift_family::two_token && r.object == layer_object::attention;
 }
 
 matrix<mpq_rational> exact_of(const matrix<double>& m) { return from_double_matrix<mpq_rational>(m); }

@@ -62,6 +62,9 @@ struct drift_request {
   long n = 0, d = 0;
   double resolution = 1e-9;
   bool enclosures = true;  ///< compute the certified singular-value enclosures per point
+  /// Use the closed form of two-token attention (P01) instead of the general path; tests
+  /// switch it off to cross-check the two.
+  bool closed_forms = true;
   unsigned start_bits = 128, max_bits = 4096;
   /// Called after each grid point (done, total) and once per bisection (done = total).
   std::function<void(std::size_t, std::size_t)> progress;
