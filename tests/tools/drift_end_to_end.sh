@@ -4,7 +4,7 @@
 # the figures as valid PNG and SVG files, and bad usage (one line on stderr, exit 2, no
 # output file left behind).
 set -u
-BIN="$1"
+BIN="$(cd "$(dirname "$1")" && pwd)/$(basename "$1")"
 TMP="$(mktemp -d)"
 trap 'rm -rf "$TMP"' EXIT
 pass=0
@@ -136,6 +136,10 @@ done
 # The drift map's fp64/numpy two-token bar ends at the bisected boundary of P09.
 awk '$1 == 5 { if ($3 > 1e-17 && $3 < 1e-15) found = 1 } END { exit !found }' "$TMP/fig/fig3-drift-map.two-token.dat" \
   && ok || bad "drift map: fp64/numpy boundary"
+
+# A relative output directory works as well.
+(cd "$TMP" && "$BIN" figures --out rel/figs --formats svg >/dev/null 2>"$TMP/err") && [ "$(ls "$TMP"/rel/figs/*.svg | wc -l)" = 4 ] \
+  && ok || bad "figures into a relative directory: $(cat "$TMP/err")"
 
 # --- bad usage ----------------------------------------------------------------------
 expect_usage_error "unknown family" "$BIN" drift --family three-token --from 0 --to 1 --out "$TMP/never.json"

@@ -69,7 +69,8 @@ void write_file(const fs::path& p, const std::string& content) {
 
 // Run `gnuplot script` with the working directory `dir`; throws input_error with gnuplot's
 // first error line when it fails or is missing.
-void run_gnuplot(const fs::path& dir, const std::string& script) {
+void run_gnuplot(const fs::path& where, const std::string& script) {
+  const fs::path dir = fs::absolute(where);
   const fs::path log = dir / (script + ".log");
   const pid_t pid = ::fork();
   if (pid < 0) throw input_error("cannot start gnuplot (fork failed)");
@@ -96,7 +97,9 @@ void run_gnuplot(const fs::path& dir, const std::string& script) {
   fs::remove(log, ec);
   if (!WIFEXITED(status) || WEXITSTATUS(status) == 127)
     throw input_error("gnuplot not found: install gnuplot-nox (Debian) to render figures");
-  if (WEXITSTATUS(status) != 0) throw input_error("gnuplot failed: " + (first.empty() ? std::string("see its script") : first));
+  if (WEXITSTATUS(status) == 126) throw input_error("cannot run gnuplot in '" + dir.string() + "'");
+  if (WEXITSTATUS(status) != 0)
+    throw input_error("gnuplot failed on " + script + ": " + (first.empty() ? std::string("see the script") : first));
 }
 
 // The terminal line and output name for one image format.
@@ -197,14 +200,14 @@ void figure1(const fs::path& dir, const std::vector<std::string>& exts) {
   write_file(dir / "fig1-two-token-contrast.points.dat", pts.str());
   std::ostringstream gp;
   gp << "set multiplot layout 1,2 title 'Figure 1. Two-token family S = a qk^T: contrast eigenvalue and det A (both tanh a)'\n"
-     << "set datafile missing 'NaN'\nset grid\nset key left top box opaque\n"
-     << "set xlabel 'score scale a'\nset ylabel 'contrast eigenvalue, det A'\nset yrange [0:1.05]\n"
+     << "set datafile missing 'NaN'\nset grid\nset key right bottom box opaque\n"
+     << "set title 'linear scales'\nset xlabel 'score scale a'\nset ylabel 'contrast eigenvalue, det A'\nset yrange [0:1.05]\n"
      << "plot 'fig1-two-token-contrast.exact.dat' index 0 using 1:(($2+$3)/2) with lines lc rgb 'black' lw 2 title 'exact tanh a (certified)', \\\n"
      << "     'fig1-two-token-contrast.points.dat' index 0 using 1:4 with points lc rgb '#1f77b4' pt 6 ps 1.2 title 'eigenvalue, fp64', \\\n"
      << "     '' index 0 using 1:5 with points lc rgb '#1f77b4' pt 2 ps 0.8 title 'det, fp64', \\\n"
      << "     '' index 0 using 1:2 with points lc rgb '#d62728' pt 7 ps 0.5 title 'eigenvalue, fp32', \\\n"
      << "     '' index 0 using 1:3 with points lc rgb '#d62728' pt 1 ps 0.8 title 'det, fp32'\n"
-     << "set logscale xy\nset format x '10^{%L}'\nset format y '10^{%L}'\nset yrange [1e-13:2]\n"
+     << "set key left top box opaque\nset logscale xy\nset format x '10^{%L}'\nset format y '10^{%L}'\nset yrange [1e-13:2]\n"
      << "set title 'near a = 0 (log scales; a computed 0 is not drawn)'\n"
      << "plot 'fig1-two-token-contrast.exact.dat' index 1 using 1:(($2+$3)/2) with lines lc rgb 'black' lw 2 title 'exact tanh a (certified)', \\\n"
      << "     'fig1-two-token-contrast.points.dat' index 1 using 1:($4>0?$4:NaN) with points lc rgb '#1f77b4' pt 6 ps 1.2 title 'eigenvalue, fp64', \\\n"
@@ -275,7 +278,7 @@ void figure3(const fs::path& dir, const std::vector<std::string>& exts) {
     gp << "set title '" << (panel == 0 ? "two-token: S = a qk^T, attention" : "causal: S = -a I, causal mask (n = 4), attention")
        << "'\nset logscale x\nset format x '10^{%L}'\nset xrange [" << n17(r.from) << ":" << n17(r.to) << "]\n"
        << "set yrange [-1:" << res.divergence.size() << "]\n" << ytics.str()
-       << "set xlabel 'score scale a'\nset grid x\nset key off\nset lmargin 24\n"
+       << "set xlabel 'score scale a'\nset grid x\nset key off\nset lmargin 30\n"
        << "plot '" << data << "' using 2:1:($3-$2):(0):($4) with vectors nohead lw 7 lc variable\n";
   }
   gp << "unset multiplot\n";
@@ -285,7 +288,7 @@ void figure3(const fs::path& dir, const std::vector<std::string>& exts) {
 // Figure 4: smallest singular value per recipe against the certified enclosure.
 void figure4(const fs::path& dir, const std::vector<std::string>& exts) {
   drift_request r;
-  r.recipes = parse_recipes("fp16,bf16-fp32acc,fp32,fp64,mpfr256");
+  r.recipes = parse_recipes("mpfr256,fp64,fp32,bf16-fp32acc,fp16");
   r.policies = parse_policies("numpy");
   r.log = true;
   r.from = 1e-20;
@@ -294,7 +297,8 @@ void figure4(const fs::path& dir, const std::vector<std::string>& exts) {
   const drift_result res = run_drift(r);
   write_file(dir / "fig4-sigma-min.dat", sigma_min_data(r, res));
   render(dir, "fig4-sigma-min",
-         sigma_min_script(r, "fig4-sigma-min.dat", "Figure 4. Two-token family: smallest singular value of A per recipe"),
+         sigma_min_script(r, "fig4-sigma-min.dat",
+                          "Figure 4. Two-token family: smallest singular value of A per recipe (a computed 0 is not drawn)"),
          exts, 900, 560);
 }
 
