@@ -359,10 +359,14 @@ std::vector<double> drift_grid(const drift_request& r) {
   const double n1 = static_cast<double>(r.points - 1);
   for (std::size_t i = 0; i < r.points; ++i) {
     const double t = static_cast<double>(i) / n1;
-    g[i] = r.log ? r.from * std::pow(r.to / r.from, t) : r.from + (r.to - r.from) * t;
+    // Log grids interpolate the decimal exponent, so decades land on 10^k exactly.
+    g[i] = r.log ? std::pow(10.0, std::log10(r.from) + (std::log10(r.to) - std::log10(r.from)) * t)
+                 : r.from + (r.to - r.from) * t;
   }
   g.front() = r.from;
   g.back() = r.to;
+  for (std::size_t i = 1; i < g.size(); ++i)  // strictly increasing, whatever pow rounds to
+    if (!(g[i] > g[i - 1])) g[i] = std::nextafter(g[i - 1], r.to);
   return g;
 }
 

@@ -131,7 +131,8 @@ struct drift_result {
   std::vector<drift_intervals> divergence;  ///< recipe-major, policy-minor
 };
 
-/// The grid: linear a_i = from + (to − from)·i/(N − 1), or geometric from·(to/from)^(i/(N−1)).
+/// The grid: linear a_i = from + (to − from)·i/(N − 1), or geometric 10^(log10 from +
+/// (log10 to − log10 from)·i/(N − 1)); the ends are exactly from and to.
 std::vector<double> drift_grid(const drift_request& req);
 
 /// Run the sweep (validate, grid, points, bisection).  Errors: input_error.
