@@ -66,7 +66,7 @@ struct drift_request {
   /// switch it off to cross-check the two.
   bool closed_forms = true;
   unsigned start_bits = 128, max_bits = 4096;
-  /// Called after each grid point (done, total) and once per bisection (done = total).
+  /// Progress: called with (points done, total points) every 64 grid points and at the end.
   std::function<void(std::size_t, std::size_t)> progress;
 };
 
