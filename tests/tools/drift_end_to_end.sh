@@ -156,6 +156,8 @@ expect_usage_error "n for two-token" "$BIN" drift --from 0 --to 1 --n 3 --out "$
 expect_usage_error "plot extension" "$BIN" drift --from 0 --to 1 --plot "$TMP/p.pdf" --out "$TMP/never.json"
 expect_usage_error "missing --to" "$BIN" drift --from 0
 expect_usage_error "figures formats" "$BIN" figures --out "$TMP/fig2" --formats pdf
+expect_usage_error "plot into a missing directory" "$BIN" drift --from 0 --to 1 --points 2 --plot "$TMP/nodir/p.png" --out "$TMP/never.json"
+[ ! -e "$TMP/nodir" ] && ok || bad "plot into a missing directory created it"
 expect_usage_error "unwritable output" "$BIN" drift --from 0 --to 1 --points 2 --out "$TMP/no/such/dir/x.json"
 
 echo "$pass passed, $fail failed"

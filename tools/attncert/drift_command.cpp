@@ -378,6 +378,8 @@ class commands_impl : public drift_commands {
       plot_ext = fs::path(da_.plot).extension().string();
       if (plot_ext != ".png" && plot_ext != ".svg") throw input_error("--plot needs a file name ending in .png or .svg");
       plot_ext = plot_ext.substr(1);
+      if (!fs::is_directory(fs::absolute(da_.plot).parent_path()))
+        throw input_error("cannot write '" + da_.plot + "': no such directory");
     }
     validate(r);
     const bool tty = ::isatty(2);
@@ -399,7 +401,7 @@ class commands_impl : public drift_commands {
       const fs::path target = fs::absolute(da_.plot);
       scratch = target.parent_path() / (".attncert-plot." + std::to_string(::getpid()));
       std::error_code ec;
-      fs::create_directories(scratch, ec);
+      fs::create_directory(scratch, ec);
       if (ec) throw input_error("cannot write '" + da_.plot + "'");
       try {
         write_file(scratch / "sigma-min.dat", sigma_min_data(r, res));
