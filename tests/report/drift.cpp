@@ -1,5 +1,5 @@
 // tests/report/drift.cpp — `attncert drift` (report/drift.hpp): the two-token boundary of
-// proofs/P09-two-token-drift.md, bisection against a brute-force scan, the closed-form fast
+// proofs/P10-two-token-drift.md, bisection against a brute-force scan, the closed-form fast
 // path against the general certified path, and the CSV rendering against the JSON.
 #define BOOST_TEST_MODULE report_drift
 #include "attncert/report/drift.hpp"
@@ -45,7 +45,7 @@ const double u54 = std::ldexp(1.0, -54);
 
 }  // namespace
 
-// P09 §2: the binary64 matrix the fp64 recipe forms, entry by entry.  With
+// P10 §2: the binary64 matrix the fp64 recipe forms, entry by entry.  With
 // e = RN(exp(-2a)) = 1 - k·2^-53, z = RN(1 + e) = 2 - m·2^-52 (m = k/2, or for odd k the even
 // one of (k ± 1)/2), x = RN(1/z) = 1/2 + m'·2^-54 (m' = m rounded up to even), and
 // y = RN(e/z) = 1/2 - (k - m)·2^-54.  Here a = k·2^-54, for which k = round((1 - e^{-2a})·2^53).
@@ -69,14 +69,14 @@ BOOST_AUTO_TEST_CASE(two_token_fp64_formed_matrix_is_the_derived_one) {
   // sigma_2 of the formed matrix is x - y = (m' + k - m)·2^-54 and the numpy threshold is
   // 2ε·σ₁ = 8(x + y)·2^-54: k = 7 gives 7 < 8(1 + 2^-54), k = 8 gives 8 = 8 exactly (the
   // knife edge: the SVD's rounding decides), k = 9 gives 9 > 8(1 - 2^-54).  Eigen's JacobiSVD
-  // resolves k = 7 and k = 9 as the exact singular values do (assumption A2 of P09):
+  // resolves k = 7 and k = 9 as the exact singular values do (assumption A2 of P10):
   const rank_policy numpy = rank_policy::parse("numpy");
   const format_spec f64 = parse_format("binary64");
   BOOST_TEST(numpy.rank(approx_singular_values(form_fp64(7 * u54)), 2, 2, f64) == 1u);
   BOOST_TEST(numpy.rank(approx_singular_values(form_fp64(9 * u54)), 2, 2, f64) == 2u);
 }
 
-// P09 §3: under fp64/numpy the divergence (0, a*] ends where k switches 7 → 8 or 8 → 9, i.e.
+// P10 §3: under fp64/numpy the divergence (0, a*] ends where k switches 7 → 8 or 8 → 9, i.e.
 // a* ≈ 7.5·2^-54 or 8.5·2^-54 (both in [1e-17, 1e-15]).
 BOOST_AUTO_TEST_CASE(two_token_fp64_numpy_boundary) {
   drift_request r = request(drift_family::two_token, 1e-20, 1e-10, 41, true, "fp64", "numpy");

@@ -133,7 +133,7 @@ done
 for f in fig1-two-token-contrast.exact.dat fig2-saturation.dat fig3-drift-map.two-token.dat fig3-drift-map.causal.dat fig4-sigma-min.dat; do
   [ -s "$TMP/fig/$f" ] && ok || bad "figure data $f missing"
 done
-# The drift map's fp64/numpy two-token bar ends at the bisected boundary of P09.
+# The drift map's fp64/numpy two-token bar ends at the bisected boundary of P10.
 awk '$1 == 5 { if ($3 > 1e-17 && $3 < 1e-15) found = 1 } END { exit !found }' "$TMP/fig/fig3-drift-map.two-token.dat" \
   && ok || bad "drift map: fp64/numpy boundary"
 
