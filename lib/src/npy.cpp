@@ -710,7 +710,23 @@ std::string serialize_named(const npy_array& a, const std::string& name) {
     const double v = a.values[i];
     bool ok = std::isfinite(v);
     std::uint64_t bits = 0;
-    if (ok) {
+    if (!ok && a.allow_nonfinite) {
+      switch (a.type) {
+        case dtype::f2:
+          ok = true;
+          bits = std::isnan(v) ? 0x7e00u : (v > 0 ? 0x7c00u : 0xfc00u);
+          break;
+        case dtype::f4:
+          ok = true;
+          bits = std::bit_cast<std::uint32_t>(static_cast<float>(v));
+          break;
+        case dtype::f8:
+          ok = true;
+          bits = std::bit_cast<std::uint64_t>(v);
+          break;
+        default: break;
+      }
+    } else if (ok) {
       switch (a.type) {
         case dtype::f2: {
           std::uint16_t h = 0;
@@ -784,7 +800,7 @@ std::string dtype_descr(dtype t) {
   }
 }
 
-npy_array parse_npy(const std::string& bytes, const std::string& name) {
+npy_array parse_npy(const std::string& bytes, const std::string& name, nonfinite policy) {
   static const char magic[] = "\x93NUMPY";
   if (bytes.size() < 6 || bytes.compare(0, 6, magic, 6) != 0)
     fail(name, "not a .npy file (bad magic string)");
@@ -820,6 +836,7 @@ npy_array parse_npy(const std::string& bytes, const std::string& name) {
   npy_array a;
   a.type = h.type;
   a.shape = h.shape;
+  a.allow_nonfinite = policy == nonfinite::allow;
   a.values.resize(count);
   const unsigned char* data = u + data_start;
   const std::size_t nd = h.shape.size();
@@ -851,8 +868,8 @@ npy_array parse_npy(const std::string& bytes, const std::string& name) {
         v = static_cast<double>(bits);
         break;
     }
-    if (std::isnan(v)) fail(name, "contains NaN at index " + index_text(c, h.shape));
-    if (std::isinf(v)) fail(name, std::string("contains ") + (v > 0 ? "+Inf" : "-Inf") + " at index " +
+    if (std::isnan(v) && policy == nonfinite::reject) fail(name, "contains NaN at index " + index_text(c, h.shape));
+    if (std::isinf(v) && policy == nonfinite::reject) fail(name, std::string("contains ") + (v > 0 ? "+Inf" : "-Inf") + " at index " +
                                       index_text(c, h.shape));
     a.values[c] = v;
     if (h.fortran) {
@@ -867,7 +884,7 @@ npy_array parse_npy(const std::string& bytes, const std::string& name) {
   return a;
 }
 
-npy_array read_npy(const std::string& path) {
+npy_array read_npy(const std::string& path, nonfinite policy) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) fail(path, "cannot open: " + errno_text(errno));
   std::string bytes;
@@ -887,7 +904,7 @@ npy_array read_npy(const std::string& path) {
     bytes.append(buf, static_cast<std::size_t>(n));
   }
   ::close(fd);
-  return parse_npy(bytes, path);
+  return parse_npy(bytes, path, policy);
 }
 
 std::string serialize_npy(const npy_array& a) { return serialize_named(a, "npy array"); }

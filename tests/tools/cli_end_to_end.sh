@@ -156,5 +156,65 @@ if /usr/bin/python3 -c 'import numpy' 2>/dev/null; then
   expect_usage_error "rank NaN in npy" "$BIN" rank --scores "$TMP/Snan.npy"
 fi
 
+# --- oracle -------------------------------------------------------------------
+# npy writer without NumPy: mknpy FILE DESCR SHAPE VALUES... (descr <f8, <f4, |b1; shape "2,3")
+mknpy() {
+  python3 - "$@" <<'PY'
+import struct, sys
+path, descr, shape, vals = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]
+dims = tuple(int(x) for x in shape.split(",") if x != "")
+shp = "(" + ", ".join(str(d) for d in dims) + ("," if len(dims) == 1 else "") + ")"
+header = "{'descr': '%s', 'fortran_order': False, 'shape': %s, }" % (descr, shp)
+header += " " * (63 - (10 + len(header)) % 64) + "\n"
+fmt = {"<f8": "<d", "<f4": "<f", "|b1": "<?"}[descr]
+data = b"".join(struct.pack(fmt, (v.lower() == "true") if descr == "|b1" else float(v)) for v in vals)
+open(path, "wb").write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(header)) + header.encode() + data)
+PY
+}
+mknpy "$TMP/q.npy" "<f8" 3,2  1 2  3 4  -1 0.5
+mknpy "$TMP/k.npy" "<f8" 3,2  1 0  0 1  1 1
+mknpy "$TMP/v.npy" "<f8" 3,2  0.5 -1  2 3  -4 1
+mknpy "$TMP/v4.npy" "<f8" 4,2  0.5 -1  2 3  -4 1  0 0
+mknpy "$TMP/q3.npy" "<f8" 3,3  1 2 3  3 4 5  -1 0.5 0
+mknpy "$TMP/qnan.npy" "<f8" 3,2  1 2  nan 4  -1 0.5
+mknpy "$TMP/mask_empty.npy" "|b1" 3,3  true false false  false false false  true true true
+mknpy "$TMP/mask_f8.npy" "<f8" 3,3  1 0 0  1 1 0  1 1 1
+mknpy "$TMP/cand_bad.npy" "<f8" 2,2  0 0 0 0
+mknpy "$TMP/qe.npy" "<f8" 0,2
+expect_exit 0 "oracle" "$BIN" oracle --q "$TMP/q.npy" --k "$TMP/k.npy" --v "$TMP/v.npy" --write-reference "$TMP/ref.npy" --format json --out "$TMP/o.json"
+python3 - "$TMP/o.json" <<'PY' && ok || bad "oracle JSON summary"
+import json, sys
+d = json.load(open(sys.argv[1]))
+s = d["summary"]
+assert d["tool"] == "attncert" and "command" in d and "settings" in d and "guarantee" in d
+assert s["elements"] == 6 and s["correctly_rounded"] == 6 and s["faithful_only"] == 0, s
+assert sum(v for v in s["decided_by"].values()) == 6, s
+PY
+[ -s "$TMP/ref.npy" ] && ok || bad "oracle wrote no reference"
+expect_exit 0 "oracle grades its own reference" "$BIN" oracle --q "$TMP/q.npy" --k "$TMP/k.npy" --v "$TMP/v.npy" --candidate "$TMP/ref.npy" --max-ulp 0.5
+grep -q "max 0" "$TMP/out" && ok || bad "oracle: reference graded at 0 ulps: $(cat "$TMP/out")"
+expect_exit 1 "oracle --max-ulp exceeded" "$BIN" oracle --q "$TMP/q.npy" --k "$TMP/k.npy" --v "$TMP/v.npy" --candidate "$TMP/v.npy" --max-ulp 4
+expect_exit 0 "oracle --scale 1e300" "$BIN" oracle --q "$TMP/q.npy" --k "$TMP/k.npy" --v "$TMP/v.npy" --scale 1e300 --mask causal
+expect_exit 0 "oracle --empty-rows zeros" "$BIN" oracle --q "$TMP/q3.npy" --k "$TMP/q3.npy" --v "$TMP/v.npy" --mask "$TMP/mask_empty.npy" --empty-rows zeros
+expect_exit 0 "oracle --allow-nonfinite" "$BIN" oracle --q "$TMP/qnan.npy" --k "$TMP/k.npy" --v "$TMP/v.npy" --allow-nonfinite --format json
+grep -q '"ieee_nonfinite": 2' "$TMP/out" && ok || bad "oracle: NaN row counted as IEEE"
+expect_exit 0 "oracle --help" "$BIN" oracle --help
+rm -f "$TMP/ref2.npy"
+expect_usage_error "oracle shape mismatch" "$BIN" oracle --q "$TMP/q3.npy" --k "$TMP/k.npy" --v "$TMP/v.npy" --write-reference "$TMP/ref2.npy"
+[ ! -e "$TMP/ref2.npy" ] && ok || bad "oracle left a partial reference on error"
+expect_usage_error "oracle K/V length mismatch" "$BIN" oracle --q "$TMP/q.npy" --k "$TMP/k.npy" --v "$TMP/v4.npy"
+expect_usage_error "oracle NaN input" "$BIN" oracle --q "$TMP/qnan.npy" --k "$TMP/k.npy" --v "$TMP/v.npy"
+expect_usage_error "oracle fully masked row" "$BIN" oracle --q "$TMP/q3.npy" --k "$TMP/q3.npy" --v "$TMP/v.npy" --mask "$TMP/mask_empty.npy" --write-reference "$TMP/ref2.npy"
+[ ! -e "$TMP/ref2.npy" ] && ok || bad "oracle left a partial reference on a fully masked row"
+expect_usage_error "oracle float mask" "$BIN" oracle --q "$TMP/q3.npy" --k "$TMP/q3.npy" --v "$TMP/v.npy" --mask "$TMP/mask_f8.npy"
+expect_usage_error "oracle candidate shape" "$BIN" oracle --q "$TMP/q.npy" --k "$TMP/k.npy" --v "$TMP/v.npy" --candidate "$TMP/cand_bad.npy"
+expect_usage_error "oracle empty tensor" "$BIN" oracle --q "$TMP/qe.npy" --k "$TMP/k.npy" --v "$TMP/v.npy"
+expect_usage_error "oracle precision too low" "$BIN" oracle --q "$TMP/q.npy" --k "$TMP/k.npy" --v "$TMP/v.npy" --max-precision 64
+expect_usage_error "oracle bad target" "$BIN" oracle --q "$TMP/q.npy" --k "$TMP/k.npy" --v "$TMP/v.npy" --target binary8
+expect_usage_error "oracle bad scale" "$BIN" oracle --q "$TMP/q.npy" --k "$TMP/k.npy" --v "$TMP/v.npy" --scale abc
+expect_usage_error "oracle malformed npy" "$BIN" oracle --q "$TMP/out" --k "$TMP/k.npy" --v "$TMP/v.npy"
+expect_usage_error "oracle missing file" "$BIN" oracle --q "$TMP/none.npy" --k "$TMP/k.npy" --v "$TMP/v.npy"
+expect_usage_error "oracle missing --v" "$BIN" oracle --q "$TMP/q.npy" --k "$TMP/k.npy"
+
 echo "$pass passed, $fail failed"
 [ "$fail" = 0 ]

@@ -8,6 +8,8 @@
 // and gnuplot scripts are kept next to the images.
 #include "drift_command.hpp"
 
+#include "cli_common.hpp"
+
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -33,32 +35,6 @@ std::string n17(double x) {
   char buf[64];
   const auto r = std::to_chars(buf, buf + sizeof buf, x);
   return std::string(buf, r.ptr);
-}
-
-// Write `content` to `path` atomically (temp file + rename), or to stdout when empty.
-void write_atomically(const std::string& path, const std::string& content) {
-  if (path.empty() || path == "-") {
-    std::cout << content;
-    std::cout.flush();
-    return;
-  }
-  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  {
-    std::ofstream out(tmp, std::ios::binary);
-    if (!out) throw input_error("cannot write '" + path + "'");
-    out << content;
-    out.flush();
-    if (!out) {
-      std::remove(tmp.c_str());
-      throw input_error("cannot write '" + path + "'");
-    }
-  }
-  std::error_code ec;
-  fs::rename(tmp, path, ec);
-  if (ec) {
-    std::remove(tmp.c_str());
-    throw input_error("cannot write '" + path + "': " + ec.message());
-  }
 }
 
 void write_file(const fs::path& p, const std::string& content) {
@@ -408,7 +384,7 @@ class commands_impl : public drift_commands {
         std::string title = std::string(to_string(r.family)) + " family (" + to_string(r.object) +
                             "): smallest singular value per recipe";
         render(scratch, "plot", sigma_min_script(r, "sigma-min.dat", title), {plot_ext}, 900, 560);
-        write_atomically(da_.out, os.str());
+        emit(da_.out, os.str());
         fs::rename(scratch / ("plot." + plot_ext), target);
       } catch (...) {
         fs::remove_all(scratch, ec);
@@ -417,7 +393,7 @@ class commands_impl : public drift_commands {
       fs::remove_all(scratch, ec);
       return 0;
     }
-    write_atomically(da_.out, os.str());
+    emit(da_.out, os.str());
     return 0;
   }
 

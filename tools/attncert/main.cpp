@@ -14,46 +14,16 @@
 #include "attncert/report/rank_report.hpp"
 #include "attncert/report/writers.hpp"
 #include "checks/common.hpp"
+#include "cli_common.hpp"
+#include "oracle_command.hpp"
 #include "drift_command.hpp"
 
 namespace {
 
 using namespace attncert;
 
-std::string join_args(int argc, char** argv) {
-  std::string s = "attncert";
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    s += " " + (a.find_first_of(" \t\"'") == std::string::npos ? a : "'" + a + "'");
-  }
-  return s;
-}
-
-// Write `content` to `path` atomically (temp file + rename), or to stdout when empty.
-void emit(const std::string& path, const std::string& content) {
-  if (path.empty() || path == "-") {
-    std::cout << content;
-    std::cout.flush();
-    return;
-  }
-  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  {
-    std::ofstream out(tmp, std::ios::binary);
-    if (!out) throw input_error("cannot write '" + path + "'");
-    out << content;
-    out.flush();
-    if (!out) {
-      std::remove(tmp.c_str());
-      throw input_error("cannot write '" + path + "'");
-    }
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) {
-    std::remove(tmp.c_str());
-    throw input_error("cannot write '" + path + "': " + ec.message());
-  }
-}
+using cli::emit;
+using cli::join_args;
 
 int run_check_command(const std::vector<std::string>& ids, bool list, const std::string& formats_text,
                       const std::string& policies_text, const std::string& out_format, const std::string& out_path,
@@ -242,6 +212,8 @@ int main(int argc, char** argv) {
   rank->add_option("--format", ra.out_format, "text or json")->capture_default_str();
   rank->add_option("--out", ra.out_path, "Write the report to FILE (atomically) instead of stdout");
 
+  attncert::cli::oracle_args oa;
+  auto* oracle = attncert::cli::add_oracle_subcommand(app, oa);
   const auto drift_commands = attncert::cli::add_drift_commands(app);  // drift, figures
 
   try {
@@ -258,6 +230,7 @@ int main(int argc, char** argv) {
   }
   try {
     if (*rank) return run_rank_command(ra, command);
+    if (*oracle) return attncert::cli::run_oracle_command(oa, command);
     if (const int rc = drift_commands->run(command); rc >= 0) return rc;
     if (*check)
       return run_check_command(ids, list, formats, policies, out_format, out_path, seed, certify_bits, certify_max_bits,

@@ -30,7 +30,13 @@ struct npy_array {
   dtype type = dtype::f8;           ///< dtype of the file
   std::vector<std::size_t> shape;   ///< C-order shape as NumPy reports it; {} is a scalar
   std::vector<double> values;       ///< all elements in C (row-major) order, exact
+  /// When true, NaN and ±Inf float elements are accepted (read with parse_npy/read_npy's
+  /// nonfinite::allow) and written (serialize_npy/write_npy); false rejects them.
+  bool allow_nonfinite = false;
 };
+
+/// What parse_npy/read_npy do with NaN and ±Inf elements of float arrays.
+enum class nonfinite { reject, allow };
 
 /// NumPy's little-endian descr of `t`: "<f2", "<f4", "<f8", "<i4", "<i8" or "|b1".
 std::string dtype_descr(dtype t);
@@ -43,7 +49,7 @@ inline constexpr std::size_t max_npy_elements = std::size_t{1} << 40;
 /// Preconditions: none.
 /// Errors: throws input_error (one line, starting with `path`) when the file cannot be
 /// read or is not a valid, supported `.npy` file — see parse_npy.
-npy_array read_npy(const std::string& path);
+npy_array read_npy(const std::string& path, nonfinite policy = nonfinite::reject);
 
 /// Parses the complete contents `bytes` of a `.npy` file.
 /// Returns the array with `values` in C order.
@@ -52,10 +58,11 @@ npy_array read_npy(const std::string& path);
 /// string, an unsupported version, a truncated header, a header that is not a dict literal
 /// with exactly the keys 'descr', 'fortran_order' and 'shape' and valid values, an
 /// unsupported dtype, a shape with more than max_npy_elements elements, truncated data,
-/// trailing bytes after the data, NaN or ±Inf elements ("contains NaN at index (i, j)",
-/// C-order multi-index), bool bytes other than 0 and 1, and int64 elements that are not
+/// trailing bytes after the data, NaN or ±Inf elements unless `policy` is allow ("contains
+/// NaN at index (i, j)", C-order multi-index), bool bytes other than 0 and 1, and int64 elements that are not
 /// exactly representable as a double.  Never reads out of bounds on any input.
-npy_array parse_npy(const std::string& bytes, const std::string& name_for_errors);
+npy_array parse_npy(const std::string& bytes, const std::string& name_for_errors,
+                    nonfinite policy = nonfinite::reject);
 
 /// Serializes `a` as a `.npy` file: version 1.0 (2.0 if the header exceeds 65535 bytes),
 /// little-endian, C order, header laid out byte for byte as NumPy's np.save writes it.
@@ -63,7 +70,7 @@ npy_array parse_npy(const std::string& bytes, const std::string& name_for_errors
 /// Preconditions: none (everything is checked).
 /// Errors: throws input_error if `a.values.size()` is not the product of `a.shape`, the
 /// shape has more than max_npy_elements elements, or a value is not exactly representable
-/// in `a.type` (NaN and ±Inf never are; float16/32 only hold values they represent exactly;
+/// in `a.type` (NaN and ±Inf only in float types and only when a.allow_nonfinite; float16/32 only hold values they represent exactly;
 /// integers must be integral and in range; bool only holds 0 and 1).
 std::string serialize_npy(const npy_array& a);
 

@@ -1,0 +1,26 @@
+// tools/attncert/oracle_command.hpp — `attncert oracle`: parse, call lib, write.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <string>
+#include <vector>
+
+namespace attncert::cli {
+
+struct oracle_args {
+  std::string q, k, v, mask = "none", scale, empty_rows = "error", target = "binary64", write_reference;
+  std::vector<std::string> candidates;
+  std::string attention_candidate, out_format = "text", out_path;
+  double max_ulp = -1;
+  unsigned max_precision = 4096, threads = 2;
+  bool allow_nonfinite = false;
+};
+
+/// Adds the `oracle` subcommand with its options bound to `a`.
+CLI::App* add_oracle_subcommand(CLI::App& app, oracle_args& a);
+
+/// Runs it.  Returns the exit status (0, or 1 when a candidate exceeds --max-ulp); throws
+/// input_error on bad input (exit 2).
+int run_oracle_command(const oracle_args& a, const std::string& command);
+
+}  // namespace attncert::cli
