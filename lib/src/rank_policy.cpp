@@ -1,6 +1,7 @@
 #include "attncert/linalg/rank_policy.hpp"
 
 #include <cerrno>
+#include <charconv>
 #include <cmath>
 #include <cstdlib>
 #include <sstream>
@@ -16,11 +17,11 @@ double parse_positive(const std::string& s, const std::string& whole) {
     throw input_error("bad number '" + s + "' in rank policy '" + whole + "' (expected a finite number >= 0)");
   return v;
 }
+// Shortest decimal that reads back as v (so "absolute:1e-6" is named "absolute:1e-06").
 std::string num(double v) {
-  std::ostringstream os;
-  os.precision(17);
-  os << v;
-  return os.str();
+  char buf[64];
+  const auto r = std::to_chars(buf, buf + sizeof buf, v);
+  return std::string(buf, r.ptr);
 }
 std::vector<std::string> split(const std::string& s, char sep) {
   std::vector<std::string> out;

@@ -17,6 +17,7 @@
 #include "checks/common.hpp"
 #include "cli_common.hpp"
 #include "oracle_command.hpp"
+#include "drift_command.hpp"
 
 namespace {
 
@@ -215,6 +216,7 @@ int main(int argc, char** argv) {
   attncert::cli::oracle_args oa;
   auto* oracle = attncert::cli::add_oracle_subcommand(app, oa);
   auto run_certify_commands = attncert::cli::add_certify_commands(app);
+  const auto drift_commands = attncert::cli::add_drift_commands(app);  // drift, figures
 
   try {
     app.parse(argc, argv);
@@ -232,6 +234,7 @@ int main(int argc, char** argv) {
     if (const int rc = run_certify_commands(); rc >= 0) return rc;
     if (*rank) return run_rank_command(ra, command);
     if (*oracle) return attncert::cli::run_oracle_command(oa, command);
+    if (const int rc = drift_commands->run(command); rc >= 0) return rc;
     if (*check)
       return run_check_command(ids, list, formats, policies, out_format, out_path, seed, certify_bits, certify_max_bits,
                                command);

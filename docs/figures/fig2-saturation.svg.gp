@@ -1,0 +1,11 @@
+set terminal svg enhanced size 900,520 font 'DejaVu Sans,11' background rgb 'white'
+set output 'fig2-saturation.svg'
+set title 'Figure 2. Contrast transmission and its sensitivity to the score scale (two-token family)'
+set xlabel 'score scale a (dimensionless)'
+set ylabel 'dimensionless'
+set grid
+set yrange [0:1.05]
+set key center right box opaque
+plot 'fig2-saturation.dat' using 1:2 with lines lw 2 lc rgb '#1f77b4' title 'contrast transmission tanh a', \
+     '' using 1:3 with lines lw 2 dt 2 lc rgb '#d62728' title 'its derivative d/da tanh a = 1 - tanh^2 a'
+unset output

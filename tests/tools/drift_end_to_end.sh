@@ -1,0 +1,164 @@
+#!/usr/bin/env bash
+# tests/tools/drift_end_to_end.sh ATTNCERT — end-to-end tests of `attncert drift` and
+# `attncert figures`: exit codes, the JSON keys and divergence intervals, CSV/text, --plot,
+# the figures as valid PNG and SVG files, and bad usage (one line on stderr, exit 2, no
+# output file left behind).
+set -u
+BIN="$(cd "$(dirname "$1")" && pwd)/$(basename "$1")"
+TMP="$(mktemp -d)"
+trap 'rm -rf "$TMP"' EXIT
+pass=0
+fail=0
+ok() { pass=$((pass + 1)); }
+bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
+
+expect_exit() {  # expected-code description command...
+  local want="$1" what="$2"
+  shift 2
+  "$@" >"$TMP/out" 2>"$TMP/err"
+  local got=$?
+  if [ "$got" = "$want" ]; then ok; else bad "$what: exit $got, expected $want; stderr: $(head -c 300 "$TMP/err")"; fi
+}
+
+expect_usage_error() {  # description command...  (exit 2, one stderr line, no stdout, no --out file)
+  local what="$1"
+  shift
+  rm -f "$TMP/never.json"
+  expect_exit 2 "$what" "$@"
+  local lines
+  lines=$(wc -l <"$TMP/err")
+  if [ "$lines" = "1" ]; then ok; else bad "$what: $lines stderr lines, expected 1: $(cat "$TMP/err")"; fi
+  if [ ! -s "$TMP/out" ]; then ok; else bad "$what: wrote to stdout on a usage error"; fi
+  if [ ! -e "$TMP/never.json" ] && [ -z "$(ls "$TMP" | grep -E '\.tmp\.|attncert-plot')" ]; then ok; else bad "$what: left a file"; fi
+}
+
+# A PNG (signature, IHDR, CRCs, IEND) or SVG (XML whose root is <svg> with a size) checker.
+valid_image() {
+  python3 - "$1" <<'PY'
+import struct, sys, zlib
+import xml.etree.ElementTree as ET
+p = sys.argv[1]
+data = open(p, "rb").read()
+if p.endswith(".png"):
+    assert data[:8] == b"\x89PNG\r\n\x1a\n", "signature"
+    i, chunks = 8, []
+    while i < len(data):
+        n, = struct.unpack(">I", data[i:i + 4])
+        kind, body = data[i + 4:i + 8], data[i + 8:i + 8 + n]
+        crc, = struct.unpack(">I", data[i + 8 + n:i + 12 + n])
+        assert zlib.crc32(kind + body) & 0xffffffff == crc, "crc"
+        chunks.append((kind, body))
+        i += 12 + n
+    assert chunks[0][0] == b"IHDR" and chunks[-1][0] == b"IEND", "chunk order"
+    w, h = struct.unpack(">II", chunks[0][1][:8])
+    assert w >= 600 and h >= 400, (w, h)
+    zlib.decompress(b"".join(b for k, b in chunks if k == b"IDAT"))
+else:
+    root = ET.fromstring(data)
+    assert root.tag.endswith("svg"), root.tag
+    assert root.get("width") and root.get("height")
+    assert len(list(root.iter())) > 50
+PY
+}
+
+# --- drift: JSON ------------------------------------------------------------
+expect_exit 0 "drift two-token json" "$BIN" drift --family two-token --from 1e-20 --to 1 --points 41 --log \
+  --recipes fp16,bf16-fp32acc,fp32,fp64,mpfr256 --policies numpy,absolute:1e-6 --format json --out "$TMP/d.json"
+[ ! -s "$TMP/err" ] && ok || bad "no progress output when stderr is not a terminal"
+python3 - "$TMP/d.json" <<'PY' && ok || bad "drift JSON structure and divergence intervals"
+import json, sys
+d = json.load(open(sys.argv[1]))
+for k in ("tool", "version", "command", "inputs", "settings", "points", "divergence", "summary"):
+    assert k in d, k
+assert d["tool"] == "attncert" and d["inputs"]["family"] == "two-token"
+assert [r["name"] for r in d["settings"]["recipes"]] == ["fp16", "bf16-fp32acc", "fp32", "fp64", "mpfr256"]
+assert len(d["points"]) == 41
+for p in d["points"]:
+    lo, hi = p["exact_rank"]["lo"], p["exact_rank"]["hi"]
+    assert lo == hi == 2
+    assert float(p["sigma_min_enclosure"]["lo"]) <= float(p["sigma_min_enclosure"]["hi"])
+    for m in p["recipes"]:
+        ranks = m["numerical_rank"]
+        assert set(ranks) == {"numpy", "absolute:1e-06"}, ranks
+        assert m["diverges"] == any(r is None or not lo <= r <= hi for r in ranks.values())
+    assert p["diverges"] == any(m["diverges"] for m in p["recipes"])
+div = {(x["recipe"], x["policy"]): x["intervals"] for x in d["divergence"]}
+assert len(div) == 10
+(a, b), = div[("fp64", "numpy")]
+assert a == 1e-20 and 1e-17 < b < 1e-15, (a, b)
+assert div[("mpfr256", "numpy")] == []
+for iv in div.values():
+    for lo, hi in iv:
+        assert 1e-20 <= lo <= hi <= 1
+assert d["summary"]["intervals"] == sum(len(v) for v in div.values())
+PY
+
+# --- drift: CSV and text --------------------------------------------------------
+expect_exit 0 "drift causal csv" "$BIN" drift --family causal --from 0.1 --to 1000 --points 9 --log --recipes fp16,fp64 \
+  --policies numpy --format csv --out "$TMP/d.csv"
+python3 - "$TMP/d.csv" <<'PY' && ok || bad "drift CSV"
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+pts = [r for r in rows if r["kind"] == "point"]
+divs = [r for r in rows if r["kind"] == "divergence"]
+assert len(pts) == 9 * 2 and len(divs) >= 2, (len(pts), len(divs))
+assert all(r["exact_lo"] == r["exact_hi"] == "4" for r in pts)
+for r in divs:
+    assert 0.1 <= float(r["from"]) <= float(r["to"]) <= 1000
+PY
+expect_exit 0 "drift text" "$BIN" drift --family log-odds --from 0 --to 2 --points 5 --recipes fp32
+grep -q "^divergence intervals" "$TMP/out" && ok || bad "text lists the divergence intervals"
+grep -q "^summary: 5 points" "$TMP/out" && ok || bad "text summary"
+expect_exit 0 "drift identical-values (output by default)" "$BIN" drift --family identical-values --from 0.5 --to 4 \
+  --points 3 --recipes fp64 --policies numpy --format json
+python3 -c "import json,sys; d=json.load(open('$TMP/out')); assert d['inputs']['object']=='output'; assert all(p['exact_rank']['hi']==1 for p in d['points'])" \
+  && ok || bad "identical values: output rank 1"
+expect_exit 0 "drift random" "$BIN" drift --family random --n 3 --d 2 --seed 7 --from 0.1 --to 10 --points 4 --log --recipes bf16,fp32
+
+# --- drift: plots -----------------------------------------------------------------
+for ext in png svg; do
+  expect_exit 0 "drift --plot $ext" "$BIN" drift --from 1e-12 --to 1 --points 13 --log --recipes fp32,fp64 --plot "$TMP/p.$ext" --out "$TMP/p.txt"
+  valid_image "$TMP/p.$ext" && ok || bad "drift --plot $ext is not a valid image"
+done
+[ -z "$(ls -a "$TMP" | grep attncert-plot)" ] && ok || bad "plot scratch directory left behind"
+
+# --- figures ----------------------------------------------------------------------
+expect_exit 0 "figures" "$BIN" figures --out "$TMP/fig"
+n=0
+for f in "$TMP"/fig/*.png "$TMP"/fig/*.svg; do
+  n=$((n + 1))
+  valid_image "$f" && ok || bad "figure $f is not a valid image"
+done
+[ "$n" = 8 ] && ok || bad "figures wrote $n images, expected 8"
+for f in fig1-two-token-contrast.exact.dat fig2-saturation.dat fig3-drift-map.two-token.dat fig3-drift-map.causal.dat fig4-sigma-min.dat; do
+  [ -s "$TMP/fig/$f" ] && ok || bad "figure data $f missing"
+done
+# The drift map's fp64/numpy two-token bar ends at the bisected boundary of P10.
+awk '$1 == 5 { if ($3 > 1e-17 && $3 < 1e-15) found = 1 } END { exit !found }' "$TMP/fig/fig3-drift-map.two-token.dat" \
+  && ok || bad "drift map: fp64/numpy boundary"
+
+# A relative output directory works as well.
+(cd "$TMP" && "$BIN" figures --out rel/figs --formats svg >/dev/null 2>"$TMP/err") && [ "$(ls "$TMP"/rel/figs/*.svg | wc -l)" = 4 ] \
+  && ok || bad "figures into a relative directory: $(cat "$TMP/err")"
+
+# --- bad usage ----------------------------------------------------------------------
+expect_usage_error "unknown family" "$BIN" drift --family three-token --from 0 --to 1 --out "$TMP/never.json"
+expect_usage_error "from >= to" "$BIN" drift --from 1 --to 1 --out "$TMP/never.json"
+expect_usage_error "log from 0" "$BIN" drift --from 0 --to 1 --log --out "$TMP/never.json"
+expect_usage_error "one point" "$BIN" drift --from 0 --to 1 --points 1 --out "$TMP/never.json"
+expect_usage_error "unknown recipe" "$BIN" drift --from 0 --to 1 --recipes fp8 --out "$TMP/never.json"
+expect_usage_error "duplicate recipe" "$BIN" drift --from 0 --to 1 --recipes fp16,fp16 --out "$TMP/never.json"
+expect_usage_error "unknown policy" "$BIN" drift --from 0 --to 1 --policies numpy,foo --out "$TMP/never.json"
+expect_usage_error "unknown object" "$BIN" drift --from 0 --to 1 --object scores --out "$TMP/never.json"
+expect_usage_error "unknown param" "$BIN" drift --param b --from 0 --to 1 --out "$TMP/never.json"
+expect_usage_error "bad report format" "$BIN" drift --from 0 --to 1 --format xml --out "$TMP/never.json"
+expect_usage_error "n for two-token" "$BIN" drift --from 0 --to 1 --n 3 --out "$TMP/never.json"
+expect_usage_error "plot extension" "$BIN" drift --from 0 --to 1 --plot "$TMP/p.pdf" --out "$TMP/never.json"
+expect_usage_error "missing --to" "$BIN" drift --from 0
+expect_usage_error "figures formats" "$BIN" figures --out "$TMP/fig2" --formats pdf
+expect_usage_error "plot into a missing directory" "$BIN" drift --from 0 --to 1 --points 2 --plot "$TMP/nodir/p.png" --out "$TMP/never.json"
+[ ! -e "$TMP/nodir" ] && ok || bad "plot into a missing directory created it"
+expect_usage_error "unwritable output" "$BIN" drift --from 0 --to 1 --points 2 --out "$TMP/no/such/dir/x.json"
+
+echo "$pass passed, $fail failed"
+[ "$fail" = 0 ]

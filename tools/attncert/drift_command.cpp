@@ -1,0 +1,436 @@
+// tools/attncert/drift_command.cpp — `attncert drift` (a sweep of the numerical rank against
+// the certified exact rank) and `attncert figures` (the README's figures).  Thin: parse,
+// call lib (report/drift.hpp, attention/recipe.hpp), write data, run gnuplot.
+//
+// Figures are rendered by gnuplot (Debian gnuplot-nox; pngcairo and svg terminals) from data
+// files written here; the data come from the same functions as `attncert drift` and the
+// checks (recipe_form → masked_softmax; the closed-form enclosures of P01).  The data files
+// and gnuplot scripts are kept next to the images.
+#include "drift_command.hpp"
+
+#include "cli_common.hpp"
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iomanip>
+#include <iostream>
+#include <sstream>
+
+#include "attncert/report/drift.hpp"
+
+namespace attncert::cli {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// Shortest decimal that reads back as the same binary64 (std::to_chars).
+std::string n17(double x) {
+  char buf[64];
+  const auto r = std::to_chars(buf, buf + sizeof buf, x);
+  return std::string(buf, r.ptr);
+}
+
+void write_file(const fs::path& p, const std::string& content) {
+  std::ofstream out(p, std::ios::binary);
+  out << content;
+  if (!out) throw input_error("cannot write '" + p.string() + "'");
+}
+
+// Run `gnuplot script` with the working directory `dir`; throws input_error with gnuplot's
+// first error line when it fails or is missing.
+void run_gnuplot(const fs::path& where, const std::string& script) {
+  const fs::path dir = fs::absolute(where);
+  const fs::path log = dir / (script + ".log");
+  const pid_t pid = ::fork();
+  if (pid < 0) throw input_error("cannot start gnuplot (fork failed)");
+  if (pid == 0) {
+    if (::chdir(dir.c_str()) != 0) ::_exit(126);
+    if (!std::freopen(log.c_str(), "w", stderr)) ::_exit(126);
+    if (!std::freopen("/dev/null", "w", stdout)) ::_exit(126);
+    ::execlp("gnuplot", "gnuplot", script.c_str(), static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  std::string first;
+  {
+    std::ifstream in(log);
+    std::string line;
+    while (std::getline(in, line))
+      if (line.find("rror") != std::string::npos) {
+        first = line;
+        break;
+      }
+  }
+  std::error_code ec;
+  fs::remove(log, ec);
+  if (!WIFEXITED(status) || WEXITSTATUS(status) == 127)
+    throw input_error("gnuplot not found: install gnuplot-nox (Debian) to render figures");
+  if (WEXITSTATUS(status) == 126) throw input_error("cannot run gnuplot in '" + dir.string() + "'");
+  if (WEXITSTATUS(status) != 0)
+    throw input_error("gnuplot failed on " + script + ": " + (first.empty() ? std::string("see the script") : first));
+}
+
+// The terminal line and output name for one image format.
+std::string terminal(const std::string& ext, int w, int h) {
+  if (ext == "png")
+    return "set terminal pngcairo enhanced size " + std::to_string(w) + "," + std::to_string(h) +
+           " font 'DejaVu Sans,11' background rgb 'white'";
+  return "set terminal svg enhanced size " + std::to_string(w) + "," + std::to_string(h) +
+         " font 'DejaVu Sans,11' background rgb 'white'";
+}
+
+const char* recipe_styles[] = {"lc rgb '#d62728' pt 7", "lc rgb '#1f77b4' pt 5", "lc rgb '#2ca02c' pt 9",
+                               "lc rgb '#9467bd' pt 11", "lc rgb '#ff7f0e' pt 13", "lc rgb '#8c564b' pt 4",
+                               "lc rgb '#17becf' pt 6", "lc rgb '#7f7f7f' pt 8"};
+
+// Data for the smallest-singular-value figure: one block per recipe, then the band.
+std::string sigma_min_data(const drift_request& r, const drift_result& res) {
+  std::ostringstream os;
+  os << "# a  sigma_min_enclosure_lo  sigma_min_enclosure_hi  then per recipe: sigma_min (NaN: zero or not formed)\n";
+  os << "# recipes:";
+  for (const auto& rc : r.recipes) os << " " << rc.name;
+  os << "\n";
+  for (const auto& p : res.points) {
+    os << n17(p.a) << " " << n17(p.smin_lo_d) << " " << n17(p.smin_hi_d);
+    for (const auto& m : p.recipes) os << " " << (m.formed && m.sigma_min > 0 ? n17(m.sigma_min) : std::string("NaN"));
+    os << "\n";
+  }
+  return os.str();
+}
+
+std::string sigma_min_script(const drift_request& r, const std::string& data, const std::string& title) {
+  std::ostringstream gp;
+  gp << "set title \"" << title << "\"\n"
+     << "set logscale xy\nset format x '10^{%L}'\nset format y '10^{%L}'\n"
+     << "set xlabel 'score scale a'\nset ylabel 'smallest singular value'\n"
+     << "set key left top box opaque\nset grid\nset datafile missing 'NaN'\n"
+     << "plot '" << data << "' using 1:2:3 with filledcurves lc rgb '#bbbbbb' title 'certified enclosure (exact {/Symbol s}_{min})', \\\n"
+     << "     '' using 1:(sqrt($2*$3)) with lines lc rgb 'black' lw 1 notitle";
+  for (std::size_t i = 0; i < r.recipes.size(); ++i)
+    gp << ", \\\n     '' using 1:" << (4 + i) << " with points " << recipe_styles[i % 8] << " ps 0.8 title '"
+       << r.recipes[i].name << "'";
+  gp << "\n";
+  return gp.str();
+}
+
+// Render `body` (a gnuplot script without terminal/output) to every requested extension.
+void render(const fs::path& dir, const std::string& stem, const std::string& body, const std::vector<std::string>& exts,
+            int w, int h) {
+  for (const auto& ext : exts) {
+    const std::string script = stem + "." + ext + ".gp";
+    write_file(dir / script, terminal(ext, w, h) + "\nset output '" + stem + "." + ext + "'\n" + body + "unset output\n");
+    run_gnuplot(dir, script);
+  }
+}
+
+struct drift_args {
+  std::string family = "two-token", param = "a", recipes = "fp16,bf16-fp32acc,fp32,fp64,mpfr256",
+              policies = "numpy,absolute:1e-6,relative:1e-3", object, format = "text", out, plot;
+  double from = 0, to = 1, resolution = 1e-9;
+  std::size_t points = 101;
+  bool log = false, no_enclosures = false;
+  std::uint64_t seed = 20261129;
+  long n = 0, d = 0;
+  unsigned max_bits = 4096;
+};
+
+struct figures_args {
+  std::string out, formats = "png,svg";
+};
+
+// Figure 1: contrast eigenvalue and determinant of the two-token family.
+void figure1(const fs::path& dir, const std::vector<std::string>& exts) {
+  drift_request r;
+  r.recipes = parse_recipes("fp64");
+  r.policies = parse_policies("numpy");
+  const recipe f32 = parse_recipe("fp32"), f64 = parse_recipe("fp64");
+  std::ostringstream exact, pts;
+  exact << "# a  tanh(a) enclosure lo  hi  (exact contrast eigenvalue = det A, P01)\n";
+  pts << "# a  eigenvalue_fp32 det_fp32 eigenvalue_fp64 det_fp64  (A formed by the recipe; A00-A01 and det in its format)\n";
+  for (int panel = 0; panel < 2; ++panel) {
+    r.log = panel == 1;
+    r.from = panel == 0 ? 0.0 : 1e-12;
+    r.to = panel == 0 ? 3.0 : 1.0;
+    r.points = panel == 0 ? 301 : 241;
+    const drift_result res = run_drift(r);
+    for (const auto& p : res.points) exact << n17(p.a) << " " << n17(p.smin_lo_d) << " " << n17(p.smin_hi_d) << "\n";
+    exact << "\n\n";
+    const int np = panel == 0 ? 31 : 49;
+    for (int i = 0; i < np; ++i) {
+      const double t = static_cast<double>(i) / (np - 1);
+      const double a = panel == 0 ? 3.0 * t : 1e-12 * std::pow(1e12, t);
+      const auto c32 = two_token_contrast(f32, a), c64 = two_token_contrast(f64, a);
+      pts << n17(a) << " " << n17(c32.first) << " " << n17(c32.second) << " " << n17(c64.first) << " " << n17(c64.second) << "\n";
+    }
+    pts << "\n\n";
+  }
+  write_file(dir / "fig1-two-token-contrast.exact.dat", exact.str());
+  write_file(dir / "fig1-two-token-contrast.points.dat", pts.str());
+  std::ostringstream gp;
+  gp << "set multiplot layout 1,2 title 'Figure 1. Two-token family S = a qk^T: contrast eigenvalue and det A (both tanh a)'\n"
+     << "set datafile missing 'NaN'\nset grid\nset key right bottom box opaque\n"
+     << "set title 'linear scales'\nset xlabel 'score scale a'\nset ylabel 'contrast eigenvalue, det A'\nset yrange [0:1.05]\n"
+     << "plot 'fig1-two-token-contrast.exact.dat' index 0 using 1:(($2+$3)/2) with lines lc rgb 'black' lw 2 title 'exact tanh a (certified)', \\\n"
+     << "     'fig1-two-token-contrast.points.dat' index 0 using 1:4 with points lc rgb '#1f77b4' pt 6 ps 1.2 title 'eigenvalue, fp64', \\\n"
+     << "     '' index 0 using 1:5 with points lc rgb '#1f77b4' pt 2 ps 0.8 title 'det, fp64', \\\n"
+     << "     '' index 0 using 1:2 with points lc rgb '#d62728' pt 7 ps 0.5 title 'eigenvalue, fp32', \\\n"
+     << "     '' index 0 using 1:3 with points lc rgb '#d62728' pt 1 ps 0.8 title 'det, fp32'\n"
+     << "set key left top box opaque\nset logscale xy\nset format x '10^{%L}'\nset format y '10^{%L}'\nset yrange [1e-13:2]\n"
+     << "set title 'near a = 0 (log scales; a computed 0 is not drawn)'\n"
+     << "plot 'fig1-two-token-contrast.exact.dat' index 1 using 1:(($2+$3)/2) with lines lc rgb 'black' lw 2 title 'exact tanh a (certified)', \\\n"
+     << "     'fig1-two-token-contrast.points.dat' index 1 using 1:($4>0?$4:NaN) with points lc rgb '#1f77b4' pt 6 ps 1.2 title 'eigenvalue, fp64', \\\n"
+     << "     '' index 1 using 1:($5>0?$5:NaN) with points lc rgb '#1f77b4' pt 2 ps 0.8 title 'det, fp64', \\\n"
+     << "     '' index 1 using 1:($2>0?$2:NaN) with points lc rgb '#d62728' pt 7 ps 0.5 title 'eigenvalue, fp32', \\\n"
+     << "     '' index 1 using 1:($3>0?$3:NaN) with points lc rgb '#d62728' pt 1 ps 0.8 title 'det, fp32'\n"
+     << "unset multiplot\n";
+  render(dir, "fig1-two-token-contrast", gp.str(), exts, 1200, 520);
+}
+
+// Figure 2: tanh a and its derivative 1 − tanh² a on one axis.
+void figure2(const fs::path& dir, const std::vector<std::string>& exts) {
+  drift_request r;
+  r.recipes = parse_recipes("fp64");
+  r.policies = parse_policies("numpy");
+  r.from = 0;
+  r.to = 4;
+  r.points = 401;
+  const drift_result res = run_drift(r);
+  std::ostringstream os;
+  os << "# a  tanh(a) (midpoint of its certified enclosure)  1 - tanh(a)^2 (from that midpoint, binary64)\n";
+  for (const auto& p : res.points) {
+    const double t = (p.smin_lo_d + p.smin_hi_d) / 2;
+    os << n17(p.a) << " " << n17(t) << " " << n17(1 - t * t) << "\n";
+  }
+  write_file(dir / "fig2-saturation.dat", os.str());
+  const std::string gp =
+      "set title 'Figure 2. Contrast transmission and its sensitivity to the score scale (two-token family)'\n"
+      "set xlabel 'score scale a (dimensionless)'\nset ylabel 'dimensionless'\nset grid\nset yrange [0:1.05]\n"
+      "set key center right box opaque\n"
+      "plot 'fig2-saturation.dat' using 1:2 with lines lw 2 lc rgb '#1f77b4' title 'contrast transmission tanh a', \\\n"
+      "     '' using 1:3 with lines lw 2 dt 2 lc rgb '#d62728' title 'its derivative d/da tanh a = 1 - tanh^2 a'\n";
+  render(dir, "fig2-saturation", gp, exts, 900, 520);
+}
+
+// Figure 3: drift map, two-token and causal families.
+void figure3(const fs::path& dir, const std::vector<std::string>& exts) {
+  const std::string recipes = "fp16,bf16,fp16-fp32acc,bf16-fp32acc,fp32,fp64,mpfr256";
+  const std::string policies = "numpy,relative:1e-3,absolute:1e-6";
+  std::ostringstream gp;
+  gp << "set multiplot layout 1,2 title 'Figure 3. Drift map: where numerical rank != certified exact rank (bars), per recipe x policy'\n";
+  for (int panel = 0; panel < 2; ++panel) {
+    drift_request r;
+    r.family = panel == 0 ? drift_family::two_token : drift_family::causal;
+    r.recipes = parse_recipes(recipes);
+    r.policies = parse_policies(policies);
+    r.log = true;
+    r.from = panel == 0 ? 1e-20 : 1e-2;
+    r.to = panel == 0 ? 1e2 : 1e3;
+    r.points = panel == 0 ? 89 : 81;
+    r.enclosures = false;
+    r.resolution = 1e-6;
+    const drift_result res = run_drift(r);
+    const std::string data = panel == 0 ? "fig3-drift-map.two-token.dat" : "fig3-drift-map.causal.dat";
+    std::ostringstream os, ytics;
+    os << "# row  from  to  policy_index   (bisected divergence intervals; rows = recipe x policy)\n";
+    ytics << "set ytics (";
+    for (std::size_t k = 0; k < res.divergence.size(); ++k) {
+      const auto& d = res.divergence[k];
+      const double y = static_cast<double>(res.divergence.size() - 1 - k);
+      ytics << (k ? ", " : "") << "'" << d.recipe << "  " << d.policy << "' " << y;
+      for (const auto& [a, b] : d.intervals)
+        os << y << " " << n17(a) << " " << n17(b) << " " << (k % r.policies.size()) << "\n";
+    }
+    ytics << ") font ',9'\n";
+    if (res.divergence.empty() || os.str().find('\n') == os.str().size() - 1) os << "-1 1 1 0\n";
+    write_file(dir / data, os.str());
+    gp << "set title '" << (panel == 0 ? "two-token: S = a qk^T, attention" : "causal: S = -a I, causal mask (n = 4), attention")
+       << "'\nset logscale x\nset format x '10^{%L}'\nset xrange [" << n17(r.from) << ":" << n17(r.to) << "]\n"
+       << "set yrange [-1:" << res.divergence.size() << "]\n" << ytics.str()
+       << "set xlabel 'score scale a'\nset grid x\nset key off\nset lmargin 30\n"
+       << "plot '" << data << "' using 2:1:($3-$2):(0):($4) with vectors nohead lw 7 lc variable\n";
+  }
+  gp << "unset multiplot\n";
+  render(dir, "fig3-drift-map", gp.str(), exts, 1300, 620);
+}
+
+// Figure 4: smallest singular value per recipe against the certified enclosure.
+void figure4(const fs::path& dir, const std::vector<std::string>& exts) {
+  drift_request r;
+  r.recipes = parse_recipes("mpfr256,fp64,fp32,bf16-fp32acc,fp16");
+  r.policies = parse_policies("numpy");
+  r.log = true;
+  r.from = 1e-20;
+  r.to = 10;
+  r.points = 85;
+  const drift_result res = run_drift(r);
+  write_file(dir / "fig4-sigma-min.dat", sigma_min_data(r, res));
+  render(dir, "fig4-sigma-min",
+         sigma_min_script(r, "fig4-sigma-min.dat",
+                          "Figure 4. Two-token family: smallest singular value of A per recipe (a computed 0 is not drawn)"),
+         exts, 900, 560);
+}
+
+class commands_impl : public drift_commands {
+ public:
+  explicit commands_impl(CLI::App& app) {
+    drift_ = app.add_subcommand("drift", "Sweep the score scale: numerical rank per recipe x policy against the certified exact rank.");
+    drift_->footer(
+        "For every a: the certified exact rank, a certified enclosure of the smallest singular value and of the\n"
+        "condition number, and per recipe the numerical rank under each policy, its smallest singular value and\n"
+        "condition number; `diverges` when a numerical rank differs from the exact rank.  Then, per recipe x policy,\n"
+        "the a-intervals where it diverges, their ends located by bisection.\n"
+        "Families: two-token (S = a qk^T, q = k = (1,-1)), causal (S = -aI, causal mask, n = 4),\n"
+        "  identical-values (seeded Q, K; every value row equal; default object output),\n"
+        "  log-odds (S = a qq^T, q = (1..n), n = 3), random (seeded Q, K, V; n = 4, d = 2).\n"
+        "Recipes: fp64, fp32, bf16-fp32acc, fp16-fp32acc, fp16, bf16, mpfrN.\n"
+        "Examples:\n"
+        "  attncert drift --family two-token --from 1e-20 --to 1 --points 81 --log --recipes fp32,fp64 --policies numpy\n"
+        "  attncert drift --family causal --from 1 --to 1000 --points 61 --log --format json --out causal.json\n");
+    drift_->add_option("--family", da_.family, "two-token, causal, identical-values, log-odds or random")->capture_default_str();
+    drift_->add_option("--param", da_.param, "The swept parameter (the score scale a)")->capture_default_str();
+    drift_->add_option("--from", da_.from, "First parameter value")->required();
+    drift_->add_option("--to", da_.to, "Last parameter value")->required();
+    drift_->add_option("--points", da_.points, "Number of grid points (>= 2)")->capture_default_str();
+    drift_->add_flag("--log", da_.log, "Geometric grid (needs --from > 0)");
+    drift_->add_option("--recipes", da_.recipes, "Comma-separated precision recipes")->capture_default_str();
+    drift_->add_option("--policies", da_.policies, "Comma-separated numerical-rank policies")->capture_default_str();
+    drift_->add_option("--object", da_.object, "attention or output (default: attention; output for identical-values)");
+    drift_->add_option("--seed", da_.seed, "Seed of the random families")->capture_default_str();
+    drift_->add_option("--n", da_.n, "Tokens (causal, log-odds, identical-values, random)");
+    drift_->add_option("--d", da_.d, "Head width (identical-values, random)");
+    drift_->add_option("--resolution", da_.resolution, "Bisection resolution (relative; see the report)")->capture_default_str();
+    drift_->add_option("--max-precision", da_.max_bits, "Cap (bits) of the singular-value enclosures")->capture_default_str();
+    drift_->add_flag("--no-enclosures", da_.no_enclosures, "Skip the certified singular-value enclosures");
+    drift_->add_option("--format", da_.format, "text, json or csv")->capture_default_str();
+    drift_->add_option("--out", da_.out, "Write the report to FILE (atomically) instead of stdout");
+    drift_->add_option("--plot", da_.plot, "Also render the smallest singular values to FILE.png or FILE.svg (gnuplot)");
+
+    figures_ = app.add_subcommand("figures", "Render the README's figures (gnuplot) with their data and scripts into a directory.");
+    figures_->add_option("--out", fa_.out, "Output directory (created if missing)")->required();
+    figures_->add_option("--formats", fa_.formats, "png, svg or png,svg")->capture_default_str();
+  }
+
+  int run(const std::string& command) override {
+    if (drift_->parsed()) return run_drift_command(command);
+    if (figures_->parsed()) return run_figures_command();
+    return -1;
+  }
+
+ private:
+  int run_drift_command(const std::string& command) {
+    drift_request r;
+    r.family = parse_drift_family(da_.family);
+    if (da_.param != "a") throw input_error("unknown --param '" + da_.param + "' (the swept parameter is the score scale a)");
+    r.from = da_.from;
+    r.to = da_.to;
+    r.points = da_.points;
+    r.log = da_.log;
+    r.recipes = parse_recipes(da_.recipes);
+    r.policies = parse_policies(da_.policies);
+    if (da_.object.empty()) r.object = r.family == drift_family::identical_values ? layer_object::output : layer_object::attention;
+    else if (da_.object == "attention") r.object = layer_object::attention;
+    else if (da_.object == "output") r.object = layer_object::output;
+    else throw input_error("unknown --object '" + da_.object + "' (expected attention or output)");
+    r.seed = da_.seed;
+    r.n = da_.n;
+    r.d = da_.d;
+    r.resolution = da_.resolution;
+    r.enclosures = !da_.no_enclosures;
+    if (da_.max_bits < 128 || da_.max_bits > max_precision_bits)
+      throw input_error("--max-precision must be in [128, " + std::to_string(max_precision_bits) + "]");
+    r.max_bits = da_.max_bits;
+    if (da_.format != "text" && da_.format != "json" && da_.format != "csv")
+      throw input_error("unknown --format '" + da_.format + "' (expected text, json or csv)");
+    std::string plot_ext;
+    if (!da_.plot.empty()) {
+      plot_ext = fs::path(da_.plot).extension().string();
+      if (plot_ext != ".png" && plot_ext != ".svg") throw input_error("--plot needs a file name ending in .png or .svg");
+      plot_ext = plot_ext.substr(1);
+      if (!fs::is_directory(fs::absolute(da_.plot).parent_path()))
+        throw input_error("cannot write '" + da_.plot + "': no such directory");
+    }
+    validate(r);
+    const bool tty = ::isatty(2);
+    if (tty)
+      r.progress = [](std::size_t done, std::size_t total) {
+        std::cerr << "\rdrift: " << done << "/" << total << " points" << std::flush;
+      };
+    const drift_result res = run_drift(r);
+    if (tty) std::cerr << "\r" << std::string(40, ' ') << "\r" << std::flush;
+    const nlohmann::json j = drift_json(r, res, command);
+    std::ostringstream os;
+    if (da_.format == "json") os << j.dump(2) << "\n";
+    else if (da_.format == "csv") write_drift_csv(os, j);
+    else write_drift_text(os, j);
+    // The plot is rendered in a scratch directory next to its target and moved into place only
+    // after the report was written: a failure leaves no partial file behind.
+    fs::path scratch;
+    if (!da_.plot.empty()) {
+      const fs::path target = fs::absolute(da_.plot);
+      scratch = target.parent_path() / (".attncert-plot." + std::to_string(::getpid()));
+      std::error_code ec;
+      fs::create_directory(scratch, ec);
+      if (ec) throw input_error("cannot write '" + da_.plot + "'");
+      try {
+        write_file(scratch / "sigma-min.dat", sigma_min_data(r, res));
+        std::string title = std::string(to_string(r.family)) + " family (" + to_string(r.object) +
+                            "): smallest singular value per recipe";
+        render(scratch, "plot", sigma_min_script(r, "sigma-min.dat", title), {plot_ext}, 900, 560);
+        emit(da_.out, os.str());
+        fs::rename(scratch / ("plot." + plot_ext), target);
+      } catch (...) {
+        fs::remove_all(scratch, ec);
+        throw;
+      }
+      fs::remove_all(scratch, ec);
+      return 0;
+    }
+    emit(da_.out, os.str());
+    return 0;
+  }
+
+  int run_figures_command() {
+    std::vector<std::string> exts;
+    for (const std::string& e : {std::string("png"), std::string("svg")})
+      if (("," + fa_.formats + ",").find("," + e + ",") != std::string::npos) exts.push_back(e);
+    if (exts.empty() || (fa_.formats != "png" && fa_.formats != "svg" && fa_.formats != "png,svg" && fa_.formats != "svg,png"))
+      throw input_error("--formats must be png, svg or png,svg");
+    const fs::path dir = fa_.out;
+    std::error_code ec;
+    fs::create_directories(dir, ec);
+    if (ec || !fs::is_directory(dir)) throw input_error("cannot create directory '" + fa_.out + "'");
+    const bool tty = ::isatty(2);
+    auto step = [&](const char* what) {
+      if (tty) std::cerr << "\rfigures: " << what << "          " << std::flush;
+    };
+    step("1/4");
+    figure1(dir, exts);
+    step("2/4");
+    figure2(dir, exts);
+    step("3/4");
+    figure3(dir, exts);
+    step("4/4");
+    figure4(dir, exts);
+    if (tty) std::cerr << "\r" << std::string(40, ' ') << "\r" << std::flush;
+    return 0;
+  }
+
+  CLI::App* drift_ = nullptr;
+  CLI::App* figures_ = nullptr;
+  drift_args da_;
+  figures_args fa_;
+};
+
+}  // namespace
+
+std::unique_ptr<drift_commands> add_drift_commands(CLI::App& app) { return std::make_unique<commands_impl>(app); }
+
+}  // namespace attncert::cli
