@@ -10,6 +10,13 @@
 #include "attncert/io/matrix_input.hpp"
 #include "attncert/number/traits.hpp"
 #include "attncert/proofs/family_rank.hpp"
+#include "attncert/attention/recipe.hpp"
+#include "attncert/linalg/rank_policy.hpp"
+#include "attncert/linalg/spectra.hpp"
+
+#include <flint/fmpq.h>
+#include <flint/fmpq_mat.h>
+#include <flint/fmpq_poly.h>
 
 namespace attncert::proofs {
 
@@ -759,6 +766,223 @@ certify_result certify_output_bound(const nlohmann::json& claim, const std::stri
 
 }  // namespace
 
+// ---- numerical rank under a recipe and a policy, at a point ------------------------------
+// The recipe forms M̂ (attention/recipe.hpp) from the claim's binary64 inputs at the point a;
+// the numerical rank under a policy with threshold τ = max(α σ₁, β) (strict) is
+// #{i : σ_i(M̂) > τ} for the EXACT singular values of the formed matrix.  With G the smaller
+// Gram matrix of M̂ and count(t) = #{eigenvalues of G > t}: σ₁² ∈ (l, u] (count(l) ≥ 1,
+// count(u) = 0) puts τ² in [T_lo, T_hi] = [max(α²l, β²), max(α²u, β²)], and the rank is
+// decided when count(T_lo) = count(T_hi).  count is exact: Descartes' rule on the
+// characteristic polynomial of G − tI (FLINT), exact because every root is real.
+namespace {
+
+std::size_t eigen_count_above(const matrix<mpq_rational>& G, const mpq_rational& t) {
+  const long n = static_cast<long>(G.rows());
+  fmpq_mat_t M;
+  fmpq_mat_init(M, n, n);
+  for (long i = 0; i < n; ++i)
+    for (long j = 0; j < n; ++j) {
+      const mpq_rational v = i == j ? mpq_rational(G(i, j) - t) : G(i, j);
+      fmpq_set_mpq(fmpq_mat_entry(M, i, j), v.backend().data());
+    }
+  fmpq_poly_t chi;
+  fmpq_poly_init(chi);
+  fmpq_mat_charpoly(chi, M);
+  std::size_t changes = 0;
+  int last = 0;
+  fmpz_t c;
+  fmpz_init(c);
+  for (long k = 0; k <= fmpq_poly_degree(chi); ++k) {
+    fmpq_poly_get_coeff_fmpz(c, chi, k);  // the numerators share one positive denominator
+    const int sg = fmpz_sgn(c);
+    if (sg == 0) continue;
+    if (last != 0 && sg != last) ++changes;
+    last = sg;
+  }
+  fmpz_clear(c);
+  fmpq_poly_clear(chi);
+  fmpq_mat_clear(M);
+  return changes;
+}
+
+bool binary64_exact(const mpq_rational& x, double& out) {
+  out = x.convert_to<double>();
+  return std::isfinite(out) && mpq_rational(out) == x;
+}
+
+}  // namespace
+
+certify_result certify_numerical_rank(const nlohmann::json& claim, const std::string& base_dir) {
+  const nlohmann::json& q = claim["quantity"];
+  for (auto it = q.begin(); it != q.end(); ++it)
+    if (it.key() != "kind" && it.key() != "object" && it.key() != "recipe" && it.key() != "policy")
+      fail("/quantity/" + it.key(), "unknown key (numerical_rank takes object, recipe, policy)");
+  const auto* oj = get(q, "object");
+  if (!oj || !oj->is_string()) fail("/quantity/object", "missing: scores, attention or output");
+  const std::string object = oj->get<std::string>();
+  if (object != "scores" && object != "attention" && object != "output")
+    fail("/quantity/object", "a recipe forms scores, attention or output");
+  const auto* rj = get(q, "recipe");
+  if (!rj || !rj->is_string()) fail("/quantity/recipe", "missing, e.g. \"fp32\"");
+  recipe rec;
+  try {
+    rec = parse_recipe(rj->get<std::string>());
+  } catch (const input_error& e) {
+    fail("/quantity/recipe", e.what());
+  }
+  if (rec.type == recipe::kind::mpfr) fail("/quantity/recipe", "mpfrN recipes are not supported yet by numerical_rank claims");
+  const auto* pj = get(q, "policy");
+  if (!pj || !pj->is_string()) fail("/quantity/policy", "missing, e.g. \"numpy\"");
+  rank_policy pol;
+  try {
+    pol = rank_policy::parse(pj->get<std::string>());
+  } catch (const input_error& e) {
+    fail("/quantity/policy", e.what());
+  }
+  const auto* relj = get(claim, "relation");
+  if (!relj) fail("/relation", "missing");
+  const rel relation = parse_relation(*relj);
+  const auto* valj = get(claim, "value");
+  if (!valj || !valj->is_number_integer() || valj->get<long long>() < 0) fail("/value", "expected a non-negative integer rank");
+  const std::size_t value = valj->get<std::size_t>();
+  if (get(claim, "tolerance")) fail("/tolerance", "not used by numerical_rank");
+  const nlohmann::json& objects = claim["objects"];
+  for (auto it = objects.begin(); it != objects.end(); ++it)
+    if (it.key() != "S" && it.key() != "Q" && it.key() != "K" && it.key() != "scale" && it.key() != "mask" && it.key() != "V")
+      fail("/objects/" + it.key(), "numerical_rank takes S or Q, K (and scale), mask, V");
+  // the point
+  const auto* fam = get(claim, "family");
+  mpq_rational a0 = 1;
+  if (fam) {
+    if (get(*fam, "range"))
+      return undecided_result(claim, "numerical-rank claims over a parameter range are not decided by certify; sweep them "
+                                     "with attncert drift (divergence intervals with bisected ends)");
+    const auto* aj = get(*fam, "at");
+    if (!aj) fail("/family", "expected {\"at\": a}");
+    a0 = exact_number(*aj, "/family/at");
+  }
+  // binary64 inputs: Q = S0, K = I when S is given (exact in every accumulation format)
+  recipe_input in;
+  auto to_double_matrix = [&](const matrix<mpq_rational>& m, const std::string& ptr) {
+    matrix<double> d(m.rows(), m.cols());
+    for (Eigen::Index i = 0; i < m.rows(); ++i)
+      for (Eigen::Index j = 0; j < m.cols(); ++j)
+        if (!binary64_exact(m(i, j), d(i, j)))
+          fail(ptr + "/" + std::to_string(i) + "/" + std::to_string(j), "numerical_rank needs inputs that are binary64 numbers");
+    return d;
+  };
+  mpq_rational scale = 1;
+  const auto* Sj = get(objects, "S");
+  if (Sj) {
+    if (get(objects, "Q") || get(objects, "K") || get(objects, "scale")) fail("/objects", "give either S or Q, K (and scale)");
+    in.Q = to_double_matrix(read_matrix(*Sj, "/objects/S", base_dir), "/objects/S");
+    in.K = matrix<double>::Identity(in.Q.cols(), in.Q.cols());
+  } else {
+    const auto* Qj = get(objects, "Q");
+    const auto* Kj = get(objects, "K");
+    if (!Qj || !Kj) fail("/objects", "missing scores: give S, or Q and K");
+    in.Q = to_double_matrix(read_matrix(*Qj, "/objects/Q", base_dir), "/objects/Q");
+    in.K = to_double_matrix(read_matrix(*Kj, "/objects/K", base_dir), "/objects/K");
+    if (in.Q.cols() != in.K.cols()) fail("/objects/K", "Q and K must have the same number of columns");
+    const auto* sc = get(objects, "scale");
+    if (!sc) fail("/objects/scale", "numerical_rank needs an explicit rational scale (1/sqrt(d) is not a binary64 number in general)");
+    scale = exact_number(*sc, "/objects/scale");
+  }
+  if (!binary64_exact(mpq_rational(a0 * scale), in.scale)) fail("/family/at", "a times the scale must be a binary64 number");
+  const long nk = static_cast<long>(in.K.rows());
+  if (const auto* mj = get(objects, "mask")) {
+    if (mj->is_string() && mj->get<std::string>() == "causal") in.M = mask::causal();
+    else if (!(mj->is_string() && mj->get<std::string>() == "none")) fail("/objects/mask", "numerical_rank takes \"none\" or \"causal\"");
+  }
+  if (object == "output") {
+    const auto* Vj = get(objects, "V");
+    if (!Vj) fail("/objects/V", "the output needs values V");
+    in.V = to_double_matrix(read_matrix(*Vj, "/objects/V", base_dir), "/objects/V");
+    if (in.V->rows() != nk) fail("/objects/V", "needs one row per key");
+  }
+  in.object = object == "scores" ? layer_object::scores : object == "attention" ? layer_object::attention : layer_object::output;
+  // form M̂
+  matrix<mpq_rational> Mh;
+  try {
+    Mh = with_recipe(rec, [&]<class In, class Acc, class Sm, class OAcc, class Out>() {
+      const matrix<Out> m = recipe_form<In, Acc, Sm, OAcc, Out>(in);
+      matrix<mpq_rational> r(m.rows(), m.cols());
+      for (Eigen::Index i = 0; i < m.rows(); ++i)
+        for (Eigen::Index j = 0; j < m.cols(); ++j) {
+          const double v = static_cast<double>(m(i, j));  // exact: every stage format is inside binary64
+          if (!std::isfinite(v)) throw input_error("the recipe formed a non-finite entry");
+          r(i, j) = mpq_rational(v);
+        }
+      return r;
+    });
+  } catch (const input_error& e) {
+    fail("/quantity/recipe", std::string("the recipe cannot form the matrix: ") + e.what());
+  }
+  double alpha_d = 0, beta_d = 0;
+  if (!pol.linear_threshold(static_cast<long>(Mh.rows()), static_cast<long>(Mh.cols()), rec.result, alpha_d, beta_d))
+    fail("/quantity/policy", "numerical_rank claims support numpy, torch, lapack, absolute and relative policies");
+  const mpq_rational alpha(alpha_d), beta(beta_d);
+  // Gram matrix (the smaller one)
+  const matrix<mpq_rational> Mt = Mh.transpose();
+  const matrix<mpq_rational> G = Mh.rows() <= Mh.cols() ? multiply(Mh, Mt) : multiply(Mt, Mh);
+  // sigma_1^2 in (l, u]
+  mpq_rational l = 0, u = 0;
+  std::size_t rank = 0;
+  bool decided = true;
+  mpq_rational Tlo = 0, Thi = 0;
+  if (eigen_count_above(G, 0) == 0) {
+    rank = 0;  // M̂ = 0: no singular value exceeds any threshold >= 0
+  } else {
+    const double s1 = approx_singular_values(from_rational_matrix<double>(Mh))[0];
+    double lo_d = s1 * s1 * (1 - 0x1p-30), hi_d = s1 * s1 * (1 + 0x1p-30);
+    for (int tries = 0; tries < 60; ++tries) {
+      l = mpq_rational(lo_d);
+      u = mpq_rational(hi_d);
+      if (eigen_count_above(G, l) >= 1 && eigen_count_above(G, u) == 0) break;
+      lo_d *= 0.5;
+      hi_d *= 2;
+      if (tries == 59) return undecided_result(claim, "could not bracket the largest singular value");
+    }
+    Tlo = std::max(mpq_rational(alpha * alpha * l), mpq_rational(beta * beta));
+    Thi = std::max(mpq_rational(alpha * alpha * u), mpq_rational(beta * beta));
+    const std::size_t c_lo = eigen_count_above(G, Tlo), c_hi = eigen_count_above(G, Thi);
+    decided = c_lo == c_hi;
+    rank = c_lo;
+  }
+  const std::string stmt = "numerical rank of the " + object + " formed by recipe " + rec.name + " (" + rec.stages() +
+                           ") under policy " + pol.name() + " at a = " + rational_string(a0);
+  if (!decided)
+    return undecided_result(claim, stmt + ": a singular value lies within the enclosure of the threshold (sigma_1^2 in (" +
+                                       rational_string(l) + ", " + rational_string(u) + "])");
+  const bool ok = holds(relation, rank, value);
+  certify_result res;
+  res.verdict = ok ? claim_verdict::certified : claim_verdict::refuted;
+  res.summary = std::string(to_string(res.verdict)) + ": " + stmt + " is " + std::to_string(rank) + " (claimed " +
+                rel_text(relation) + " " + std::to_string(value) + ")\n  exact singular values of the formed matrix against " +
+                "the threshold max(alpha sigma_1, beta): eigenvalue counts of its Gram matrix (Descartes, exact)\n";
+  res.report = {{"tool", "attncert"}, {"version", ATTNCERT_VERSION}, {"verdict", to_string(res.verdict)}, {"summary", res.summary},
+                {"numerical_rank", rank}};
+  if (claim.contains("title")) res.report["title"] = claim["title"];
+  nlohmann::json cl = {{"quantity", "numerical_rank"}, {"object", object}, {"recipe", rec.name}, {"policy", pol.name()},
+                       {"point", rational_string(a0)}, {"relation", rel_text(relation)}, {"value", value},
+                       {"scale", rational_string(mpq_rational(in.scale))}, {"Q", matrix_json(from_double_matrix<mpq_rational>(in.Q))},
+                       {"K", matrix_json(from_double_matrix<mpq_rational>(in.K))},
+                       {"mask", in.M.type() == mask::kind::causal ? "causal" : "none"}};
+  if (in.V) cl["V"] = matrix_json(from_double_matrix<mpq_rational>(*in.V));
+  nlohmann::json cert = {{"format", "attncert-certificate/1"}, {"tool", "attncert"}, {"version", ATTNCERT_VERSION}};
+  cert["claim"] = cl;
+  cert["verdict"] = to_string(res.verdict);
+  cert["numerical_rank"] = {{"formed", matrix_json(Mh)},
+                            {"alpha", rational_string(alpha)},
+                            {"beta", rational_string(beta)},
+                            {"sigma1_squared_above", rational_string(l)},
+                            {"sigma1_squared_at_most", rational_string(u)},
+                            {"rank", rank}};
+  if (!ok) cert["counterexample"] = {{"numerical_rank", rank}};
+  res.certificate = cert;
+  return res;
+}
+
 nlohmann::json parse_claim_text(const std::string& text) {
   exact_dom d;
   const bool ok = nlohmann::json::sax_parse(text, &d);
@@ -780,12 +1004,11 @@ certify_result certify(const nlohmann::json& claim, const std::string& base_dir,
   const nlohmann::json* kind = get(*quantity, "kind");
   if (!kind || !kind->is_string()) fail("/quantity/kind", "missing");
   const std::string k = kind->get<std::string>();
-  static const std::vector<std::string> later = {"numerical_rank"};
-  if (std::find(later.begin(), later.end(), k) != later.end())
-    fail("/quantity/kind", "'" + k + "' is not supported yet by attncert certify (supported: rank, determinant, output_value, singular_value, output_bound)");
-  if (k != "rank" && k != "determinant" && k != "output_value" && k != "singular_value" && k != "output_bound")
-    fail("/quantity/kind", "unknown quantity '" + k + "' (supported: rank, determinant, output_value, singular_value, output_bound)");
+  if (k != "rank" && k != "determinant" && k != "output_value" && k != "singular_value" && k != "output_bound" &&
+      k != "numerical_rank")
+    fail("/quantity/kind", "unknown quantity '" + k + "' (supported: rank, determinant, output_value, singular_value, output_bound, numerical_rank)");
   if (k == "output_bound") return certify_output_bound(claim, base_dir, max_bits);
+  if (k == "numerical_rank") return certify_numerical_rank(claim, base_dir);
   const bool det_claim = k != "rank";  // real-valued: determinant, output_value, singular_value
   long entry_row = -1, entry_col = -1, sv_index = -1;
   if (k == "singular_value") {

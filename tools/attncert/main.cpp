@@ -159,7 +159,8 @@ int main(int argc, char** argv) {
       "attncert — exact and arbitrary-precision verification of claims about transformer attention.\n"
       "Verdicts: a claim passes only if the computed error is within a tolerance fixed before computing;\n"
       "a numerical rank that differs from the exact rank is a measured divergence, not a failure.\n"
-      "Exit status: 0 all claims hold, 1 a claim failed or is undecided, 2 bad input or usage."};
+      "Exit status: 0 success (every claim holds, the candidate passes), 1 a claim failed or is undecided / a\n"
+      "candidate exceeds --max-ulp, 2 bad input or usage; certify also uses 3 (UNDECIDED). See SUBCOMMAND --help."};
   app.require_subcommand(1);
   app.set_version_flag("--version", std::string("attncert ") + ATTNCERT_VERSION);
 

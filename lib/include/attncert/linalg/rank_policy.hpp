@@ -91,6 +91,23 @@ class rank_policy {
     return r;
   }
 
+  /// For the policies whose threshold is max(alpha·σ₁, beta) with a strict comparison (numpy,
+  /// torch, lapack, absolute, relative): sets alpha, beta (exact binary64 numbers, as the
+  /// threshold above uses them) and returns true; false for matlab and eigen.
+  bool linear_threshold(long m, long n, const format_spec& formed, double& alpha, double& beta) const {
+    const int p = static_cast<int>(formed.precision_bits());
+    const double eps = std::ldexp(1.0, 1 - p);
+    const double big = static_cast<double>(m > n ? m : n);
+    switch (type_) {
+      case kind::numpy: alpha = big * eps; beta = 0; return true;
+      case kind::torch: alpha = rtol_ < 0 ? (atol_ > 0 ? 0.0 : big * eps) : rtol_; beta = atol_; return true;
+      case kind::lapack: alpha = rcond_ < 0 ? eps : rcond_; beta = 0; return true;
+      case kind::absolute: alpha = 0; beta = tau_; return true;
+      case kind::relative: alpha = tau_; beta = 0; return true;
+      default: return false;
+    }
+  }
+
  private:
   kind type_ = kind::numpy;
   double rtol_ = -1, atol_ = 0, rcond_ = -1, tau_ = 0;
