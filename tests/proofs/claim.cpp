@@ -163,6 +163,8 @@ BOOST_AUTO_TEST_CASE(malformed_claims_name_the_json_pointer) {
   BOOST_TEST(expect_error(R"J({"objects": {"S": [[1, 2], [3]]}, "quantity": {"kind": "rank", "object": "attention"}, "relation": "=", "value": 2})J")
                  .rfind("/objects/S/1:", 0) == 0);
   BOOST_TEST(expect_error(R"J({"objects": {"S": [[1]]}, "quantity": {"kind": "numerical_rank"}, "relation": "=", "value": 2})J")
+                 .rfind("/quantity/object:", 0) == 0);
+  BOOST_TEST(expect_error(R"J({"objects": {"S": [[1]], "heads": []}, "quantity": {"kind": "rank", "object": "attention"}, "relation": "=", "value": 1})J")
                  .find("not supported yet") != std::string::npos);
   BOOST_TEST(expect_error(R"J({"objects": {"S": [[1]]}, "quantity": {"kind": "rank", "object": "attention"}, "relation": "~", "value": 1})J")
                  .rfind("/relation:", 0) == 0);

@@ -56,9 +56,12 @@ rank_claim '[[1, 2], [3, "x"]]' attention '(0, inf)' '=' 2 >"$TMP/bad.json"
 expect_exit 2 "not a number" "$BIN" certify "$TMP/bad.json" --certificate "$TMP/bad.cert.json"
 expect_in "$TMP/err" "/objects/S/1/1: not a number" "pointer of the bad entry"
 if [ ! -e "$TMP/bad.cert.json" ]; then ok; else bad "certificate written for a malformed claim"; fi
-printf '{"objects": {"S": [[1]]}, "quantity": {"kind": "numerical_rank"}, "relation": "=", "value": 1}\n' >"$TMP/sv.json"
-expect_exit 2 "unsupported quantity" "$BIN" certify "$TMP/sv.json"
+printf '{"objects": {"S": [[1]], "heads": []}, "quantity": {"kind": "rank", "object": "attention"}, "relation": "=", "value": 1}\n' >"$TMP/sv.json"
+expect_exit 2 "unsupported object" "$BIN" certify "$TMP/sv.json"
 expect_in "$TMP/err" "not supported yet" "unsupported message"
+printf '{"objects": {"S": [[1]]}, "quantity": {"kind": "numerical_rank"}, "relation": "=", "value": 1}\n' >"$TMP/nr.json"
+expect_exit 2 "numerical_rank without object" "$BIN" certify "$TMP/nr.json"
+expect_in "$TMP/err" "/quantity/object" "pointer of the missing object"
 expect_exit 2 "missing claim file" "$BIN" certify "$TMP/nope.json"
 
 # Undecided: an irrational scale over a range.
