@@ -10,11 +10,15 @@ check_entry make_output_bound();
 check_entry make_log_odds();
 check_entry make_residual();
 check_entry make_multi_head();
+check_entry make_nearest_neighbour();
+check_entry make_head_size_bottleneck();
+check_entry make_rank_collapse();
 
 const std::vector<check_entry>& registry() {
   static const std::vector<check_entry> all = {make_two_token(), make_identical_values(), make_causal_mask(),
                                                make_output_bound(), make_log_odds(), make_residual(),
-                                               make_multi_head()};
+                                               make_multi_head(),   make_nearest_neighbour(),
+                                               make_head_size_bottleneck(), make_rank_collapse()};
   return all;
 }
 

@@ -1,0 +1,172 @@
+// checks/literature.hpp — helpers shared by the checks of issue 7 (results of the
+// literature: nearest-neighbour, head-size-bottleneck, rank-collapse) and the functions their
+// tests call directly.  Two additions to checks/common.hpp:
+//  * escalate(): filter, then escalate, like certify_sign, but keeping the enclosures of
+//    several quantities at the deciding precision (a report shows the value certified, not
+//    only the sign of a difference);
+//  * negative_control(): a statement that must be REFUTED.  The row passes exactly when the
+//    statement was refuted; it fails when the statement was certified (the check is broken)
+//    and is undecided otherwise.  The statement's own verdict is kept in the note.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "checks/common.hpp"
+
+namespace attncert::checks {
+
+/// Result of an escalated enclosure evaluation.
+struct escalation {
+  truth answer = truth::unknown;  ///< is values[0] certainly > 0?
+  unsigned bits = 0;              ///< precision that decided (or the cap)
+  std::vector<std::string> shown; ///< the enclosures of every returned value at that precision
+};
+
+/// Evaluate `f` at `start` bits, doubling up to `cap` while the sign of its first value is
+/// undecided.  Tier: enclosure — `answer` is certainly_true only if the whole first interval
+/// is > 0, certainly_false only if it is <= 0.  The other values are only reported.
+inline escalation escalate(const std::function<std::vector<mpfi_float>()>& f, unsigned start, unsigned cap) {
+  escalation out;
+  for (unsigned bits = start;; bits = bits * 2 > cap ? cap : bits * 2) {
+    precision_guard g(bits);
+    const std::vector<mpfi_float> v = f();
+    out.bits = g.bits();
+    out.shown.clear();
+    for (const auto& x : v) out.shown.push_back(number_traits<mpfi_float>::to_string(x, 12));
+    out.answer = certainly_positive(v.at(0));
+    if (out.answer != truth::unknown || bits >= cap) return out;
+  }
+}
+
+/// Enclosure-tier row from an escalation (pass only when certain).
+inline report::claim_row claim_escalated(const std::string& claim, const std::string& statement,
+                                         const std::string& instance, const escalation& e, const std::string& computed,
+                                         const std::string& expected, const std::string& rule) {
+  report::claim_row r = make_row(claim, statement, instance, "mpfi" + std::to_string(e.bits), tier::enclosure);
+  r.computed = computed;
+  r.expected = expected;
+  r.tolerance = "0";
+  r.tolerance_rule = rule + " (filter, then escalate: decided at " + std::to_string(e.bits) + " bits)";
+  r.result = e.answer == truth::certainly_true ? verdict::pass
+             : e.answer == truth::certainly_false ? verdict::fail
+                                                 : verdict::undecided;
+  return r;
+}
+
+/// Turn the row of a statement that must be refuted into a negative-control row (see the
+/// file comment).  The claim id gets the prefix "control-".
+inline report::claim_row negative_control(report::claim_row r) {
+  const verdict inner = r.result;
+  r.claim = "control-" + r.claim;
+  r.statement = "NEGATIVE CONTROL, must be refuted: " + r.statement;
+  const std::string said = inner == verdict::fail ? "REFUTED" : inner == verdict::pass ? "CERTIFIED (control broken)"
+                                                                                     : "UNDECIDED";
+  r.note = "the statement itself is " + said + (r.note.empty() ? "" : "; " + r.note);
+  r.result = inner == verdict::fail ? verdict::pass : inner == verdict::pass ? verdict::fail : inner;
+  return r;
+}
+
+/// ‖v‖₂ of a row or column vector, in T.
+template <class T>
+T norm2(const matrix<T>& v) {
+  using std::sqrt;
+  using boost::multiprecision::sqrt;
+  T s(0);
+  for (Eigen::Index i = 0; i < v.rows(); ++i)
+    for (Eigen::Index j = 0; j < v.cols(); ++j) s += v(i, j) * v(i, j);
+  return sqrt(s);
+}
+
+/// Matrix of T from decimal strings (exact decimals: enclosed by intervals, exact in ℚ,
+/// rounded once in approx formats).
+template <class T>
+matrix<T> from_strings(Eigen::Index r, Eigen::Index c, const std::vector<std::string>& v) {
+  matrix<T> m(r, c);
+  for (Eigen::Index i = 0; i < r; ++i)
+    for (Eigen::Index j = 0; j < c; ++j) m(i, j) = number_traits<T>::from_string(v.at(static_cast<std::size_t>(i * c + j)));
+  return m;
+}
+
+// ---- nearest-neighbour (checks/nearest_neighbour.cpp, proofs/L1-nearest-neighbour.md) ----
+namespace nn {
+
+/// A nonzero rational u with Q u = 0, chosen as the projection of `direction` onto ker Q
+/// (u = direction − Qᵀ(QQᵀ)⁻¹Q·direction), so that ⟨u, direction⟩ = ‖u‖² > 0 whenever
+/// direction ∉ row space of Q.  Q must have full row rank (else input_error).  Exact tier.
+matrix<mpq_rational> kernel_witness(const matrix<mpq_rational>& Q, const matrix<mpq_rational>& direction);
+
+/// Certified enclosure of the mean squared error of the full-rank head W = cI over the
+/// two-point distribution in d = 3 (t uniform on [−1, 1]): MSE(c) = ∫₀¹ 2σ(−√2ct)² dt.
+/// Composite midpoint (lower) and trapezoid (upper) rules with `panels` panels on
+/// s = √2ct ∈ [0, min(√2c, 64)], valid because σ(−s)² is convex on s ≥ 0, plus the tail
+/// [0, e^{−128}/2].  Tier: enclosure — the exact MSE lies in the returned interval.
+mpfi_float mse_quadrature(const mpfi_float& c, int panels);
+
+/// Closed form of the same MSE: (√2/c)(ln 2 − 1/2 − ln(1 + e^{−√2c}) + 1/(1 + e^{√2c})).
+/// Tier: that of T.
+template <class T>
+T mse_closed_form(const T& c) {
+  using std::exp;
+  using std::log;
+  using std::sqrt;
+  using boost::multiprecision::exp;
+  using boost::multiprecision::log;
+  using boost::multiprecision::sqrt;
+  const T s = sqrt(T(2)) * c;
+  return sqrt(T(2)) / c * (log(T(2)) - T(1) / T(2) - log(T(1) + exp(T(-s))) + T(1) / (T(1) + exp(s)));
+}
+
+/// Seeded Monte-Carlo estimate (approx tier, binary64) of the MSE over the two-point
+/// distribution in d = 3 for the head with W_QK = c·q kᵀ (rank 1; q = k = nullptr: the
+/// full-rank head W = cI).  Returns {mean, standard error}.
+std::pair<double, double> approx_mse_monte_carlo(double c, const double* q, const double* k, int samples,
+                                                 std::uint64_t seed);
+
+}  // namespace nn
+
+// ---- head-size-bottleneck (checks/head_size_bottleneck.cpp, proofs/L2-head-size-bottleneck.md) ----
+namespace hsb {
+
+/// P_ij = w_j^{q_i} / Σ_k w_k^{q_i} (exact; integer q_i, positive rational w_j): the softmax of
+/// the rank-1 score matrix q (log w)ᵀ.
+inline matrix<mpq_rational> power_structured(const std::vector<int>& q, const std::vector<mpq_rational>& w) {
+  const auto n = static_cast<Eigen::Index>(q.size()), m = static_cast<Eigen::Index>(w.size());
+  matrix<mpq_rational> P(n, m);
+  for (Eigen::Index i = 0; i < n; ++i) {
+    const int qi = q[static_cast<std::size_t>(i)];
+    mpq_rational z(0);
+    for (Eigen::Index j = 0; j < m; ++j) {
+      mpq_rational p(1);
+      for (int k = 0; k < (qi < 0 ? -qi : qi); ++k) p *= w[static_cast<std::size_t>(j)];
+      P(i, j) = qi < 0 ? mpq_rational(1 / p) : p;
+      z += P(i, j);
+    }
+    for (Eigen::Index j = 0; j < m; ++j) P(i, j) /= z;
+  }
+  return P;
+}
+
+/// Centred log-probabilities L = log P · (I − 11ᵀ/n), in T (approx or enclosure; log is
+/// transcendental).  Precondition: P > 0 entrywise.  Tier: that of T.
+template <class T>
+matrix<T> centred_log(const matrix<mpq_rational>& P) {
+  using std::log;
+  using boost::multiprecision::log;
+  matrix<T> L(P.rows(), P.cols());
+  for (Eigen::Index i = 0; i < P.rows(); ++i) {
+    T mean(0);
+    for (Eigen::Index j = 0; j < P.cols(); ++j) {
+      L(i, j) = log(from_rational<T>(P(i, j)));
+      mean += L(i, j);
+    }
+    mean = mean / T(static_cast<int>(P.cols()));
+    for (Eigen::Index j = 0; j < P.cols(); ++j) L(i, j) = L(i, j) - mean;
+  }
+  return L;
+}
+
+}  // namespace hsb
+
+}  // namespace attncert::checks
