@@ -125,7 +125,8 @@ const char* error_model =
     "tolerance (c(4d+8) + 4N + 16) eps + 2d(N+2) eps / err is <= 1/16 and err >= 2^(emin+4) (decided from the "
     "declared instance before computing); elsewhere the row is SKIPPED and documents the divergence (the "
     "computed value next to the enclosure).  Enclosure tier: MPFI with escalation from --certify-bits to "
-    "--certify-max-bits.  Exact tier: rationals.  Monte Carlo: seeded, 5 standard errors.";
+    "--certify-max-bits.  Exact tier: rationals.  Monte Carlo: seeded, 5 standard errors, asserted only where "
+    ">= 1000 samples are expected in the region where the error is non-negligible.";
 
 const std::vector<std::string> c_grid = {"1", "10", "100", "1000", "10000"};
 
@@ -494,7 +495,6 @@ constexpr int mse_panels = 2048;
 constexpr int mc_samples = 20000;
 
 void mse_part(report::check_report& rep, const run_settings& rs) {
-  std::vector<std::pair<std::string, std::string>> lo_hi;  // certified [L, U] per c
   std::vector<mpfi_float> quads;
   precision_guard g(rs.certify_bits);
   const std::string bits = std::to_string(g.bits());
@@ -550,16 +550,33 @@ void mse_part(report::check_report& rep, const run_settings& rs) {
     const double L = lower_of(q).convert_to<double>(), U = upper_of(q).convert_to<double>();
     const std::uint64_t s0 = rs.seed ^ (0xC0FFEEu + ci);
     const auto [m, se] = nn::approx_mse_monte_carlo(c, nullptr, nullptr, mc_samples, s0);
-    report::claim_row r = make_row("mse-monte-carlo-full-rank", "seeded Monte-Carlo MSE of W = cI agrees with the certified MSE",
-                                   "d=3, c=" + c_grid[ci] + ", seed " + std::to_string(s0), b64, tier::approx);
-    const double dist = m < L ? L - m : m > U ? m - U : 0.0;
-    r.computed = str(m) + " +- " + str(se) + " (" + std::to_string(mc_samples) + " samples)";
-    r.expected = "in [" + str(L) + ", " + str(U) + "]";
-    r.abs_error = str(dist);
-    r.tolerance = str(5 * se);
-    r.tolerance_rule = "statistical: distance to the enclosure <= 5 standard errors";
-    r.result = dist <= 5 * se ? verdict::pass : verdict::fail;
-    rep.claims.push_back(r);
+    // The squared error of W = cI is non-negligible only for |t| < 4/(sqrt2 c), a region of
+    // probability min(1, 4/(sqrt2 c)); with fewer than 1000 expected samples there the mean is
+    // dominated by a few rare events and 5 standard errors mean nothing.  Decided from c and
+    // the sample count, before sampling.
+    const double expected_hits = mc_samples * std::min(1.0, 4 / (std::sqrt(2.0) * c));
+    if (expected_hits < 1000) {
+      report::claim_row r = claim_skipped("mse-monte-carlo-full-rank",
+                                          "seeded Monte-Carlo MSE of W = cI agrees with the certified MSE",
+                                          "d=3, c=" + c_grid[ci] + ", seed " + std::to_string(s0), parse_format(b64), tier::approx,
+                                          "not asserted: " + std::to_string(static_cast<long>(expected_hits)) +
+                                              " expected samples (< 1000) where the error is non-negligible (rare-event "
+                                              "regime, normal approximation invalid); estimate " + str(m) + " +- " + str(se));
+      r.computed = str(m) + " +- " + str(se);
+      r.expected = "in [" + str(L) + ", " + str(U) + "]";
+      rep.claims.push_back(r);
+    } else {
+      report::claim_row r = make_row("mse-monte-carlo-full-rank", "seeded Monte-Carlo MSE of W = cI agrees with the certified MSE",
+                                     "d=3, c=" + c_grid[ci] + ", seed " + std::to_string(s0), b64, tier::approx);
+      const double dist = m < L ? L - m : m > U ? m - U : 0.0;
+      r.computed = str(m) + " +- " + str(se) + " (" + std::to_string(mc_samples) + " samples)";
+      r.expected = "in [" + str(L) + ", " + str(U) + "]";
+      r.abs_error = str(dist);
+      r.tolerance = str(5 * se);
+      r.tolerance_rule = "statistical: distance to the enclosure <= 5 standard errors";
+      r.result = dist <= 5 * se ? verdict::pass : verdict::fail;
+      rep.claims.push_back(r);
+    }
     for (std::size_t h = 0; h < heads.size(); ++h) {
       const auto [mh, seh] = nn::approx_mse_monte_carlo(c, heads[h].data(), heads[h].data() + 3, mc_samples, s0 + 7 * (h + 1));
       report::claim_row rr = make_row("mse-rank-one-not-better",

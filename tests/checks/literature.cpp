@@ -122,6 +122,16 @@ BOOST_AUTO_TEST_CASE(tolerances_can_fail_under_a_small_fault) {
   }
 }
 
+BOOST_AUTO_TEST_CASE(seed_changes_random_parts_but_not_verdicts) {
+  auto rs = settings("binary64");
+  rs.seed = test_seed();
+  for (const auto& id : ids) {
+    const auto r = run_id(id, rs);
+    BOOST_TEST(count(r, verdict::fail) == 0u, id << " seed " << rs.seed);
+    BOOST_TEST(count(r, verdict::undecided) == 0u, id << " seed " << rs.seed);
+  }
+}
+
 // ---- nearest-neighbour ----------------------------------------------------------------
 
 BOOST_AUTO_TEST_CASE(nn_c_1e4_is_certified_by_escalation_and_binary64_divergence_is_documented) {
