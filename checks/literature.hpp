@@ -98,11 +98,14 @@ namespace nn {
 matrix<mpq_rational> kernel_witness(const matrix<mpq_rational>& Q, const matrix<mpq_rational>& direction);
 
 /// Certified enclosure of the mean squared error of the full-rank head W = cI over the
-/// two-point distribution in d = 3 (t uniform on [−1, 1]): MSE(c) = ∫₀¹ 2σ(−√2ct)² dt.
-/// Composite midpoint (lower) and trapezoid (upper) rules with `panels` panels on
-/// s = √2ct ∈ [0, min(√2c, 64)], valid because σ(−s)² is convex on s ≥ 0, plus the tail
-/// [0, e^{−128}/2].  Tier: enclosure — the exact MSE lies in the returned interval.
-mpfi_float mse_quadrature(const mpfi_float& c, int panels);
+/// two-point distribution in odd dimension d ≥ 3 (t has density ∝ w(t) = (1 − t²)^{(d−3)/2}):
+/// MSE(c) = (1/Z) ∫₀¹ 2σ(−√2ct)² w(t) dt, Z = ∫₀¹ w (exact rational).  On each of `panels`
+/// panels of s = √2ct ∈ [0, min(√2c, 64)], ∫σ(−s)² lies between the midpoint and the
+/// trapezoid values (σ(−s)² is convex on s ≥ 0) and w, decreasing, lies between its values at
+/// the panel's ends; the tail beyond 64 lies in [0, e^{−128}/2].  d = 3 (w ≡ 1) gives a
+/// second-order enclosure, d > 3 a first-order one.  Tier: enclosure — the exact MSE lies in
+/// the returned interval.  Errors: input_error for even d or d < 3.
+mpfi_float mse_quadrature(const mpfi_float& c, int panels, int d = 3);
 
 /// Closed form of the same MSE: (√2/c)(ln 2 − 1/2 − ln(1 + e^{−√2c}) + 1/(1 + e^{√2c})).
 /// Tier: that of T.
@@ -119,10 +122,11 @@ T mse_closed_form(const T& c) {
 }
 
 /// Seeded Monte-Carlo estimate (approx tier, binary64) of the MSE over the two-point
-/// distribution in d = 3 for the head with W_QK = c·q kᵀ (rank 1; q = k = nullptr: the
-/// full-rank head W = cI).  Returns {mean, standard error}.
+/// distribution (x₁ = e₁, x₂ = e₂, y uniform on the sphere of ℝ^d) for the head with
+/// W_QK = c·q kᵀ (rank 1, q and k with d entries; q = k = nullptr: the full-rank head W = cI).
+/// Returns {mean, standard error}.
 std::pair<double, double> approx_mse_monte_carlo(double c, const double* q, const double* k, int samples,
-                                                 std::uint64_t seed);
+                                                 std::uint64_t seed, int d = 3);
 
 }  // namespace nn
 

@@ -203,6 +203,30 @@ BOOST_AUTO_TEST_CASE(nn_mse_quadrature_is_sound_and_complete) {
   }
 }
 
+BOOST_AUTO_TEST_CASE(nn_mse_quadrature_in_d5_is_sound_and_complete) {
+  auto rng = make_rng(4);
+  std::uniform_real_distribution<double> lc(-1, 4.5);
+  precision_guard g(128);
+  for (int trial = 0; trial < 4; ++trial) {
+    const double c = std::pow(10.0, lc(rng));
+    const mpfi_float C(c);
+    const mpfi_float q256 = nn::mse_quadrature(C, 256, 5), q4096 = nn::mse_quadrature(C, 4096, 5);
+    // Nested enclosures of the same number: the fine one lies inside the coarse one's hull
+    // and is much narrower (first order: ~16x).
+    BOOST_TEST(contains(q256, approx_mid(q4096)), "c=" << c);
+    const mpfr_float w256 = upper_of(q256) - lower_of(q256), w4096 = upper_of(q4096) - lower_of(q4096);
+    BOOST_TEST(w4096 * 8 < w256, "c=" << c);
+    // d = 5 differs from d = 3 (t concentrates near 0: larger error), and both are enclosed.
+    BOOST_TEST(lower_of(q4096) > upper_of(nn::mse_quadrature(C, 4096, 3)), "c=" << c);
+  }
+  BOOST_CHECK_THROW(nn::mse_quadrature(mpfi_float(1), 8, 4), input_error);
+  // Monte Carlo in d = 5 agrees with the certified value.
+  const mpfi_float q = nn::mse_quadrature(mpfi_float(3), 4096, 5);
+  const auto [m, se] = nn::approx_mse_monte_carlo(3, nullptr, nullptr, 20000, test_seed(), 5);
+  BOOST_TEST(m + 5 * se >= lower_of(q).convert_to<double>());
+  BOOST_TEST(m - 5 * se <= upper_of(q).convert_to<double>());
+}
+
 BOOST_AUTO_TEST_CASE(nn_monte_carlo_agrees_with_the_certified_mse) {
   const std::uint64_t seed = test_seed();
   precision_guard g(128);
