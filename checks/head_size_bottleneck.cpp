@@ -27,10 +27,10 @@ using Q = mpq_rational;
 struct instance {
   std::string name;
   matrix<Q> P;
-  // Power structure P_ij = w_j^{q_i} / Σ_k w_k^{q_i} (integer q): the factorization
-  // S = q (log w)ᵀ of rank 1 reproduces P exactly (exp(q log w) = w^q).  Empty if none.
-  std::vector<int> q;
-  std::vector<Q> w;
+  // Power structure P_ij ∝ Π_f w_fj^{q_fi} (integer q): the factorization S = Σ_f q_f (log w_f)ᵀ
+  // of rank ≤ #factors reproduces P exactly (exp(q log w) = w^q).  Empty if none.
+  std::vector<std::vector<int>> q;
+  std::vector<std::vector<Q>> w;
 };
 
 using hsb::power_structured;
@@ -40,7 +40,11 @@ const std::vector<instance>& instances() {
     std::vector<instance> out;
     const std::vector<int> q = {1, 2, -1, 0};
     const std::vector<Q> w = {Q(1), Q(2), Q(3), Q(4)};
-    out.push_back({"power-structured", power_structured(q, w), q, w});
+    out.push_back({"power-structured", power_structured(q, w), {q}, {w}});
+    // Two factors: rank 2 exactly (a nonzero 2x2 minor, and the factorization).
+    const std::vector<std::vector<int>> q2 = {q, {0, 1, 1, -1}};
+    const std::vector<std::vector<Q>> w2 = {w, {Q(2), Q(1), Q(1), Q(3)}};
+    out.push_back({"two-factor power-structured", power_structured(q2, w2), q2, w2});
     matrix<Q> G(n, n);
     const int g[n][n] = {{1, 2, 3, 4}, {4, 1, 2, 3}, {2, 2, 5, 1}, {3, 4, 1, 2}};
     for (int i = 0; i < n; ++i)
@@ -62,17 +66,17 @@ const std::vector<instance>& instances() {
 
 using hsb::centred_log;
 
-// The rank-1 factor scores q (log w)ᵀ in T.
+// The factor scores Σ_f q_f (log w_f)ᵀ in T.
 template <class T>
 matrix<T> factor_scores(const instance& in) {
   using std::log;
   using boost::multiprecision::log;
-  matrix<T> Qm(n, 1), K(n, 1);
-  for (int i = 0; i < n; ++i) {
-    Qm(i, 0) = T(in.q[static_cast<std::size_t>(i)]);
-    K(i, 0) = log(from_rational<T>(in.w[static_cast<std::size_t>(i)]));
-  }
-  return multiply(Qm, transpose(K));
+  matrix<T> S = matrix<T>::Zero(n, n);
+  for (std::size_t f = 0; f < in.q.size(); ++f)
+    for (int i = 0; i < n; ++i)
+      for (int j = 0; j < n; ++j)
+        S(i, j) += T(in.q[f][static_cast<std::size_t>(i)]) * log(from_rational<T>(in.w[f][static_cast<std::size_t>(j)]));
+  return S;
 }
 
 // Certified max |softmax(S) − P| <= 2^-100 for the scores `make` builds at each precision.
@@ -139,27 +143,44 @@ exact_info exact_and_enclosure_part(report::check_report& rep, const run_setting
     rep.claims.push_back(claim_exact("positive-row-stochastic", "P > 0 entrywise and every row sums to 1", in.name,
                                      ok ? "yes" : "no", "yes", ok, "rationals"));
     if (!in.q.empty()) {
-      // Possibility for d_p = 1: S = q (log w)^T.
+      // Possibility for d_p = #factors: S = Σ_f q_f (log w_f)^T.
+      const std::size_t dp = in.q.size();
+      const std::string dps = std::to_string(dp);
       const matrix<Q> Pf = power_structured(in.q, in.w);
       const bool same = Pf == in.P;
       rep.claims.push_back(claim_exact("factorization-exact",
-                                       "softmax(q (log w)^T) = P, by exp(q_i log w_j) = w_j^q_i (integer q_i)", in.name,
+                                       "softmax(sum_f q_f (log w_f)^T) = P, by exp(q log w) = w^q (integer q)", in.name,
                                        same ? "equal" : "differ", "equal", same, "rational powers, normalized"));
       const escalation e = certify_reproduces(in, [&] { return factor_scores<mpfi_float>(in); }, rs);
-      rep.claims.push_back(claim_escalated("factorization-reproduces-P", "max |softmax(q (log w)^T) - P| <= 2^-100",
-                                           in.name + ", d_p=1", e, "max diff in " + e.shown.at(1), "<= 2^-100",
+      rep.claims.push_back(claim_escalated("factorization-reproduces-P",
+                                           "max |softmax(sum_f q_f (log w_f)^T) - P| <= 2^-100 (rank <= " + dps + ")",
+                                           in.name + ", d_p=" + dps, e, "max diff in " + e.shown.at(1), "<= 2^-100",
                                            "enclosure of 2^-100 - max diff must be > 0"));
-      // Negative control: "P is not the softmax of any rank-1 score matrix" — refuted by the
+      // Negative control: "P is not the softmax of any rank-d_p score matrix" — refuted by the
       // exact factorization above.
-      report::claim_row r = claim_exact("rank1-impossible", "P is not the softmax of any rank-1 score matrix", in.name,
-                                        same ? "a rank-1 factorization reproduces P exactly" : "no factorization checked",
-                                        "no rank-1 score matrix gives P", !same,
+      report::claim_row r = claim_exact("rank" + dps + "-impossible",
+                                        "P is not the softmax of any rank-" + dps + " score matrix", in.name,
+                                        same ? "a rank-" + dps + " factorization reproduces P exactly" : "no factorization checked",
+                                        "no rank-" + dps + " score matrix gives P", !same,
                                         "refuted by an explicit factorization checked exactly");
       rep.claims.push_back(negative_control(r));
-      const certified_lower lb = certify_rank_at_least(in.P, 1, rs);
-      info.rank.push_back(lb.rank == 1 && same ? 1 : 0);
-      info.source.push_back("rank >= 1 by " + lb.witness + " (MPFI " + std::to_string(lb.bits) +
-                            " bits); rank <= 1 by the factorization q (log w)^T");
+      // The factorization's rank is tight: a nonzero dp-minor (impossibility below d_p).
+      const certified_lower lb = certify_rank_at_least(in.P, dp, rs);
+      if (dp >= 2) {
+        report::claim_row ri = make_row("impossible-rank-" + std::to_string(dp - 1),
+                                        "P is not the softmax of any score matrix of rank <= " + std::to_string(dp - 1),
+                                        in.name + ", d_p=" + std::to_string(dp - 1), "mpfi" + std::to_string(lb.bits),
+                                        tier::enclosure);
+        ri.computed = "rank(log P C) >= " + std::to_string(lb.rank) + " by " + lb.witness;
+        ri.expected = ">= " + dps;
+        ri.tolerance = "0";
+        ri.tolerance_rule = "a certified nonzero minor (filter, then escalate: decided at " + std::to_string(lb.bits) + " bits)";
+        ri.result = lb.rank >= dp ? verdict::pass : verdict::undecided;
+        rep.claims.push_back(ri);
+      }
+      info.rank.push_back(lb.rank == dp && same ? dp : 0);
+      info.source.push_back("rank >= " + std::to_string(lb.rank) + " by " + lb.witness + " (MPFI " + std::to_string(lb.bits) +
+                            " bits); rank <= " + dps + " by the factorization sum_f q_f (log w_f)^T");
       continue;
     }
     // Impossibility for every d_p < n − 1 by a nonzero (d_p + 1)-minor.

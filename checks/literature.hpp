@@ -133,23 +133,32 @@ std::pair<double, double> approx_mse_monte_carlo(double c, const double* q, cons
 // ---- head-size-bottleneck (checks/head_size_bottleneck.cpp, proofs/L2-head-size-bottleneck.md) ----
 namespace hsb {
 
-/// P_ij = w_j^{q_i} / Σ_k w_k^{q_i} (exact; integer q_i, positive rational w_j): the softmax of
-/// the rank-1 score matrix q (log w)ᵀ.
-inline matrix<mpq_rational> power_structured(const std::vector<int>& q, const std::vector<mpq_rational>& w) {
-  const auto n = static_cast<Eigen::Index>(q.size()), m = static_cast<Eigen::Index>(w.size());
+/// P_ij = Π_f w_fj^{q_fi} / Σ_k Π_f w_fk^{q_fi} (exact; integer q_fi, positive rational w_fj):
+/// the softmax of the score matrix Σ_f q_f (log w_f)ᵀ, of rank ≤ the number of factors.
+inline matrix<mpq_rational> power_structured(const std::vector<std::vector<int>>& qs,
+                                             const std::vector<std::vector<mpq_rational>>& ws) {
+  const auto n = static_cast<Eigen::Index>(qs.at(0).size()), m = static_cast<Eigen::Index>(ws.at(0).size());
   matrix<mpq_rational> P(n, m);
   for (Eigen::Index i = 0; i < n; ++i) {
-    const int qi = q[static_cast<std::size_t>(i)];
     mpq_rational z(0);
     for (Eigen::Index j = 0; j < m; ++j) {
       mpq_rational p(1);
-      for (int k = 0; k < (qi < 0 ? -qi : qi); ++k) p *= w[static_cast<std::size_t>(j)];
-      P(i, j) = qi < 0 ? mpq_rational(1 / p) : p;
-      z += P(i, j);
+      for (std::size_t f = 0; f < qs.size(); ++f) {
+        const int qi = qs[f][static_cast<std::size_t>(i)];
+        const mpq_rational& wj = ws[f][static_cast<std::size_t>(j)];
+        for (int k = 0; k < (qi < 0 ? -qi : qi); ++k) p = qi < 0 ? mpq_rational(p / wj) : mpq_rational(p * wj);
+      }
+      P(i, j) = p;
+      z += p;
     }
     for (Eigen::Index j = 0; j < m; ++j) P(i, j) /= z;
   }
   return P;
+}
+
+/// One factor: P_ij = w_j^{q_i} / Σ_k w_k^{q_i}, the softmax of the rank-1 scores q (log w)ᵀ.
+inline matrix<mpq_rational> power_structured(const std::vector<int>& q, const std::vector<mpq_rational>& w) {
+  return power_structured(std::vector<std::vector<int>>{q}, std::vector<std::vector<mpq_rational>>{w});
 }
 
 /// Centred log-probabilities L = log P · (I − 11ᵀ/n), in T (approx or enclosure; log is

@@ -264,6 +264,24 @@ BOOST_AUTO_TEST_CASE(hsb_near_structured_instance_needs_escalation_and_fools_bin
   BOOST_TEST((find_row(rc, "impossible-rank-1", "generic, d_p=1", "mpfi").result == verdict::pass));
 }
 
+BOOST_AUTO_TEST_CASE(hsb_two_factor_instance_has_rank_exactly_two) {
+  const auto r = run_id("head-size-bottleneck", settings("binary64"));
+  const std::string inst = "two-factor power-structured";
+  BOOST_TEST((find_row(r, "impossible-rank-1", inst + ", d_p=1", "mpfi").result == verdict::pass));
+  BOOST_TEST((find_row(r, "factorization-reproduces-P", inst + ", d_p=2", "mpfi").result == verdict::pass));
+  BOOST_TEST((find_row(r, "factorization-exact", inst, "exact").result == verdict::pass));
+  BOOST_TEST((find_row(r, "control-rank2-impossible", inst, "exact").result == verdict::pass));
+  for (const auto& k : r.ranks)
+    if (k.instance == inst) BOOST_TEST(k.exact_rank == 2u);
+  // Two factors whose score matrix has rank 1 (second q = 2q): the 2x2 minors vanish, never certified.
+  const std::vector<int> q = {1, 2, -1, 0}, q2 = {2, 4, -2, 0};
+  const std::vector<mpq_rational> w = {1, 2, 3, 4}, v = {2, 1, 1, 3};
+  const auto P = hsb::power_structured(std::vector<std::vector<int>>{q, q2}, std::vector<std::vector<mpq_rational>>{w, v});
+  precision_guard g(512);
+  const auto lb = certified_rank_lower_bound(hsb::centred_log<mpfi_float>(P));
+  BOOST_TEST(lb.rank <= 1u);  // S = q (log w + 2 log v)^T has rank 1: no 2x2 minor may be certified
+}
+
 // Soundness: a power-structured P (softmax of a rank-1 score matrix) never gets a certified
 // nonzero 2x2 minor of log P C; completeness: a generic rational P gets rank n-1 = 3 at
 // some precision up to 4096 bits.
