@@ -10,14 +10,18 @@ check_entry make_output_bound();
 check_entry make_log_odds();
 check_entry make_residual();
 check_entry make_multi_head();
+check_entry make_nearest_neighbour();
+check_entry make_head_size_bottleneck();
+check_entry make_rank_collapse();
 check_entry make_linear_attention();
 check_entry make_random_features();
 
 const std::vector<check_entry>& registry() {
   static const std::vector<check_entry> all = {make_two_token(), make_identical_values(), make_causal_mask(),
                                                make_output_bound(), make_log_odds(), make_residual(),
-                                               make_multi_head(), make_linear_attention(),
-                                               make_random_features()};
+                                               make_multi_head(),   make_nearest_neighbour(),
+                                               make_head_size_bottleneck(), make_rank_collapse(),
+                                               make_linear_attention(), make_random_features()};
   return all;
 }
 

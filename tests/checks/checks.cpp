@@ -47,7 +47,13 @@ const std::vector<std::string> ids = {"two-token", "identical-values", "causal-m
 }  // namespace
 
 BOOST_AUTO_TEST_CASE(registry_has_the_stable_ids) {
-  BOOST_TEST(registry().size() == ids.size());
+  // The article's seven come first; then the literature checks: nearest-neighbour,
+  // head-size-bottleneck, rank-collapse (tested in tests/checks/literature.cpp), and
+  // linear-attention, random-features (in `ids`, held to this file's tests as well).
+  BOOST_TEST(registry().size() == ids.size() + 3);
+  for (std::size_t i = 0; i < 7; ++i) BOOST_TEST(registry()[i].id == ids[i]);
+  for (std::size_t i = 0; i < registry().size(); ++i)
+    for (std::size_t j = i + 1; j < registry().size(); ++j) BOOST_TEST(registry()[i].id != registry()[j].id);
   for (const auto& id : ids) {
     const check_entry* c = find_check(id);
     BOOST_TEST_REQUIRE(c != nullptr, id);

@@ -167,7 +167,7 @@ int main(int argc, char** argv) {
   auto* check = app.add_subcommand("check", "Run the article's constructions (all, or the IDs given) and report every claim.");
   check->footer(
       "Examples:\n"
-      "  attncert check                               all seven checks in binary64 and mpfr256\n"
+      "  attncert check                               all checks in binary64 and mpfr256\n"
       "  attncert check two-token --formats binary16,bfloat16,binary32,binary64,mpfr256\n"
       "  attncert check causal-mask --policies numpy,absolute:1e-6 --format json --out report.json\n"
       "  attncert check --list\n"

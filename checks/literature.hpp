@@ -1,0 +1,185 @@
+// checks/literature.hpp — helpers shared by the checks of issue 7 (results of the
+// literature: nearest-neighbour, head-size-bottleneck, rank-collapse) and the functions their
+// tests call directly.  Two additions to checks/common.hpp:
+//  * escalate(): filter, then escalate, like certify_sign, but keeping the enclosures of
+//    several quantities at the deciding precision (a report shows the value certified, not
+//    only the sign of a difference);
+//  * negative_control(): a statement that must be REFUTED.  The row passes exactly when the
+//    statement was refuted; it fails when the statement was certified (the check is broken)
+//    and is undecided otherwise.  The statement's own verdict is kept in the note.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "checks/common.hpp"
+
+namespace attncert::checks {
+
+/// Result of an escalated enclosure evaluation.
+struct escalation {
+  truth answer = truth::unknown;  ///< is values[0] certainly > 0?
+  unsigned bits = 0;              ///< precision that decided (or the cap)
+  std::vector<std::string> shown; ///< the enclosures of every returned value at that precision
+};
+
+/// Evaluate `f` at `start` bits, doubling up to `cap` while the sign of its first value is
+/// undecided.  Tier: enclosure — `answer` is certainly_true only if the whole first interval
+/// is > 0, certainly_false only if it is <= 0.  The other values are only reported.
+inline escalation escalate(const std::function<std::vector<mpfi_float>()>& f, unsigned start, unsigned cap) {
+  escalation out;
+  for (unsigned bits = start;; bits = bits * 2 > cap ? cap : bits * 2) {
+    precision_guard g(bits);
+    const std::vector<mpfi_float> v = f();
+    out.bits = g.bits();
+    out.shown.clear();
+    for (const auto& x : v) out.shown.push_back(number_traits<mpfi_float>::to_string(x, 12));
+    out.answer = certainly_positive(v.at(0));
+    if (out.answer != truth::unknown || bits >= cap) return out;
+  }
+}
+
+/// Enclosure-tier row from an escalation (pass only when certain).
+inline report::claim_row claim_escalated(const std::string& claim, const std::string& statement,
+                                         const std::string& instance, const escalation& e, const std::string& computed,
+                                         const std::string& expected, const std::string& rule) {
+  report::claim_row r = make_row(claim, statement, instance, "mpfi" + std::to_string(e.bits), tier::enclosure);
+  r.computed = computed;
+  r.expected = expected;
+  r.tolerance = "0";
+  r.tolerance_rule = rule + " (filter, then escalate: decided at " + std::to_string(e.bits) + " bits)";
+  r.result = e.answer == truth::certainly_true ? verdict::pass
+             : e.answer == truth::certainly_false ? verdict::fail
+                                                 : verdict::undecided;
+  return r;
+}
+
+/// Turn the row of a statement that must be refuted into a negative-control row (see the
+/// file comment).  The claim id gets the prefix "control-".
+inline report::claim_row negative_control(report::claim_row r) {
+  const verdict inner = r.result;
+  r.claim = "control-" + r.claim;
+  r.statement = "NEGATIVE CONTROL, must be refuted: " + r.statement;
+  const std::string said = inner == verdict::fail ? "REFUTED" : inner == verdict::pass ? "CERTIFIED (control broken)"
+                                                                                     : "UNDECIDED";
+  r.note = "the statement itself is " + said + (r.note.empty() ? "" : "; " + r.note);
+  r.result = inner == verdict::fail ? verdict::pass : inner == verdict::pass ? verdict::fail : inner;
+  return r;
+}
+
+/// ‖v‖₂ of a row or column vector, in T.
+template <class T>
+T norm2(const matrix<T>& v) {
+  using std::sqrt;
+  using boost::multiprecision::sqrt;
+  T s(0);
+  for (Eigen::Index i = 0; i < v.rows(); ++i)
+    for (Eigen::Index j = 0; j < v.cols(); ++j) s += v(i, j) * v(i, j);
+  return sqrt(s);
+}
+
+/// Matrix of T from decimal strings (exact decimals: enclosed by intervals, exact in ℚ,
+/// rounded once in approx formats).
+template <class T>
+matrix<T> from_strings(Eigen::Index r, Eigen::Index c, const std::vector<std::string>& v) {
+  matrix<T> m(r, c);
+  for (Eigen::Index i = 0; i < r; ++i)
+    for (Eigen::Index j = 0; j < c; ++j) m(i, j) = number_traits<T>::from_string(v.at(static_cast<std::size_t>(i * c + j)));
+  return m;
+}
+
+// ---- nearest-neighbour (checks/nearest_neighbour.cpp, proofs/L1-nearest-neighbour.md) ----
+namespace nn {
+
+/// A nonzero rational u with Q u = 0, chosen as the projection of `direction` onto ker Q
+/// (u = direction − Qᵀ(QQᵀ)⁻¹Q·direction), so that ⟨u, direction⟩ = ‖u‖² > 0 whenever
+/// direction ∉ row space of Q.  Q must have full row rank (else input_error).  Exact tier.
+matrix<mpq_rational> kernel_witness(const matrix<mpq_rational>& Q, const matrix<mpq_rational>& direction);
+
+/// Certified enclosure of the mean squared error of the full-rank head W = cI over the
+/// two-point distribution in odd dimension d ≥ 3 (t has density ∝ w(t) = (1 − t²)^{(d−3)/2}):
+/// MSE(c) = (1/Z) ∫₀¹ 2σ(−√2ct)² w(t) dt, Z = ∫₀¹ w (exact rational).  On each of `panels`
+/// panels of s = √2ct ∈ [0, min(√2c, 64)], ∫σ(−s)² lies between the midpoint and the
+/// trapezoid values (σ(−s)² is convex on s ≥ 0) and w, decreasing, lies between its values at
+/// the panel's ends; the tail beyond 64 lies in [0, e^{−128}/2].  d = 3 (w ≡ 1) gives a
+/// second-order enclosure, d > 3 a first-order one.  Tier: enclosure — the exact MSE lies in
+/// the returned interval.  Errors: input_error for even d or d < 3.
+mpfi_float mse_quadrature(const mpfi_float& c, int panels, int d = 3);
+
+/// Closed form of the same MSE: (√2/c)(ln 2 − 1/2 − ln(1 + e^{−√2c}) + 1/(1 + e^{√2c})).
+/// Tier: that of T.
+template <class T>
+T mse_closed_form(const T& c) {
+  using std::exp;
+  using std::log;
+  using std::sqrt;
+  using boost::multiprecision::exp;
+  using boost::multiprecision::log;
+  using boost::multiprecision::sqrt;
+  const T s = sqrt(T(2)) * c;
+  return sqrt(T(2)) / c * (log(T(2)) - T(1) / T(2) - log(T(1) + exp(T(-s))) + T(1) / (T(1) + exp(s)));
+}
+
+/// Seeded Monte-Carlo estimate (approx tier, binary64) of the MSE over the two-point
+/// distribution (x₁ = e₁, x₂ = e₂, y uniform on the sphere of ℝ^d) for the head with
+/// W_QK = c·q kᵀ (rank 1, q and k with d entries; q = k = nullptr: the full-rank head W = cI).
+/// Returns {mean, standard error}.
+std::pair<double, double> approx_mse_monte_carlo(double c, const double* q, const double* k, int samples,
+                                                 std::uint64_t seed, int d = 3);
+
+}  // namespace nn
+
+// ---- head-size-bottleneck (checks/head_size_bottleneck.cpp, proofs/L2-head-size-bottleneck.md) ----
+namespace hsb {
+
+/// P_ij = Π_f w_fj^{q_fi} / Σ_k Π_f w_fk^{q_fi} (exact; integer q_fi, positive rational w_fj):
+/// the softmax of the score matrix Σ_f q_f (log w_f)ᵀ, of rank ≤ the number of factors.
+inline matrix<mpq_rational> power_structured(const std::vector<std::vector<int>>& qs,
+                                             const std::vector<std::vector<mpq_rational>>& ws) {
+  const auto n = static_cast<Eigen::Index>(qs.at(0).size()), m = static_cast<Eigen::Index>(ws.at(0).size());
+  matrix<mpq_rational> P(n, m);
+  for (Eigen::Index i = 0; i < n; ++i) {
+    mpq_rational z(0);
+    for (Eigen::Index j = 0; j < m; ++j) {
+      mpq_rational p(1);
+      for (std::size_t f = 0; f < qs.size(); ++f) {
+        const int qi = qs[f][static_cast<std::size_t>(i)];
+        const mpq_rational& wj = ws[f][static_cast<std::size_t>(j)];
+        for (int k = 0; k < (qi < 0 ? -qi : qi); ++k) p = qi < 0 ? mpq_rational(p / wj) : mpq_rational(p * wj);
+      }
+      P(i, j) = p;
+      z += p;
+    }
+    for (Eigen::Index j = 0; j < m; ++j) P(i, j) /= z;
+  }
+  return P;
+}
+
+/// One factor: P_ij = w_j^{q_i} / Σ_k w_k^{q_i}, the softmax of the rank-1 scores q (log w)ᵀ.
+inline matrix<mpq_rational> power_structured(const std::vector<int>& q, const std::vector<mpq_rational>& w) {
+  return power_structured(std::vector<std::vector<int>>{q}, std::vector<std::vector<mpq_rational>>{w});
+}
+
+/// Centred log-probabilities L = log P · (I − 11ᵀ/n), in T (approx or enclosure; log is
+/// transcendental).  Precondition: P > 0 entrywise.  Tier: that of T.
+template <class T>
+matrix<T> centred_log(const matrix<mpq_rational>& P) {
+  using std::log;
+  using boost::multiprecision::log;
+  matrix<T> L(P.rows(), P.cols());
+  for (Eigen::Index i = 0; i < P.rows(); ++i) {
+    T mean(0);
+    for (Eigen::Index j = 0; j < P.cols(); ++j) {
+      L(i, j) = log(from_rational<T>(P(i, j)));
+      mean += L(i, j);
+    }
+    mean = mean / T(static_cast<int>(P.cols()));
+    for (Eigen::Index j = 0; j < P.cols(); ++j) L(i, j) = L(i, j) - mean;
+  }
+  return L;
+}
+
+}  // namespace hsb
+
+}  // namespace attncert::checks
