@@ -218,7 +218,13 @@ report::check_report run(const run_settings& rs) {
                                        "|recurrent - parallel| <= 2^-100 max|v| (exactly 0; mixed signs, phi = e^x)",
                                        "mixed-sign inputs", s, "2^-100 max|v| - max|diff| > 0",
                                        "certified: the whole enclosure is positive"));
-  for_each_format(rs, [&]<class T>(const format_spec& fmt) {
+  // The requested formats, plus binary32 and binary64 always (the two forms' distance in fp32 and
+  // binary64 is part of the statement).
+  run_settings fs = rs;
+  for (const char* name : {"binary32", "binary64"})
+    if (std::none_of(fs.formats.begin(), fs.formats.end(), [&](const format_spec& f) { return f.name == name; }))
+      fs.formats.push_back(parse_format(name));
+  for_each_format(fs, [&]<class T>(const format_spec& fmt) {
     if constexpr (std::is_same_v<T, mpfi_float>) {
       rep.claims.push_back(claim_skipped("recurrent-form-accuracy", "accuracy of the forms", "positive inputs", fmt,
                                          tier::enclosure, "intervals: see the enclosure claim above"));

@@ -146,6 +146,7 @@ BOOST_AUTO_TEST_CASE(passing_approx_claims_have_small_finite_tolerances) {
     const auto r = run_id(id, rs);
     for (const auto& c : r.claims) {
       if (c.tier != "approx" || c.result != verdict::pass) continue;
+      if (c.format != "binary64") continue;  // a check may add formats (linear-attention always reports binary32)
       // Monte Carlo claims carry statistical tolerances (standard errors), not rounding bounds.
       if (c.tolerance_rule.rfind("statistical:", 0) == 0) continue;
       double tol = std::stod(c.tolerance);
