@@ -4,22 +4,7 @@
 # certificates, .npy/.json matrix paths relative to the claim file, atomic certificate output.
 set -u
 BIN="$1"
-TMP="$(mktemp -d)"
-trap 'rm -rf "$TMP"' EXIT
-pass=0
-fail=0
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
-expect_exit() {  # expected-code description command...
-  local want="$1" what="$2"
-  shift 2
-  "$@" >"$TMP/out" 2>"$TMP/err"
-  local got=$?
-  if [ "$got" = "$want" ]; then ok; else bad "$what: exit $got, expected $want; stdout: $(head -c 300 "$TMP/out") stderr: $(head -c 300 "$TMP/err")"; fi
-}
-expect_in() {  # file text description
-  if grep -qF -- "$2" "$1"; then ok; else bad "$3: '$2' not in $(head -c 300 "$1")"; fi
-}
+. "$(dirname "$0")/harness.sh"
 
 rank_claim() {  # S object range relation value
   printf '{"objects": {"S": %s}, "family": {"range": "%s"}, "quantity": {"kind": "rank", "object": "%s"}, "relation": "%s", "value": %s}\n' "$1" "$3" "$2" "$4" "$5"

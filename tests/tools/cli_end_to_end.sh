@@ -3,30 +3,7 @@
 # codes, JSON keys, bad usage (one line on stderr, exit 2, no partial output file).
 set -u
 BIN="$1"
-TMP="$(mktemp -d)"
-trap 'rm -rf "$TMP"' EXIT
-pass=0
-fail=0
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
-
-expect_exit() {  # expected-code description command...
-  local want="$1" what="$2"
-  shift 2
-  "$@" >"$TMP/out" 2>"$TMP/err"
-  local got=$?
-  if [ "$got" = "$want" ]; then ok; else bad "$what: exit $got, expected $want; stderr: $(head -c 300 "$TMP/err")"; fi
-}
-
-expect_usage_error() {  # description command...  (exit 2, exactly one stderr line, nothing on stdout)
-  local what="$1"
-  shift
-  expect_exit 2 "$what" "$@"
-  local lines
-  lines=$(wc -l <"$TMP/err")
-  if [ "$lines" = "1" ]; then ok; else bad "$what: $lines stderr lines, expected 1: $(cat "$TMP/err")"; fi
-  if [ ! -s "$TMP/out" ]; then ok; else bad "$what: wrote to stdout on a usage error"; fi
-}
+. "$(dirname "$0")/harness.sh"
 
 # --- the main job -----------------------------------------------------------
 expect_exit 0 "check (default formats)" "$BIN" check

@@ -5,31 +5,12 @@
 # output file left behind).
 set -u
 BIN="$(cd "$(dirname "$1")" && pwd)/$(basename "$1")"
-TMP="$(mktemp -d)"
-trap 'rm -rf "$TMP"' EXIT
-pass=0
-fail=0
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
+. "$(dirname "$0")/harness.sh"
 
-expect_exit() {  # expected-code description command...
-  local want="$1" what="$2"
-  shift 2
-  "$@" >"$TMP/out" 2>"$TMP/err"
-  local got=$?
-  if [ "$got" = "$want" ]; then ok; else bad "$what: exit $got, expected $want; stderr: $(head -c 300 "$TMP/err")"; fi
-}
-
-expect_usage_error() {  # description command...  (exit 2, one stderr line, no stdout, no --out file)
-  local what="$1"
-  shift
+drift_usage_error() {  # description command...  (expect_usage_error, and no --out / --plot file left behind)
   rm -f "$TMP/never.json"
-  expect_exit 2 "$what" "$@"
-  local lines
-  lines=$(wc -l <"$TMP/err")
-  if [ "$lines" = "1" ]; then ok; else bad "$what: $lines stderr lines, expected 1: $(cat "$TMP/err")"; fi
-  if [ ! -s "$TMP/out" ]; then ok; else bad "$what: wrote to stdout on a usage error"; fi
-  if [ ! -e "$TMP/never.json" ] && [ -z "$(ls "$TMP" | grep -E '\.tmp\.|attncert-plot')" ]; then ok; else bad "$what: left a file"; fi
+  expect_usage_error "$@"
+  if [ ! -e "$TMP/never.json" ] && [ -z "$(ls "$TMP" | grep -E '\.tmp\.|attncert-plot')" ]; then ok; else bad "$1: left a file"; fi
 }
 
 # A PNG (signature, IHDR, CRCs, IEND) or SVG (XML whose root is <svg> with a size) checker.
@@ -142,23 +123,23 @@ awk '$1 == 5 { if ($3 > 1e-17 && $3 < 1e-15) found = 1 } END { exit !found }' "$
   && ok || bad "figures into a relative directory: $(cat "$TMP/err")"
 
 # --- bad usage ----------------------------------------------------------------------
-expect_usage_error "unknown family" "$BIN" drift --family three-token --from 0 --to 1 --out "$TMP/never.json"
-expect_usage_error "from >= to" "$BIN" drift --from 1 --to 1 --out "$TMP/never.json"
-expect_usage_error "log from 0" "$BIN" drift --from 0 --to 1 --log --out "$TMP/never.json"
-expect_usage_error "one point" "$BIN" drift --from 0 --to 1 --points 1 --out "$TMP/never.json"
-expect_usage_error "unknown recipe" "$BIN" drift --from 0 --to 1 --recipes fp8 --out "$TMP/never.json"
-expect_usage_error "duplicate recipe" "$BIN" drift --from 0 --to 1 --recipes fp16,fp16 --out "$TMP/never.json"
-expect_usage_error "unknown policy" "$BIN" drift --from 0 --to 1 --policies numpy,foo --out "$TMP/never.json"
-expect_usage_error "unknown object" "$BIN" drift --from 0 --to 1 --object scores --out "$TMP/never.json"
-expect_usage_error "unknown param" "$BIN" drift --param b --from 0 --to 1 --out "$TMP/never.json"
-expect_usage_error "bad report format" "$BIN" drift --from 0 --to 1 --format xml --out "$TMP/never.json"
-expect_usage_error "n for two-token" "$BIN" drift --from 0 --to 1 --n 3 --out "$TMP/never.json"
-expect_usage_error "plot extension" "$BIN" drift --from 0 --to 1 --plot "$TMP/p.pdf" --out "$TMP/never.json"
-expect_usage_error "missing --to" "$BIN" drift --from 0
-expect_usage_error "figures formats" "$BIN" figures --out "$TMP/fig2" --formats pdf
-expect_usage_error "plot into a missing directory" "$BIN" drift --from 0 --to 1 --points 2 --plot "$TMP/nodir/p.png" --out "$TMP/never.json"
+drift_usage_error "unknown family" "$BIN" drift --family three-token --from 0 --to 1 --out "$TMP/never.json"
+drift_usage_error "from >= to" "$BIN" drift --from 1 --to 1 --out "$TMP/never.json"
+drift_usage_error "log from 0" "$BIN" drift --from 0 --to 1 --log --out "$TMP/never.json"
+drift_usage_error "one point" "$BIN" drift --from 0 --to 1 --points 1 --out "$TMP/never.json"
+drift_usage_error "unknown recipe" "$BIN" drift --from 0 --to 1 --recipes fp8 --out "$TMP/never.json"
+drift_usage_error "duplicate recipe" "$BIN" drift --from 0 --to 1 --recipes fp16,fp16 --out "$TMP/never.json"
+drift_usage_error "unknown policy" "$BIN" drift --from 0 --to 1 --policies numpy,foo --out "$TMP/never.json"
+drift_usage_error "unknown object" "$BIN" drift --from 0 --to 1 --object scores --out "$TMP/never.json"
+drift_usage_error "unknown param" "$BIN" drift --param b --from 0 --to 1 --out "$TMP/never.json"
+drift_usage_error "bad report format" "$BIN" drift --from 0 --to 1 --format xml --out "$TMP/never.json"
+drift_usage_error "n for two-token" "$BIN" drift --from 0 --to 1 --n 3 --out "$TMP/never.json"
+drift_usage_error "plot extension" "$BIN" drift --from 0 --to 1 --plot "$TMP/p.pdf" --out "$TMP/never.json"
+drift_usage_error "missing --to" "$BIN" drift --from 0
+drift_usage_error "figures formats" "$BIN" figures --out "$TMP/fig2" --formats pdf
+drift_usage_error "plot into a missing directory" "$BIN" drift --from 0 --to 1 --points 2 --plot "$TMP/nodir/p.png" --out "$TMP/never.json"
 [ ! -e "$TMP/nodir" ] && ok || bad "plot into a missing directory created it"
-expect_usage_error "unwritable output" "$BIN" drift --from 0 --to 1 --points 2 --out "$TMP/no/such/dir/x.json"
+drift_usage_error "unwritable output" "$BIN" drift --from 0 --to 1 --points 2 --out "$TMP/no/such/dir/x.json"
 
 echo "$pass passed, $fail failed"
 [ "$fail" = 0 ]
