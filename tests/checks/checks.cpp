@@ -4,41 +4,13 @@
 #include <boost/test/unit_test.hpp>
 
 #include "checks/common.hpp"
+#include "check_support.hpp"
 
 using namespace attncert;
 using namespace attncert::checks;
+using namespace attncert::checks::testing;
 
 namespace {
-
-run_settings settings(const std::string& formats, double fault = 0,
-                      const std::string& policies = "numpy,matlab,torch,lapack,eigen") {
-  run_settings rs;
-  rs.formats = parse_formats(formats);
-  rs.policies = parse_policies(policies);
-  rs.fault = fault;
-  return rs;
-}
-
-report::check_report run_id(const std::string& id, const run_settings& rs) {
-  const check_entry* c = find_check(id);
-  BOOST_TEST_REQUIRE(c != nullptr);
-  return run_check(*c, rs);
-}
-
-std::size_t count(const report::check_report& r, verdict v, const std::string& format = "") {
-  std::size_t n = 0;
-  for (const auto& c : r.claims)
-    if (c.result == v && (format.empty() || c.format == format)) ++n;
-  return n;
-}
-
-bool diverges(const report::check_report& r, const std::string& object, const std::string& instance,
-              const std::string& format) {
-  for (const auto& k : r.ranks)
-    if (k.object == object && k.instance == instance && k.format == format) return k.diverges;
-  BOOST_FAIL("no rank row " + object + " / " + instance + " / " + format);
-  return false;
-}
 
 const std::vector<std::string> ids = {"two-token", "identical-values", "causal-mask",      "output-bound",
                                       "log-odds",  "residual",         "multi-head",       "linear-attention",
@@ -90,12 +62,12 @@ BOOST_AUTO_TEST_CASE(every_claim_holds_in_16_and_32_bit_formats) {
 
 BOOST_AUTO_TEST_CASE(two_token_divergence_at_tiny_a_is_flagged_only_where_it_occurs) {
   const auto r = run_id("two-token", settings("binary64,mpfr256"));
-  BOOST_TEST(diverges(r, "A", "a=1e-20", "binary64"));
-  BOOST_TEST(diverges(r, "A", "a=1e-17", "binary64"));
-  BOOST_TEST(!diverges(r, "A", "a=1e-3", "binary64"));
-  BOOST_TEST(!diverges(r, "A", "a=1e-20", "mpfr256"));
-  BOOST_TEST(!diverges(r, "A", "a=1", "binary64"));
-  BOOST_TEST(!diverges(r, "A", "a=0", "binary64"));  // exact rank 1 at a = 0, measured 1
+  BOOST_TEST(rank_diverges(r, "A", "a=1e-20", "binary64"));
+  BOOST_TEST(rank_diverges(r, "A", "a=1e-17", "binary64"));
+  BOOST_TEST(!rank_diverges(r, "A", "a=1e-3", "binary64"));
+  BOOST_TEST(!rank_diverges(r, "A", "a=1e-20", "mpfr256"));
+  BOOST_TEST(!rank_diverges(r, "A", "a=1", "binary64"));
+  BOOST_TEST(!rank_diverges(r, "A", "a=0", "binary64"));  // exact rank 1 at a = 0, measured 1
   for (const auto& k : r.ranks)
     if (k.object == "A" && k.instance == "a=0") BOOST_TEST(k.exact_rank == 1u);
     else if (k.object == "A") BOOST_TEST(k.exact_rank == 2u);
@@ -105,15 +77,15 @@ BOOST_AUTO_TEST_CASE(a_coarse_threshold_diverges_where_the_format_does_not) {
   // relative:1e-3 cuts sigma_2 = tanh(1e-3) < 1e-3 even in mpfr256: the threshold, not the
   // format, makes the divergence (article §5).
   const auto r = run_id("two-token", settings("binary64,mpfr256", 0, "relative:1e-3"));
-  BOOST_TEST(diverges(r, "A", "a=1e-3", "binary64"));
-  BOOST_TEST(diverges(r, "A", "a=1e-3", "mpfr256"));
-  BOOST_TEST(!diverges(r, "A", "a=0.5", "mpfr256"));
+  BOOST_TEST(rank_diverges(r, "A", "a=1e-3", "binary64"));
+  BOOST_TEST(rank_diverges(r, "A", "a=1e-3", "mpfr256"));
+  BOOST_TEST(!rank_diverges(r, "A", "a=0.5", "mpfr256"));
 }
 
 BOOST_AUTO_TEST_CASE(causal_underflowing_diagonal_diverges_but_is_certified_full_rank) {
   const auto r = run_id("causal-mask", settings("binary64,mpfr256"));
-  BOOST_TEST(diverges(r, "A", "diagonal-800-below-max", "binary64"));
-  BOOST_TEST(!diverges(r, "A", "random", "binary64"));
+  BOOST_TEST(rank_diverges(r, "A", "diagonal-800-below-max", "binary64"));
+  BOOST_TEST(!rank_diverges(r, "A", "random", "binary64"));
   for (const auto& k : r.ranks) BOOST_TEST(k.exact_rank == 4u);
   // The certified claim exists for every instance and is decided.
   std::size_t certified = 0;

@@ -7,30 +7,18 @@
 
 #include "checks/literature.hpp"
 #include "tests/support.hpp"
+#include "check_support.hpp"
 
 using namespace attncert;
 using namespace attncert::checks;
+using testing::count;
+using testing::rank_diverges;
+using testing::run_id;
 
 namespace {
 
 run_settings settings(const std::string& formats, double fault = 0) {
-  run_settings rs;
-  rs.formats = parse_formats(formats);
-  rs.policies = parse_policies("numpy,torch");
-  rs.fault = fault;
-  return rs;
-}
-
-report::check_report run_id(const std::string& id, const run_settings& rs) {
-  const check_entry* c = find_check(id);
-  BOOST_TEST_REQUIRE(c != nullptr);
-  return run_check(*c, rs);
-}
-
-std::size_t count(const report::check_report& r, verdict v) {
-  std::size_t n = 0;
-  for (const auto& c : r.claims) n += c.result == v;
-  return n;
+  return testing::settings(formats, fault, "numpy,torch");
 }
 
 const report::claim_row& find_row(const report::check_report& r, const std::string& claim, const std::string& instance,
@@ -40,14 +28,6 @@ const report::claim_row& find_row(const report::check_report& r, const std::stri
   BOOST_FAIL("no row " + claim + " / " + instance + " / " + format_prefix);
   static report::claim_row none;
   return none;
-}
-
-bool rank_diverges(const report::check_report& r, const std::string& object, const std::string& instance,
-                   const std::string& format) {
-  for (const auto& k : r.ranks)
-    if (k.object == object && k.instance == instance && k.format == format) return k.diverges;
-  BOOST_FAIL("no rank row " + object + " / " + instance + " / " + format);
-  return false;
 }
 
 const std::vector<std::string> ids = {"nearest-neighbour", "head-size-bottleneck", "rank-collapse"};

@@ -5,15 +5,14 @@
 
 #include "../support.hpp"
 #include "checks/common.hpp"
+#include "check_support.hpp"
 
 using namespace attncert;
 using namespace attncert::checks;
 
 namespace {
 run_settings settings(const std::string& formats) {
-  run_settings rs;
-  rs.formats = parse_formats(formats);
-  rs.policies = parse_policies("numpy");
+  run_settings rs = testing::settings(formats, 0, "numpy");
   rs.seed = test_seed();
   return rs;
 }

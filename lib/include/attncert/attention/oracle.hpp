@@ -148,11 +148,11 @@ candidate_grade grade_candidate(const oracle_result& r, const std::vector<double
 
 /// Per-row results of an attention-probability candidate Â (shape (B, H, nq, nk)).
 struct attention_grade {
-  std::vector<double> row_l1;      ///< ‖Âᵢ − Aᵢ‖₁ per row (binary64, relative error < 2^-40)
+  std::vector<double> row_l1;      ///< ‖Âᵢ − Aᵢ‖₁ per row: the midpoint of a rigorous enclosure (approx)
   std::vector<double> lhs_upper;   ///< upper bound of ‖((Â − A)V)ᵢ‖₂
   std::vector<double> rhs_lower;   ///< lower bound of ‖Âᵢ − Aᵢ‖₁ · maxⱼ‖vⱼ‖₂
   std::size_t rows = 0, bound_certified = 0, bound_undecided = 0, bound_refuted = 0, rows_skipped = 0;
-  double max_row_l1 = 0;
+  double max_row_l1 = 0;           ///< the largest upper end of those enclosures
 };
 
 /// Checks the output bound of the article (§11) per row for the candidate attention Â:
