@@ -201,7 +201,6 @@ struct mpfi_row_ctx {
   const std::uint8_t* allowed;
   std::size_t nk, d, dv;
   const scale_value* scale;
-  target_format target;
 };
 
 // Encloses o_k for k in `ks` at `prec` bits.  out[idx] receives the enclosure of o_{ks[idx]}.
@@ -224,7 +223,6 @@ void mpfi_row(const mpfi_row_ctx& c, const std::vector<std::size_t>& ks, mpfr_pr
     return best;
   };
   std::size_t ref = approx_key();
-  std::vector<fr*> terms;
   std::vector<std::unique_ptr<fr>> store;
   store.reserve(2 * d);
   for (std::size_t l = 0; l < 2 * d; ++l) store.push_back(std::make_unique<fr>(106));
@@ -569,7 +567,7 @@ oracle_result run_oracle(const oracle_request& req) {
         }
         if (!pending.empty()) {
           ++l_esc;
-          mpfi_row_ctx ctx{q, Kh, Vh, allowed.data(), nk, d, dv, &sv, req.target};
+          mpfi_row_ctx ctx{q, Kh, Vh, allowed.data(), nk, d, dv, &sv};
           std::vector<std::unique_ptr<fi>> encl;
           std::vector<fi*> eptr;
           for (unsigned prec = first_mpfi_bits;; prec = std::min(prec * 2, req.max_bits)) {
@@ -598,8 +596,8 @@ oracle_result run_oracle(const oracle_request& req) {
               } else if (prec >= req.max_bits) {
                 // Cap reached: faithful rounding if the enclosure lies strictly between two
                 // adjacent target numbers.
-                if (adjacent_or_equal(fl, fu, req.target) && !std::isnan(fl) && mpfr_cmp_d(L.v, std::min(fl, fu)) >= 0 &&
-                    mpfr_cmp_d(U.v, std::max(fl, fu)) <= 0) {
+                if (adjacent_or_equal(fl, fu, req.target) && !std::isnan(fl) && mpfr_cmp_d(L.v, std::min(fl, fu)) > 0 &&
+                    mpfr_cmp_d(U.v, std::max(fl, fu)) < 0) {  // strictly between: both neighbours are faithful
                   fr mid(prec);
                   mpfi_mid(mid.v, eptr[idx]->v);
                   res.reference[base + k] = round_mpfr_to_target(mid.v, req.target);
