@@ -10,7 +10,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 packages=(build-essential cmake libgmp-dev libmpfr-dev libmpfi-dev libboost-dev libboost-test-dev
-          libeigen3-dev nlohmann-json3-dev libcli11-dev libflint-dev libbenchmark-dev python3 python3-numpy python3-mpmath python3-torch
+          libeigen3-dev nlohmann-json3-dev libcli11-dev libflint-dev libbenchmark-dev python3 python3-numpy python3-mpmath python3-torch python3-sympy
           gnuplot-nox)
 missing=()
 for p in "${packages[@]}"; do

@@ -260,6 +260,17 @@ rank_interval layer_rank(const matrix<mpq_rational>& B, const mask& M, layer_obj
     for (Eigen::Index j = 0; j < n; ++j)
       if (s[static_cast<std::size_t>(i)][static_cast<std::size_t>(j)]) e[static_cast<std::size_t>(i)][static_cast<std::size_t>(j)] -= lo;
   }
+  // Divide the exponents by their gcd G: t ↦ t^G maps one transcendental number to another
+  // (t^G = e^{G·c/q}), so the rank over Q(t) is unchanged, while the degrees (and the exact
+  // kernel's cost) shrink: scores multiplied by 10^4 get the same polynomials as the original.
+  mpz_int G = 0;
+  for (std::size_t i = 0; i < e.size(); ++i)
+    for (std::size_t j = 0; j < e[i].size(); ++j)
+      if (s[i][j] && e[i][j] != 0) G = G == 0 ? mpz_int(e[i][j]) : mpz_int(boost::multiprecision::gcd(G, e[i][j]));
+  if (G > 1)
+    for (std::size_t i = 0; i < e.size(); ++i)
+      for (std::size_t j = 0; j < e[i].size(); ++j)
+        if (s[i][j]) e[i][j] /= G;
   // The polynomial matrix whose rank over Q(t) is the answer.
   poly_matrix P;
   P.rows = m;
@@ -337,7 +348,8 @@ rank_interval layer_rank(const matrix<mpq_rational>& B, const mask& M, layer_obj
   } else {
     os << "nonzero " << best.rank << "x" << best.rank << " minor mod p = " << best.p << " at t = " << best.t0
        << " (rows " << join(best.rows) << ", cols " << join(best.cols) << ", value " << best.minor
-       << "); with q = " << q.str() << ", t = exp(c/q) (c != 0 algebraic) is transcendental (Hermite-Lindemann)";
+       << "); with q = " << q.str() << (G > 1 ? " and exponents divided by their gcd " + G.str() + ", t = exp(" + G.str() + "c/q)" : std::string(", t = exp(c/q)"))
+       << " (c != 0 algebraic) is transcendental (Hermite-Lindemann)";
   }
   out.lo_witness = os.str();
   if (out.lo > out.hi) throw std::logic_error("attention rank: lower bound exceeds upper bound (bug)");

@@ -27,6 +27,13 @@ struct malformed : std::runtime_error {
 struct invalid : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
+// The certificate may be valid, but checking it needs more than the precision cap.
+struct beyond_cap : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+// The precision cap of the current verify_certificate call (MPFI enclosures of e^{a/q}).
+thread_local unsigned cap_bits = 8192;
+std::string cap_text() { return std::to_string(cap_bits) + " bits"; }
 
 // ---- parsing -------------------------------------------------------------------------
 Q parse_rational(const std::string& s, const std::string& where) {
@@ -320,6 +327,8 @@ Q from_mpfr(const mpfr_t x) {
 }
 // Rational [l, h] ∋ e^{a/q}.
 std::pair<Q, Q> exp_bounds(const Q& a, const Z& q, unsigned bits) {
+  const Q t0 = a / Q(q);
+  if (t0 > 10000 || t0 < -10000) throw beyond_cap("a range end has |a/q| > 10^4 (beyond the checker's magnitude limit)");
   mpfi_t x;
   mpfi_init2(x, bits);
   const Q t = a / Q(q);
@@ -368,17 +377,68 @@ void check(bool ok, const std::string& what) {
   if (!ok) throw invalid(what);
 }
 
+// Does the stated decimal enclosure [alo, ahi] contain q·log u for every u in [ulo, uhi]?
+// (MPFI at 256 bits; the stated ends are read exactly.)
+bool encloses_qlog(const Q& alo, const Q& ahi, const Q& ulo, const Q& uhi, const Z& q) {
+  if (ulo <= 0 || ulo > uhi) return false;
+  mpfi_t x;
+  mpfi_init2(x, 256);
+  mpfi_interv_q(x, ulo.backend().data(), uhi.backend().data());
+  mpfi_log(x, x);
+  mpfi_mul_z(x, x, q.backend().data());
+  mpfr_t l, h;
+  mpfr_init2(l, 256);
+  mpfr_init2(h, 256);
+  mpfi_get_left(l, x);
+  mpfi_get_right(h, x);
+  const bool inside = mpfr_cmp_q(l, alo.backend().data()) >= 0 && mpfr_cmp_q(h, ahi.backend().data()) <= 0;
+  mpfr_clear(l);
+  mpfr_clear(h);
+  mpfi_clear(x);
+  return inside;
+}
+
 // ---- determinant certificates ----------------------------------------------------------
 // Is e^{a/q} < x (true) or > x (false)?  a ≠ 0 rational: e^{a/q} is transcendental, never x.
 bool exp_below(const Q& a, const Z& q, const Q& x) {
-  for (unsigned bits = 64; bits <= 8192; bits *= 2) {
+  for (unsigned bits = 64; bits <= cap_bits; bits *= 2) {
     const auto [l, h] = exp_bounds(a, q, bits);
     if (h < x) return true;
     if (l > x) return false;
   }
-  throw invalid("could not compare a sample with a range end at 8192 bits");
+  throw beyond_cap("could not compare a sample with a range end at " + cap_text());
 }
 
+
+// Filter: true only if the MPFI Horner enclosure of g([lo, hi]) excludes 0 (then g has no zero
+// on [lo, hi]); false means "not shown".  Saves the Sturm sequence of high-degree polynomials.
+bool no_zero_by_interval(const P& g, const Q& lo, const Q& hi, unsigned bits) {
+  if (g.empty()) return false;
+  std::size_t cbits = 0;
+  for (const auto& c : g) cbits = std::max<std::size_t>(cbits, c == 0 ? 0 : mpz_sizeinbase(c.backend().data(), 2));
+  const mpfr_prec_t prec = static_cast<mpfr_prec_t>(std::min<std::size_t>(2 * bits + cbits + 64, 1u << 20));
+  mpfi_t x, acc;
+  mpfi_init2(x, prec);
+  mpfi_init2(acc, prec);
+  mpfi_interv_q(x, lo.backend().data(), hi.backend().data());
+  mpfi_set_z(acc, g.back().backend().data());
+  for (std::size_t k = g.size() - 1; k-- > 0;) {
+    mpfi_mul(acc, acc, x);
+    mpfi_add_z(acc, acc, g[k].backend().data());
+  }
+  const bool ok = !mpfi_nan_p(acc) && !mpfi_has_zero(acc);
+  mpfi_clear(x);
+  mpfi_clear(acc);
+  return ok;
+}
+
+// Is a zero of the squarefree g certainly between the sample s and u0 ∈ [l, h] (s outside
+// [l, h], no zero in [l, h])?  Then the sample is on the wrong side, whatever the precision.
+bool zero_between_sample_and_u0(const P& g, const Q& s, const Q& l, const Q& h) {
+  if (s >= l && s <= h) return false;
+  if (evalq(g, l) == 0 || evalq(g, h) == 0 || evalq(g, s) == 0 || roots_between(g, l, h) != 0) return false;
+  return s < l ? roots_between(g, s, l) > 0 : roots_between(g, h, s) > 0;
+}
 
 // ---- singular-value certificates ------------------------------------------------------
 // The sign of H at the point a0 of the claim equals its sign at the sample s: s = 1 when
@@ -390,12 +450,14 @@ void check_point_sample(const P& H, const Q& a0, const Q& s, const Z& q, const s
   }
   const P g = sqfree(H);
   if (g.size() <= 1) return;
-  for (unsigned bits = 64; bits <= 8192; bits *= 2) {
+  for (unsigned bits = 64; bits <= cap_bits; bits *= 2) {
     const auto [l, h] = exp_bounds(a0, q, bits);
+    if (no_zero_by_interval(g, std::min(l, s), std::max(h, s), bits)) return;
+    if (zero_between_sample_and_u0(g, s, l, h)) throw invalid(w + ": a zero lies between the sample and u0 = e^{a/q}");
     const Q lo = std::min(l, s), hi = std::max(h, s);
     if (evalq(g, lo) != 0 && evalq(g, hi) != 0 && roots_between(g, lo, hi) == 0) return;
   }
-  throw invalid(w + ": the sample is not on the side of every zero where u0 = e^{a/q} is");
+  throw beyond_cap(w + ": could not separate the sample's side from u0 = e^{a/q} at " + cap_text());
 }
 
 // det(λI − T) by Laplace expansion with entries in ℤ[u][λ] (λ-coefficient lists) — a different
@@ -648,6 +710,12 @@ void verify_ratio(const nlohmann::json& cert, const nlohmann::json& cl, const fa
   const nlohmann::json& conds = at(dj, "conditions", "/ratio");
   if (!conds.is_array() || conds.size() != want.size()) throw malformed("/ratio/conditions: expected " + std::to_string(want.size()));
   bool ok = true;
+  struct violation {
+    Q value, u;
+    int sign;
+    bool exact_point;  // the claim's point (a stated as "a"), not a sample u
+  };
+  std::vector<violation> violations;
   for (std::size_t t = 0; t < want.size(); ++t) {
     const std::string w = "/ratio/conditions/" + std::to_string(t);
     const nlohmann::json& e = conds[t];
@@ -693,12 +761,17 @@ void verify_ratio(const nlohmann::json& cert, const nlohmann::json& cl, const fa
         } else {
           // no root of H between the sample and the transcendental u0 = e^{a0/q}
           bool sep = false;
-          for (unsigned bits = 64; bits <= 8192 && !sep; bits *= 2) {
+          for (unsigned bits = 64; bits <= cap_bits && !sep; bits *= 2) {
             const auto [l, h] = exp_bounds(a0, F.q, bits);
+            if (no_zero_by_interval(g, std::min(l, s0), std::max(h, s0), bits)) {
+              sep = true;
+              break;
+            }
+            if (zero_between_sample_and_u0(g, s0, l, h)) throw invalid(w + ": a zero lies between the sample and u0 = e^{a/q}");
             const Q lo = std::min(l, s0), hi = std::max(h, s0);
             sep = evalq(g, lo) != 0 && evalq(g, hi) != 0 && roots_between(g, lo, hi) == 0;
           }
-          check(sep, w + ": the sample is not on the side of every root where u0 = e^{a/q} is");
+          if (!sep) throw beyond_cap(w + ": could not separate the sample's side from u0 = e^{a/q} at " + cap_text());
         }
         note(w + ": at the point, sign(det - " + cv.str() + ") = " + std::to_string(signs[0]));
       } else {
@@ -708,11 +781,11 @@ void verify_ratio(const nlohmann::json& cert, const nlohmann::json& cl, const fa
         if (one_root) g1 = normalized(quoq(toq(g), PQ{Q(-1), Q(1)}));
         while (!g1.empty() && g1.front() == 0) g1.erase(g1.begin());
         auto cut = [&](const Q& a, bool low) -> Q {
-          for (unsigned bits = 64; bits <= 8192; bits *= 2) {
+          for (unsigned bits = 64; bits <= cap_bits; bits *= 2) {
             const auto [l, h] = exp_bounds(a, F.q, bits);
             if (g1.size() <= 1 || (evalq(g1, l) != 0 && evalq(g1, h) != 0 && roots_between(g1, l, h) == 0)) return low ? h : l;
           }
-          throw invalid("/claim/range: could not separate a range end from the roots at 8192 bits");
+          throw beyond_cap("/claim/range: could not separate a range end from the zeros at " + cap_text());
         };
         Q L = 0;
         std::optional<Q> Hc;
@@ -727,7 +800,14 @@ void verify_ratio(const nlohmann::json& cert, const nlohmann::json& cl, const fa
           const auto& r = roots[k];
           if (k > 0) check(roots[k - 1].second < r.first || (roots[k - 1].second == r.first && roots[k - 1].first != roots[k - 1].second && r.first != r.second),
                            w + "/roots: not increasing and disjoint");
-          if (r.first == r.second) check(r.first == 1 && one_in, w + "/roots: an exact root other than u = 1 in the range");
+          if (r.first == r.second) {
+            // an exact rational zero: u = 1 (a = 0) when the range contains 0, or any other
+            // rational zero strictly inside the image (a rational u ≠ 1 is e^{a/q} for the real
+            // a = q log u; it never equals a transcendental range end)
+            check(evalq(g, r.first) == 0, w + "/roots: a listed exact zero is not a zero of H");
+            if (r.first == 1) check(one_in, w + "/roots: u = 1 (a = 0) is not in the range");
+            else check(r.first > L && (!Hc || r.first < *Hc), w + "/roots: an exact zero outside the range");
+          }
           else {
             check(evalq(g, r.first) != 0 && evalq(g, r.second) != 0 && roots_between(g, r.first, r.second) == 1, w + "/roots: an interval without exactly one zero");
             check(r.first >= L && (!Hc || r.second <= *Hc), w + "/roots: an interval outside the range");
@@ -757,11 +837,39 @@ void verify_ratio(const nlohmann::json& cert, const nlohmann::json& cl, const fa
         note(w + ": H has exactly " + std::to_string(count) + " zero(s) in the range (Sturm); signs on the segments re-derived");
       }
     }
-    for (int sg : signs) {
+    for (std::size_t k = 0; k < signs.size(); ++k) {
+      const int sg = signs[k];
       const std::string& sense = want[t].second;
-      if (sense == "=0" ? sg != 0 : sense == "<=0" ? sg > 0 : sg < 0) holds = false;
+      if (sense == "=0" ? sg != 0 : sense == "<=0" ? sg > 0 : sg < 0) {
+        holds = false;
+        violations.push_back({cv, samples[k], sg, cl.contains("point")});
+      }
     }
     ok = ok && holds;
+  }
+  // The counterexample must be one of the violations re-derived above (and its a-enclosure
+  // must contain q·log u): a REFUTED certificate states nothing unchecked.
+  if (!ok) {
+    const nlohmann::json& ce = at(cert, "counterexample", "");
+    const Q cval = num(at(ce, "value", "/counterexample"), "/counterexample/value");
+    const int csign = at(ce, "sign_of_quantity_minus_value", "/counterexample").get<int>();
+    bool found = false;
+    for (const auto& v : violations) {
+      if (v.value != cval || v.sign != csign) continue;
+      if (v.exact_point) {
+        found = num(at(ce, "a", "/counterexample"), "/counterexample/a") == num(cl["point"], "/claim/point");
+      } else {
+        const Q u = num(at(ce, "u", "/counterexample"), "/counterexample/u");
+        const auto& aj = at(ce, "a_enclosure", "/counterexample");
+        if (!aj.is_array() || aj.size() != 2) throw malformed("/counterexample/a_enclosure: [lo, hi]");
+        found = u == v.u && encloses_qlog(num(aj[0], "/counterexample/a_enclosure/0"), num(aj[1], "/counterexample/a_enclosure/1"), u, u, F.q);
+      }
+      if (found) break;
+    }
+    check(found, "/counterexample: not a violation re-derived from the certificate (or its a-enclosure misses q log u)");
+    note("counterexample re-derived: sign(quantity - " + cval.str() + ") = " + std::to_string(csign) + " there");
+  } else {
+    check(!cert.contains("counterexample"), "/counterexample: present although the claim holds");
   }
   const std::string verdict = ok ? "CERTIFIED" : "REFUTED";
   check(at(cert, "verdict", "").get<std::string>() == verdict, "/verdict: the re-derived verdict is " + verdict);
@@ -1046,8 +1154,13 @@ void verify_numerical_rank(const nlohmann::json& cert, const nlohmann::json& cl,
        "Descartes); verdict re-derived: " + verdict);
 }
 
-verification verify_certificate(const nlohmann::json& cert) {
+verification verify_certificate(const nlohmann::json& cert, const verify_options& options) {
   verification out;
+  struct cap_scope {  // the cap of this call, restored afterwards
+    unsigned saved;
+    explicit cap_scope(unsigned b) : saved(cap_bits) { cap_bits = std::max(64u, b); }
+    ~cap_scope() { cap_bits = saved; }
+  } cap_guard(options.max_precision_bits);
   auto note = [&](const std::string& s) { out.notes.push_back(s); };
   try {
     if (!cert.is_object() || cert.value("format", "") != "attncert-certificate/1")
@@ -1337,11 +1450,11 @@ verification verify_certificate(const nlohmann::json& cert) {
         if (one_root) g1 = normalized(quoq(toq(g), PQ{Q(-1), Q(1)}));
         while (!g1.empty() && g1.front() == 0) g1.erase(g1.begin());  // roots at u = 0 are not e^{a/q}
         auto cut = [&](const Q& a, bool low) -> Q {
-          for (unsigned bits = 64; bits <= 8192; bits *= 2) {
+          for (unsigned bits = 64; bits <= cap_bits; bits *= 2) {
             const auto [l, h] = exp_bounds(a, F.q, bits);
             if (g1.size() <= 1 || (evalq(g1, l) != 0 && evalq(g1, h) != 0 && roots_between(g1, l, h) == 0)) return low ? h : l;
           }
-          throw invalid("/claim/range: could not separate a range end from the roots of g at 8192 bits");
+          throw beyond_cap("/claim/range: could not separate a range end from the roots of g at " + cap_text());
         };
         Q L = 0;
         std::optional<Q> H;
@@ -1357,7 +1470,11 @@ verification verify_certificate(const nlohmann::json& cert) {
           const drop& d = drops[t];
           if (t > 0) check(drops[t - 1].hi <= d.lo && !(drops[t - 1].hi == d.lo && (drops[t - 1].lo == drops[t - 1].hi || d.lo == d.hi)), "/drops: overlapping intervals");
           if (d.lo == d.hi) {
-            check(d.lo == 1 && one_root && one_in, "/drops: an exact root other than u = 1 inside the range");
+            // an exact rational root: u = 1 (a = 0) when the range contains 0, or any other rational
+            // root of g strictly inside the image of the range
+            check(evalq(g, d.lo) == 0, "/drops: a listed exact root is not a root of g");
+            if (d.lo == 1) check(one_root && one_in, "/drops: u = 1 (a = 0) is not in the range");
+            else check(d.lo > L && (!H || d.lo < *H), "/drops: an exact root outside the range's image");
           } else {
             check(evalq(g, d.lo) != 0 && evalq(g, d.hi) != 0 && roots_between(g, d.lo, d.hi) == 1, "/drops: an interval without exactly one root of g");
             check(d.lo >= L && (!H || d.hi <= *H), "/drops: an isolating interval not inside the range's image");
@@ -1403,21 +1520,8 @@ verification verify_certificate(const nlohmann::json& cert) {
       const auto& aj = at(*e, "a", w);
       if (!aj.is_array() || aj.size() != 2) throw malformed(w + "/a: [lo, hi]");
       const Q alo = num(aj[0], w + "/a/0"), ahi = num(aj[1], w + "/a/1");
-      mpfi_t x;
-      mpfi_init2(x, 256);
-      mpfi_interv_q(x, d.lo.backend().data(), d.hi.backend().data());
-      mpfi_log(x, x);
-      mpfi_mul_z(x, x, F.q.backend().data());
-      mpfr_t l, h;
-      mpfr_init2(l, 256);
-      mpfr_init2(h, 256);
-      mpfi_get_left(l, x);
-      mpfi_get_right(h, x);
-      const bool inside = mpfr_cmp_q(l, alo.backend().data()) >= 0 && mpfr_cmp_q(h, ahi.backend().data()) <= 0;
-      mpfr_clear(l);
-      mpfr_clear(h);
-      mpfi_clear(x);
-      check(inside, w + "/a: the stated enclosure does not contain q log u");
+      if (scores) check(d.lo == 1 && d.hi == 1 && alo == 0 && ahi == 0, w + "/a: the scores drop is exactly a = 0");
+      else check(encloses_qlog(alo, ahi, d.lo, d.hi, F.q), w + "/a: the stated enclosure does not contain q log u");
       note("drop at a in [" + aj[0].get<std::string>() + ", " + aj[1].get<std::string>() + "]: rank exactly " + std::to_string(d.rank));
     }
     // ---- the verdict
@@ -1433,7 +1537,34 @@ verification verify_certificate(const nlohmann::json& cert) {
     if (generic_present && !holds(r)) ok = false;
     for (const auto& d : drops)
       if (!holds(d.rank)) ok = false;
-    (void)point;
+    // The counterexample must be a rank re-derived above: a listed drop (same a-enclosure and
+    // rank) or a generic point of the claim (rank r).
+    if (!ok) {
+      const nlohmann::json& ce = at(cert, "counterexample", "");
+      const long crank = at(ce, "rank", "/counterexample").get<long>();
+      check(!holds(crank), "/counterexample/rank: satisfies the claim");
+      if (ce.contains("a_enclosure")) {
+        bool found = false;
+        for (const auto& x : dj)
+          if (x.contains("a") && x["a"] == ce["a_enclosure"] && x["rank"] == ce["rank"]) found = true;
+        check(found, "/counterexample/a_enclosure: not a listed drop with that rank");
+      } else {
+        const nlohmann::json& aj = at(ce, "a", "/counterexample");
+        check(generic_present && crank == r, "/counterexample: a generic point has the generic rank, and none is in the claim here");
+        if (cl.contains("point_algebraic_nonzero")) {
+          check(aj == cl["point_algebraic_nonzero"], "/counterexample/a: not the claim's point");
+        } else {
+          const Q a = num(aj, "/counterexample/a");
+          if (point) check(a == num(cl["point"], "/claim/point"), "/counterexample/a: not the claim's point");
+          else check(parse_range(at(cl, "range", "/claim").get<std::string>()).contains(a), "/counterexample/a: outside the range");
+          // a rational a ≠ 0 gives a transcendental u (no drop); a = 0 gives u = 1, a drop iff g(1) = 0
+          if (a == 0) check(!scores && (g.size() <= 1 || evalq(g, Q(1)) != 0), "/counterexample/a: a = 0 is a drop, not a generic point");
+        }
+      }
+      note("counterexample re-derived: rank " + std::to_string(crank));
+    } else {
+      check(!cert.contains("counterexample"), "/counterexample: present although the claim holds");
+    }
     const std::string verdict = ok ? "CERTIFIED" : "REFUTED";
     check(at(cert, "verdict", "").get<std::string>() == verdict, "/verdict: the re-derived verdict is " + verdict);
     note("verdict re-derived: " + verdict);
@@ -1444,6 +1575,9 @@ verification verify_certificate(const nlohmann::json& cert) {
   } catch (const invalid& e) {
     out.result = verification::status::invalid;
     out.notes.push_back(e.what());
+  } catch (const beyond_cap& e) {
+    out.result = verification::status::unchecked;
+    out.notes.push_back(std::string("cannot check within the cap: ") + e.what());
   } catch (const nlohmann::json::exception& e) {
     out.result = verification::status::malformed;
     out.notes.push_back(std::string("malformed certificate: ") + e.what());

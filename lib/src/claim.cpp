@@ -1,13 +1,16 @@
 // Claim files and the prover behind `attncert certify`: see attncert/proofs/claim.hpp.
 #include "attncert/proofs/claim.hpp"
 
+#include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 
+#include "attncert/deadline.hpp"
 #include "attncert/error.hpp"
 #include "attncert/io/matrix_input.hpp"
+#include "attncert/proofs/certificate_verify.hpp"
 #include "attncert/number/traits.hpp"
 #include "attncert/proofs/family_rank.hpp"
 #include "attncert/attention/recipe.hpp"
@@ -371,7 +374,7 @@ certify_result certify_ratio(const nlohmann::json& claim, const family_input& in
   nlohmann::json cj = nlohmann::json::array();
   for (const auto& x : conds) {
     nlohmann::json e = {{"value", x.c.str()}, {"sense", x.sense}, {"H", poly_json(x.H)}};
-    if (x.sa.sqfree.size() > 1) {
+    if (x.sa.sqfree.size() > 1 && !range.is_point()) {  // at a point the checker needs no Sturm sequence
       nlohmann::json st = nlohmann::json::array();
       for (const auto& p : sturm_sequence(x.sa.sqfree)) st.push_back(poly_json(p));
       e["sturm"] = st;
@@ -990,7 +993,10 @@ nlohmann::json parse_claim_text(const std::string& text) {
   return d.root;
 }
 
-certify_result certify(const nlohmann::json& claim, const std::string& base_dir, unsigned max_bits) {
+namespace {
+
+// The prover: a verdict and its certificate, not yet checked (certify() below checks it).
+certify_result prove_claim(const nlohmann::json& claim, const std::string& base_dir, unsigned max_bits) {
   if (!claim.is_object()) fail("", "a claim is a JSON object");
   for (auto it = claim.begin(); it != claim.end(); ++it) {
     static const std::vector<std::string> known = {"title", "statement", "source", "objects", "family", "quantity", "relation", "value", "tolerance"};
@@ -1280,6 +1286,65 @@ certify_result certify(const nlohmann::json& claim, const std::string& base_dir,
   c["drops"] = rj;
   if (!ok) c["counterexample"] = counter;
   res.certificate = c;
+  return res;
+}
+
+}  // namespace
+
+// Translation validation (as CompCert does it): every CERTIFIED or REFUTED verdict of the prover
+// is re-derived by the independent checker from the certificate just written, before anyone
+// sees it.  A rejected certificate turns the verdict into UNDECIDED ("internal disagreement"),
+// keeping the prover's verdict, the certificate and the checker's notes in the report.
+certify_result certify(const nlohmann::json& claim, const std::string& base_dir, unsigned max_bits, double max_seconds) {
+  certify_result res;
+  {
+    deadline_scope limit(max_seconds);
+    try {
+      res = prove_claim(claim, base_dir, max_bits);
+    } catch (const time_limit_reached& e) {
+      res = undecided_result(claim, std::string(e.what()) + " (raise it with --max-seconds)");
+      res.report["max_seconds"] = max_seconds;
+      return res;
+    } catch (const method_limit& e) {
+      return undecided_result(claim, e.what());
+    }
+  }
+  return validate_with_checker(std::move(res), max_bits);
+}
+
+certify_result validate_with_checker(certify_result res, unsigned max_bits) {
+  if (res.verdict == claim_verdict::undecided) return res;
+  const auto t0 = std::chrono::steady_clock::now();
+  verify_options vo;
+  vo.max_precision_bits = std::max(8192u, max_bits > (1u << 30) ? max_bits : 2 * max_bits);
+  const verification v = verify_certificate(res.certificate, vo);
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const char* status = v.result == verification::status::valid       ? "VALID"
+                       : v.result == verification::status::invalid   ? "INVALID"
+                       : v.result == verification::status::malformed ? "MALFORMED"
+                                                                     : "UNCHECKED";
+  res.report["certificate_check"] = {{"status", status}, {"seconds", secs}, {"checker_precision_cap_bits", vo.max_precision_bits}};
+  res.check_seconds = secs;
+  if (v.result == verification::status::valid) return res;
+  const std::string prover = to_string(res.verdict);
+  const std::string why_checker = v.notes.empty() ? std::string("no reason given") : v.notes.back();
+  std::string why;
+  if (v.result == verification::status::unchecked) {
+    why = "the prover answered " + prover + " but the independent checker could not re-check the certificate within its cap (" +
+          why_checker + ")";
+  } else {
+    res.disagreement = true;
+    why = "internal disagreement: the prover answered " + prover + " but the independent checker calls its certificate " + status + " (" +
+          why_checker + ")";
+  }
+  res.verdict = claim_verdict::undecided;
+  res.report["prover_verdict"] = prover;
+  res.report["verdict"] = "UNDECIDED";
+  res.report["why"] = why;
+  res.report["checker_notes"] = v.notes;
+  res.report["rejected_certificate"] = res.certificate;
+  res.summary = "UNDECIDED: " + why + "\n  the prover's summary was:\n" + res.summary;
+  res.report["summary"] = res.summary;
   return res;
 }
 

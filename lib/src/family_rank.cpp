@@ -75,12 +75,7 @@ void trim(int_poly& p) {
   while (!p.empty() && p.back() == 0) p.pop_back();
 }
 
-// Evaluate p at x = n/d exactly: sign of sum c_k n^k d^(deg-k).
-mpq_rational eval(const int_poly& p, const mpq_rational& x) {
-  mpq_rational acc = 0;
-  for (std::size_t k = p.size(); k-- > 0;) acc = acc * x + mpq_rational(p[k]);
-  return acc;
-}
+std::size_t msb_or_zero(const mpz_int& c) { return c == 0 ? 0 : mpz_sizeinbase(c.backend().data(), 2); }
 
 void primitive_positive(zpoly& z) {
   if (fmpz_poly_is_zero(z.p)) return;
@@ -95,9 +90,10 @@ mpq_rational to_rational(const mpfr_t x) {
   const mpfr_exp_t e = mpfr_get_z_2exp(m, x);
   mpq_rational r{mpz_int(m)};
   mpz_clear(m);
-  mpq_rational two = 2;
   if (e >= 0) {
-    for (mpfr_exp_t k = 0; k < e; ++k) r *= two;  // exponents here are small
+    mpz_int p2 = 1;
+    p2 <<= static_cast<unsigned>(e);  // |e| < 2^15 here: ends are limited to |a/q| <= 10^4
+    r *= mpq_rational(p2);
   } else {
     mpz_int den = 1;
     den <<= static_cast<unsigned>(-e);
@@ -108,6 +104,8 @@ mpq_rational to_rational(const mpfr_t x) {
 
 // Rational enclosure [l, h] of e^{a/q} at `bits` bits (a rational).
 std::pair<mpq_rational, mpq_rational> exp_enclosure(const mpq_rational& a, const mpz_int& q, unsigned bits) {
+  check_end_magnitude(a, q);
+  check_deadline();
   mpfi_t x;
   mpfi_init2(x, bits);
   mpq_rational t = a / mpq_rational(q);
@@ -127,6 +125,8 @@ std::pair<mpq_rational, mpq_rational> exp_enclosure(const mpq_rational& a, const
 
 std::string mpfr_decimal(const mpfr_t x, int digits, mpfr_rnd_t rnd) {
   if (mpfr_zero_p(x)) return "0";
+  if (mpfr_nan_p(x)) throw std::logic_error("mpfr_decimal: NaN (bug)");
+  if (mpfr_inf_p(x)) return mpfr_sgn(x) > 0 ? "inf" : "-inf";  // never "@Inf@" text
   mpfr_exp_t e = 0;
   char* s = mpfr_get_str(nullptr, &e, 10, static_cast<size_t>(digits), x, rnd);
   std::string m(s);
@@ -135,6 +135,28 @@ std::string mpfr_decimal(const mpfr_t x, int digits, mpfr_rnd_t rnd) {
   if (!m.empty() && m[0] == '-') { sign = "-"; m = m.substr(1); }
   // 0.mmmm × 10^e  →  m[0].m[1..] e(e-1)
   return sign + m.substr(0, 1) + "." + m.substr(1) + "e" + std::to_string(static_cast<long>(e) - 1);
+}
+
+// Filter (enclosure tier): true only if p certainly has no zero on [lo, hi] — an MPFI Horner
+// enclosure of p([lo, hi]) excludes 0.  False means "not shown", never "has a zero".
+bool certainly_no_zero_on(const int_poly& p, const mpq_rational& lo, const mpq_rational& hi, unsigned bits) {
+  if (p.empty()) return false;
+  std::size_t cbits = 0;
+  for (const auto& c : p) cbits = std::max(cbits, static_cast<std::size_t>(msb_or_zero(c)));
+  const mpfr_prec_t prec = static_cast<mpfr_prec_t>(std::min<std::size_t>(2 * bits + cbits + 64, 1u << 20));
+  mpfi_t x, acc;
+  mpfi_init2(x, prec);
+  mpfi_init2(acc, prec);
+  mpfi_interv_q(x, lo.backend().data(), hi.backend().data());
+  mpfi_set_z(acc, p.back().backend().data());
+  for (std::size_t k = p.size() - 1; k-- > 0;) {
+    mpfi_mul(acc, acc, x);
+    mpfi_add_z(acc, acc, p[k].backend().data());
+  }
+  const bool ok = !mpfi_nan_p(acc) && !mpfi_has_zero(acc);
+  mpfi_clear(x);
+  mpfi_clear(acc);
+  return ok;
 }
 
 void for_each_subset(long n, long k, const std::function<bool(const std::vector<long>&)>& f) {
@@ -331,6 +353,7 @@ std::vector<int_poly> sturm_sequence(const int_poly& p) {
   };
   push(a);
   while (!fmpq_poly_is_zero(b)) {
+    check_deadline();
     push(b);
     {
       // continue with the primitive integer version of b: positive rescalings of a Sturm
@@ -350,8 +373,16 @@ std::vector<int_poly> sturm_sequence(const int_poly& p) {
 }
 
 int sign_at(const int_poly& p, const mpq_rational& x) {
-  const mpq_rational v = eval(p, x);
-  return v > 0 ? 1 : (v < 0 ? -1 : 0);
+  // x = n/d with d > 0: sign of d^N p(n/d) = Σ c_k n^k d^(N−k) (Horner over ℤ, no gcds).
+  if (p.empty()) return 0;
+  check_deadline();
+  const mpz_int n = numerator(x), d = denominator(x);
+  mpz_int acc = p.back(), dk = 1;
+  for (std::size_t k = p.size() - 1; k-- > 0;) {
+    dk *= d;
+    acc = acc * n + p[k] * dk;
+  }
+  return acc > 0 ? 1 : (acc < 0 ? -1 : 0);
 }
 
 int sign_variations(const std::vector<int_poly>& sturm, const std::optional<mpq_rational>& x) {
@@ -369,10 +400,18 @@ int sign_variations(const std::vector<int_poly>& sturm, const std::optional<mpq_
 
 void refine(root_interval& r, const int_poly& p) {
   if (r.exact()) return;
+  // The precondition is checked, not assumed: with p(lo) = 0 (e.g. lo = 0 and the factor u in
+  // p) the halving below would keep the wrong half and silently lose the root.
+  const int slo = sign_at(p, r.lo), shi = sign_at(p, r.hi);
+  if (slo == 0 || shi == 0 || slo == shi)
+    throw std::logic_error("refine: (" + r.lo.str() + ", " + r.hi.str() + ") does not isolate a sign change (bug)");
   const mpq_rational mid = (r.lo + r.hi) / 2;
   const int sm = sign_at(p, mid);
-  if (sm == 0) { r.lo = r.hi = mid; return; }
-  if (sm == sign_at(p, r.lo)) r.lo = mid;
+  if (sm == 0) {
+    r.lo = r.hi = mid;
+    return;
+  }
+  if (sm == slo) r.lo = mid;
   else r.hi = mid;
 }
 
@@ -383,10 +422,15 @@ std::vector<root_interval> isolate_positive_roots(const int_poly& p0, const std:
   while (!p.empty() && p.front() == 0) p.erase(p.begin());
   std::vector<root_interval> out;
   if (p.size() <= 1) return out;
-  // Cauchy bound: every root has |u| < 1 + max |c_k / c_n|.
-  mpq_rational B = 0;
+  // Cauchy bounds: every root has |u| < 1 + max_k |c_k / c_n| = B, and (the same bound for the
+  // reversed polynomial, p(0) ≠ 0 now) |u| > 1 / (1 + max_k |c_k / c_0|) = b0.  Both ends are
+  // strictly beyond every root, so p(b0) ≠ 0 ≠ p(B) and every interval below has ends that are
+  // not roots of p — nor of the caller's g = u^k·p, which refines with them.
+  mpq_rational B = 0, R = 0;
   for (std::size_t k = 0; k + 1 < p.size(); ++k) B = std::max(B, mpq_rational(abs(p[k])) / mpq_rational(abs(p.back())));
+  for (std::size_t k = 1; k < p.size(); ++k) R = std::max(R, mpq_rational(abs(p[k])) / mpq_rational(abs(p.front())));
   B += 1;
+  const mpq_rational b0 = 1 / (1 + R);
   const auto s = sturm_sequence(p);
   // recursive bisection on (lo, hi) with p(lo) ≠ 0 ≠ p(hi)
   std::function<void(const mpq_rational&, const mpq_rational&, int, int)> go = [&](const mpq_rational& lo, const mpq_rational& hi, int vlo,
@@ -419,12 +463,19 @@ std::vector<root_interval> isolate_positive_roots(const int_poly& p0, const std:
     go(lo, mid, vlo, vm);
     go(mid, hi, vm, vhi);
   };
-  go(mpq_rational(0), B, sign_variations(s, mpq_rational(0)), sign_variations(s, B));
+  go(b0, B, sign_variations(s, b0), sign_variations(s, B));
   std::sort(out.begin(), out.end(), [](const root_interval& a, const root_interval& b) { return a.lo < b.lo; });
   if (max_width)
     for (auto& r : out)
       while (r.hi - r.lo > *max_width) refine(r, p);
   return out;
+}
+
+void check_end_magnitude(const mpq_rational& a, const mpz_int& q) {
+  const mpq_rational t = a / mpq_rational(q);
+  if (t > 10000 || t < -10000)
+    throw method_limit("a range end has |a/q| = |" + (abs(t) > mpq_rational(mpz_int(1) << 64) ? std::string("beyond 2^64") : a.str()) + " / " +
+                       (q > mpz_int(1) << 64 ? std::string("q") : q.str()) + "| > 10^4: e^{a/q} is beyond the supported magnitude");
 }
 
 // ---- ranges ---------------------------------------------------------------------------
@@ -487,12 +538,15 @@ placement place_root(root_interval& r, const int_poly& g, const a_range& range, 
       else r.hi = 1;
       return (r.lo >= 1) == is_lo ? placement::inside : placement::outside;
     }
+    // u_e = e^{a_e/q} is transcendental (a_e ≠ 0 rational), never a root: refine r until it is
+    // no wider than the enclosure of u_e, then raise the precision (the Ziv pattern), up to
+    // max_bits.  Separation is then a matter of precision only (no fixed bisection budget).
     for (unsigned bits = 64; bits <= max_bits; bits *= 2) {
       const auto [l, h] = exp_enclosure(*end, q, bits);
-      for (int k = 0; k < 64; ++k) {
+      while (true) {
         if (r.hi < l) return is_lo ? placement::outside : placement::inside;
         if (r.lo > h) return is_lo ? placement::inside : placement::outside;
-        if (r.exact()) break;
+        if (r.exact() || r.hi - r.lo <= h - l) break;
         refine(r, g);
       }
     }
@@ -658,17 +712,21 @@ sign_analysis analyze_sign(const int_poly& H, const a_range& range, const mpz_in
   }
   res.sqfree = squarefree_part(H);
   const int_poly& g = res.sqfree;
-  const std::vector<int_poly> sturm_g = g.size() > 1 ? sturm_sequence(g) : std::vector<int_poly>{};
-  auto no_root_in = [&](const mpq_rational& l, const mpq_rational& h) {
+  // The Sturm sequence only when the interval filter cannot decide (it costs O(deg^2) big
+  // polynomials; a point claim of degree 4000 is then decided by the filter alone).
+  std::optional<std::vector<int_poly>> sturm_g;
+  auto no_root_in = [&](const mpq_rational& l, const mpq_rational& h, unsigned bits) {
     if (g.size() <= 1) return true;
+    if (certainly_no_zero_on(g, l, h, bits)) return true;
     if (sign_at(g, l) == 0 || sign_at(g, h) == 0) return false;
-    return sign_variations(sturm_g, l) - sign_variations(sturm_g, h) == 0;
+    if (!sturm_g) sturm_g = sturm_sequence(g);
+    return sign_variations(*sturm_g, l) - sign_variations(*sturm_g, h) == 0;
   };
   // Enclosure [l, h] of e^{a/q} (a ≠ 0) with no root of H in it.
   auto end_cut = [&](const mpq_rational& a, std::pair<mpq_rational, mpq_rational>& out) {
     for (unsigned bits = 64; bits <= max_bits; bits *= 2) {
       out = exp_enclosure(a, q, bits);
-      if (no_root_in(out.first, out.second)) return true;
+      if (no_root_in(out.first, out.second, bits)) return true;
     }
     return false;
   };

@@ -483,3 +483,122 @@ BOOST_AUTO_TEST_CASE(output_bound_instances_are_certified_and_agree_with_mpfr) {
   BOOST_TEST(verify_certificate(c2).exit_code() == 1);
   BOOST_TEST(verify_certificate(c3).exit_code() != 0);
 }
+
+// ---- Soundness regressions: roots in u ∈ (0, 1) (a < 0), the factor u, rational roots ----------
+// Each truth below is derived by hand in the comment and is independent of the prover.
+namespace {
+double dec(const json& j) { return std::stod(j.get<std::string>()); }
+const std::string three_keys = R"J("objects": {"S": [[0, 1, 2]], "V": [[0], [-1], [2]]})J";
+}  // namespace
+
+// (AV)(a) = e^a (2e^a − 1) / (1 + e^a + e^{2a}) < 0 exactly for a < −log 2: ">= 0 on (−1, 0)"
+// is false (at a = −0.9 the entry is −0.048).  Today's prover certified it.
+BOOST_AUTO_TEST_CASE(negative_range_entry_sign_is_refuted) {
+  const auto res = cert("{" + three_keys + R"J(, "family": {"range": "(-1, 0)"},
+    "quantity": {"kind": "output_value", "object": "output", "row": 0, "col": 0}, "relation": ">=", "value": 0})J");
+  BOOST_TEST_INFO(res.summary);
+  BOOST_TEST_REQUIRE(res.exit_code() == 1);
+  BOOST_TEST(res.report["certificate_check"]["status"] == "VALID");
+  const json& ce = res.certificate["counterexample"];
+  BOOST_TEST(dec(ce["a_enclosure"][0]) > -1.0);
+  BOOST_TEST(dec(ce["a_enclosure"][1]) < -std::log(2.0));
+  // true on (−1/2, 0): −log 2 < −1/2
+  const auto ok = cert("{" + three_keys + R"J(, "family": {"range": "(-1/2, 0)"},
+    "quantity": {"kind": "output_value", "object": "output", "row": 0, "col": 0}, "relation": ">=", "value": 0})J");
+  BOOST_TEST(ok.exit_code() == 0);
+}
+
+// The same objects: rank (AV) = 1 except at a* = −log 2 (rank 0).
+BOOST_AUTO_TEST_CASE(negative_range_rank_drop_is_found_and_placed) {
+  for (const std::string range : {"(-1, 0)", "(-inf, inf)", "[-1, -1/2]"}) {
+    const auto res = cert("{" + three_keys + R"J(, "family": {"range": ")J" + range + R"J("},
+      "quantity": {"kind": "rank", "object": "output"}, "relation": "=", "value": 1})J");
+    BOOST_TEST_INFO(range << ": " << res.summary);
+    BOOST_TEST_REQUIRE(res.exit_code() == 1);
+    BOOST_TEST_REQUIRE(res.certificate["drops"].size() == 1u);
+    const json& d = res.certificate["drops"][0];
+    BOOST_TEST(d["rank"] == 0);
+    BOOST_TEST(dec(d["a"][0]) <= -std::log(2.0));
+    BOOST_TEST(dec(d["a"][1]) >= -std::log(2.0));
+    BOOST_TEST(dec(d["a"][1]) - dec(d["a"][0]) < 1e-9);
+  }
+  const auto none = cert("{" + three_keys + R"J(, "family": {"range": "(-inf, -1]"},
+    "quantity": {"kind": "rank", "object": "output"}, "relation": "=", "value": 1})J");
+  BOOST_TEST(none.exit_code() == 0);
+}
+
+// Rows [0,1,2], [2,0,1], [1,2,0], [0,0,0] ... a 2×2 instance is enough for the factor u and a drop
+// only at a = 0: S = [[1, -1], [-1, 1]], X = 0, V = I: X + AV = A, det A = tanh(a) (rank 2 for
+// every a ≠ 0).  "rank 2 on (−inf, −200)" is true; today's prover invented a drop near −311.
+BOOST_AUTO_TEST_CASE(far_negative_range_has_no_invented_drop) {
+  const auto res = cert(R"J({"objects": {"S": [[1, -1], [-1, 1]], "V": [[1, 0], [0, 1]], "X": [[0, 0], [0, 0]]},
+    "family": {"range": "(-inf, -200)"}, "quantity": {"kind": "rank", "object": "residual"}, "relation": "=", "value": 2})J");
+  BOOST_TEST_INFO(res.summary);
+  BOOST_TEST(res.exit_code() == 0);
+  BOOST_TEST(res.certificate["drops"].empty());
+}
+
+// One query, keys with scores (0, 1): AV = (v0 + v1 u)/(1 + u).  V = (2, −1): zero at the
+// rational u = 2 (a = log 2).  V = (3, −5): zero at u = 3/5 (a = log 3/5 < 0).
+BOOST_AUTO_TEST_CASE(rational_roots_other_than_one_are_accepted_by_the_checker) {
+  const auto two = cert(R"J({"objects": {"S": [[0, 1]], "V": [[2], [-1]]}, "family": {"range": "(0, inf)"},
+    "quantity": {"kind": "rank", "object": "output"}, "relation": "=", "value": 1})J");
+  BOOST_TEST_INFO(two.summary);
+  BOOST_TEST_REQUIRE(two.exit_code() == 1);
+  BOOST_TEST(two.report["certificate_check"]["status"] == "VALID");
+  BOOST_TEST(dec(two.certificate["drops"][0]["a"][0]) <= std::log(2.0));
+  BOOST_TEST(dec(two.certificate["drops"][0]["a"][1]) >= std::log(2.0));
+  for (const std::string rel : {">=", "<=", "="}) {
+    for (const std::string range : {"(-1, 0)", "(-1, -0.6)", "[-0.5, 0]"}) {
+      const auto r = cert(R"J({"objects": {"S": [[0, 1]], "V": [[3], [-5]]}, "family": {"range": ")J" + range +
+                          R"J("}, "quantity": {"kind": "output_value", "object": "output", "row": 0, "col": 0}, "relation": ")J" + rel +
+                          R"J(", "value": 0})J");
+      // truth: the entry is > 0 for a < log(3/5) ≈ −0.5108, 0 there, < 0 above
+      const bool has_pos = range != "[-0.5, 0]", has_neg = range != "(-1, -0.6)";
+      const bool truth = rel == ">=" ? !has_neg : rel == "<=" ? !has_pos : false;
+      BOOST_TEST_INFO(rel << " " << range << ": " << r.summary);
+      BOOST_TEST(r.exit_code() == (truth ? 0 : 1));
+      BOOST_TEST(r.report["certificate_check"]["status"] == "VALID");
+    }
+  }
+}
+
+// A REFUTED certificate states nothing unchecked: moving its counterexample is rejected.
+BOOST_AUTO_TEST_CASE(counterexamples_are_checked) {
+  json c = cert(drop_family).certificate;
+  BOOST_TEST_REQUIRE(verify_certificate(c).exit_code() == 0);
+  c["counterexample"]["a_enclosure"] = json::array({"5", "6"});
+  BOOST_TEST(verify_certificate(c).exit_code() == 1);
+  json e = cert("{" + three_keys + R"J(, "family": {"range": "(-1, 0)"},
+    "quantity": {"kind": "output_value", "object": "output", "row": 0, "col": 0}, "relation": ">=", "value": 0})J").certificate;
+  BOOST_TEST_REQUIRE(verify_certificate(e).exit_code() == 0);
+  json e2 = e;
+  e2["counterexample"]["a_enclosure"] = json::array({"5", "6"});
+  BOOST_TEST(verify_certificate(e2).exit_code() == 1);
+  json e3 = e;
+  e3["counterexample"]["u"] = "1/3";
+  BOOST_TEST(verify_certificate(e3).exit_code() == 1);
+}
+
+// Translation validation: a prover result whose certificate the checker rejects is never shown
+// as CERTIFIED/REFUTED.
+BOOST_AUTO_TEST_CASE(a_rejected_certificate_gives_undecided_internal_disagreement) {
+  certify_result r = cert(drop_family);
+  BOOST_TEST_REQUIRE(r.exit_code() == 1);
+  r.certificate["drops"] = json::array();  // as a buggy prover would: the drop lost
+  r.report.erase("certificate_check");
+  const certify_result v = validate_with_checker(r);
+  BOOST_TEST(v.exit_code() == 3);
+  BOOST_TEST(v.disagreement);
+  BOOST_TEST(v.report["prover_verdict"] == "REFUTED");
+  BOOST_TEST(v.report["why"].get<std::string>().rfind("internal disagreement", 0) == 0);
+  BOOST_TEST(v.report["certificate_check"]["status"] == "INVALID");
+  BOOST_TEST(v.report.contains("rejected_certificate"));
+}
+
+BOOST_AUTO_TEST_CASE(the_time_limit_gives_undecided) {
+  // a 1 ns budget ends the prover at its first poll
+  const auto r = certify(claim(drop_family), ".", 4096, 1e-9);
+  BOOST_TEST(r.exit_code() == 3);
+  BOOST_TEST(r.report["why"].get<std::string>().find("time limit") != std::string::npos);
+}

@@ -234,3 +234,60 @@ BOOST_AUTO_TEST_CASE(escalation_decides_a_range_end_next_to_a_drop) {
   BOOST_TEST(hi2.decided);
   BOOST_TEST(hi2.drops.size() == 1u);
 }
+
+// Regression (issue 11): with the factor u, the lowest isolating interval used to start at
+// lo = 0, where g(0) = 0; refining with g then always kept the left half and lost the root
+// (every root in (0, 1) — a < 0 — was mislaid).  Intervals now lie in (0, ∞) with ends that
+// are roots of neither p nor u·p, and refine() checks its precondition instead of assuming it.
+BOOST_AUTO_TEST_CASE(roots_below_one_with_the_factor_u_are_refined_correctly) {
+  // g = u (u^2 + u - 1): the positive root (sqrt 5 - 1)/2 = 1/phi ≈ 0.618 < 1
+  const int_poly g = {0, -1, 1, 1};
+  auto iso = isolate_positive_roots(g);
+  BOOST_TEST_REQUIRE(iso.size() == 1u);
+  BOOST_TEST(iso[0].lo > 0);
+  BOOST_TEST(sign_at(g, iso[0].lo) != 0);
+  root_interval r = iso[0];
+  for (int k = 0; k < 60; ++k) refine(r, g);  // with g, as the callers do
+  const double phi_inv = (std::sqrt(5.0) - 1) / 2;
+  BOOST_TEST(r.lo.convert_to<double>() <= phi_inv + 1e-15);
+  BOOST_TEST(r.hi.convert_to<double>() >= phi_inv - 1e-15);
+  BOOST_TEST((r.hi - r.lo).convert_to<double>() < 1e-15);
+  // a root very close to 0: u (1000 u - 1)
+  const auto tiny = isolate_positive_roots({0, -1, 1000});
+  BOOST_TEST_REQUIRE(tiny.size() == 1u);
+  BOOST_TEST((tiny[0].lo > 0 && tiny[0].lo < Q(1, 1000) && tiny[0].hi > Q(1, 1000)));
+  // refine refuses an interval whose end is a root (it would lose the root silently)
+  root_interval bad{Q(0), Q(1)};
+  BOOST_CHECK_THROW(refine(bad, g), std::logic_error);
+}
+
+// place_root escalates precision without a fixed bisection budget: a range end 10^-300 away from
+// the drop a* = log(2) (q = 1, g = u - 2) is decided at the default cap.
+BOOST_AUTO_TEST_CASE(range_end_within_1e_300_of_a_root_is_decided) {
+  // log 2 to 320 digits (from MPFR), minus / plus 10^-300
+  mpfr_t l2;
+  mpfr_init2(l2, 1200);
+  mpfr_const_log2(l2, MPFR_RNDN);
+  char* s = nullptr;
+  mpfr_asprintf(&s, "%.330Rf", l2);
+  const Q log2q = number_traits<mpq_rational>::from_string(s);
+  mpfr_free_str(s);
+  mpfr_clear(l2);
+  const Q eps = Q(1) / Q(boost::multiprecision::pow(mpz_int(10), 300));
+  const int_poly g = {-2, 1};
+  for (int side : {-1, 1}) {
+    a_range range;
+    range.lo = log2q + side * eps;  // log2q is within 10^-329 of log 2
+    range.lo_open = true;
+    auto iso = isolate_positive_roots(g);
+    BOOST_TEST_REQUIRE(iso.size() == 1u);
+    const placement p = place_root(iso[0], g, range, mpz_int(1), 4096);
+    BOOST_TEST((p == (side < 0 ? placement::inside : placement::outside)));
+  }
+}
+
+BOOST_AUTO_TEST_CASE(range_ends_beyond_the_magnitude_limit_are_refused) {
+  BOOST_CHECK_THROW(check_end_magnitude(Q(10001), mpz_int(1)), method_limit);
+  BOOST_CHECK_NO_THROW(check_end_magnitude(Q(-10000), mpz_int(1)));
+  BOOST_CHECK_NO_THROW(check_end_magnitude(Q(20000), mpz_int(2)));
+}

@@ -60,6 +60,27 @@ expect_exit 3 "undecided at a 64-bit cap" "$BIN" certify "$TMP/near.json" --max-
 expect_in "$TMP/out" "64 bits" "precision reached in the undecided answer"
 expect_exit 0 "decided at the default cap" "$BIN" certify "$TMP/near.json"
 
+# Every verdict is re-checked before it is printed; the JSON report says so and times it.
+expect_exit 1 "checked refutation (json)" "$BIN" certify "$TMP/drop.json" --format json
+expect_in "$TMP/out" '"certificate_check"' "checker block in the report"
+expect_in "$TMP/out" '"status": "VALID"' "checker status in the report"
+expect_in "$TMP/out" '"seconds"' "checking time in the report"
+# The checker's own cap: a drop 4e-34 from a range end cannot be checked at 64 bits (exit 3,
+# "cannot check"), and is valid at the default cap.
+expect_exit 0 "near-end certificate" "$BIN" certify "$TMP/near.json" --certificate "$TMP/near.cert.json"
+expect_exit 3 "checker below its cap: cannot check" "$BIN" verify-certificate "$TMP/near.cert.json" --max-precision 64
+expect_in "$TMP/out" "UNCHECKED" "unchecked status"
+expect_exit 0 "checker at its default cap" "$BIN" verify-certificate "$TMP/near.cert.json"
+expect_exit 2 "checker cap below 64" "$BIN" verify-certificate "$TMP/near.cert.json" --max-precision 8
+# The time limit ends in UNDECIDED; a bad limit is bad usage.
+expect_exit 3 "time limit: undecided" "$BIN" certify "$TMP/drop.json" --max-seconds 0.000000001
+expect_in "$TMP/out" "time limit" "time-limit reason"
+expect_exit 2 "negative --max-seconds" "$BIN" certify "$TMP/drop.json" --max-seconds -1
+# Negative ranges (issue 11): a = -log 2 is a drop of this output; the entry is < 0 below it.
+printf '{"objects": {"S": [[0, 1, 2]], "V": [[0], [-1], [2]]}, "family": {"range": "(-1, 0)"}, "quantity": {"kind": "output_value", "object": "output", "row": 0, "col": 0}, "relation": ">=", "value": 0}\n' >"$TMP/neg.json"
+expect_exit 1 "negative range: refuted" "$BIN" certify "$TMP/neg.json" --certificate "$TMP/neg.cert.json"
+expect_exit 0 "negative range: certificate valid" "$BIN" verify-certificate "$TMP/neg.cert.json"
+
 # Matrices from files next to the claim.
 mkdir -p "$TMP/sub"
 echo '[[1, -1], [-1, 1]]' >"$TMP/sub/S.json"

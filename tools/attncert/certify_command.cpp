@@ -29,18 +29,32 @@ std::string slurp(const std::string& path) {
 struct certify_args {
   std::string claim, certificate, out_format = "text";
   unsigned max_precision = 4096;
+  double max_seconds = 60;
 };
 struct verify_args {
   std::string certificate, out_format = "text";
+  unsigned max_precision = 8192;
 };
 
 int run_certify(const certify_args& a) {
   if (a.max_precision < 64 || a.max_precision > 1u << 20) throw input_error("--max-precision must be in [64, 1048576]");
   if (a.out_format != "text" && a.out_format != "json") throw input_error("--format must be text or json");
+  if (!(a.max_seconds >= 0) || a.max_seconds > 1e7) throw input_error("--max-seconds must be in [0, 1e7] (0: no limit)");
   const nlohmann::json claim = proofs::parse_claim_text(slurp(a.claim));
   const std::string base = std::filesystem::path(a.claim).parent_path().string();
-  const proofs::certify_result r = proofs::certify(claim, base.empty() ? "." : base, a.max_precision);
-  if (!a.certificate.empty() && !r.certificate.is_null()) emit(a.certificate, r.certificate.dump(1) + "\n");
+  const proofs::certify_result r = proofs::certify(claim, base.empty() ? "." : base, a.max_precision, a.max_seconds);
+  if (r.disagreement) {
+    // keep everything for a bug report: the JSON report holds the claim's verdict, the
+    // prover's verdict, the rejected certificate and the checker's notes
+    const std::string keep = a.certificate.empty() ? "attncert-disagreement.json" : a.certificate + ".disagreement.json";
+    nlohmann::json bug = r.report;
+    bug["claim_file"] = a.claim;
+    bug["claim"] = claim;
+    emit(keep, bug.dump(1) + "\n");
+    std::cerr << "attncert: internal disagreement: the independent checker rejects the prover's certificate; verdict UNDECIDED; "
+                 "claim, certificate and both outputs kept in '" << keep << "' for a bug report\n";
+  }
+  if (!a.certificate.empty() && !r.certificate.is_null() && !r.disagreement) emit(a.certificate, r.certificate.dump(1) + "\n");
   if (a.out_format == "json") std::cout << r.report.dump(2) << "\n";
   else {
     std::cout << r.summary;
@@ -57,10 +71,14 @@ int run_verify(const verify_args& a) {
   } catch (const nlohmann::json::exception& e) {
     throw input_error(a.certificate + ": malformed JSON: " + std::string(e.what()).substr(0, 160));
   }
-  const proofs::verification v = proofs::verify_certificate(cert);
-  const char* status = v.result == proofs::verification::status::valid     ? "VALID"
-                       : v.result == proofs::verification::status::invalid ? "INVALID"
-                                                                            : "MALFORMED";
+  if (a.max_precision < 64 || a.max_precision > 1u << 22) throw input_error("--max-precision must be in [64, 4194304]");
+  proofs::verify_options opt;
+  opt.max_precision_bits = a.max_precision;
+  const proofs::verification v = proofs::verify_certificate(cert, opt);
+  const char* status = v.result == proofs::verification::status::valid       ? "VALID"
+                       : v.result == proofs::verification::status::invalid   ? "INVALID"
+                       : v.result == proofs::verification::status::malformed ? "MALFORMED"
+                                                                             : "UNCHECKED";
   if (a.out_format == "json") {
     std::cout << nlohmann::json{{"certificate", a.certificate}, {"status", status}, {"checks", v.notes}}.dump(2) << "\n";
   } else {
@@ -80,14 +98,24 @@ std::function<int()> add_certify_commands(CLI::App& app) {
   c->footer(
       "Claim files: see proofs/README.md.  Quantities: rank (scores, attention, output, residual), determinant,\n"
       "output_value, singular_value (at a point), output_bound (at a point).  Parameter families S(a) = a*S0\n"
-      "are decided by exact root isolation (proofs/P09-parameter-families.md).  Example:\n"
+      "are decided by exact root isolation (proofs/P09-parameter-families.md).  Every CERTIFIED or REFUTED\n"
+      "is re-checked by the independent checker (as verify-certificate) before it is printed; if the checker\n"
+      "rejects the certificate the verdict is UNDECIDED (internal disagreement, exit 3) and everything is kept in\n"
+      "FILE.disagreement.json (or ./attncert-disagreement.json) for a bug report.  The JSON report gives the\n"
+      "checking time (certificate_check.seconds).\n"
+      "Exit codes: 0 CERTIFIED, 1 REFUTED, 2 malformed claim or bad usage, 3 UNDECIDED (incl. time limit).\n"
+      "Example:\n"
       "  attncert certify proofs/claims/P01-two-token-attention-full-rank.json --certificate out.cert.json");
   c->add_option("claim", ca->claim, "Claim file (JSON)")->required();
   c->add_option("--certificate", ca->certificate, "Write the certificate to FILE (atomically)");
   c->add_option("--max-precision", ca->max_precision, "Cap (bits) of the enclosures of e^{a/q} at range ends")->capture_default_str();
+  c->add_option("--max-seconds", ca->max_seconds, "Wall-clock budget of the prover; past it the verdict is UNDECIDED (0: no limit)")
+      ->capture_default_str();
   c->add_option("--format", ca->out_format, "text or json")->capture_default_str();
-  auto* v = app.add_subcommand("verify-certificate", "Re-check a certificate independently: exit 0 valid, 1 invalid, 2 malformed.");
+  auto* v = app.add_subcommand("verify-certificate",
+                               "Re-check a certificate independently: exit 0 valid, 1 invalid, 2 malformed, 3 cannot check within --max-precision.");
   v->add_option("certificate", va->certificate, "Certificate (JSON)")->required();
+  v->add_option("--max-precision", va->max_precision, "Cap (bits) of the checker's enclosures of e^{a/q}")->capture_default_str();
   v->add_option("--format", va->out_format, "text or json")->capture_default_str();
   return [c, v, ca, va]() -> int {
     if (*c) return run_certify(*ca);

@@ -17,15 +17,24 @@
 namespace attncert::proofs {
 
 struct verification {
-  enum class status { valid, invalid, malformed } result = status::invalid;
+  /// valid: every stated fact re-derived; invalid: a stated fact is false; malformed: not a
+  /// certificate; unchecked: checking needs more than the precision cap (or a range end beyond
+  /// |a/q| <= 10^4) — the certificate may be valid, nothing is concluded.
+  enum class status { valid, invalid, malformed, unchecked } result = status::invalid;
   std::vector<std::string> notes;  ///< what was checked (valid) or what failed (invalid / malformed)
-  int exit_code() const { return result == status::valid ? 0 : result == status::invalid ? 1 : 2; }
+  int exit_code() const {
+    return result == status::valid ? 0 : result == status::invalid ? 1 : result == status::malformed ? 2 : 3;
+  }
+};
+
+struct verify_options {
+  unsigned max_precision_bits = 8192;  ///< cap of the MPFI enclosures of e^{a/q}
 };
 
 /// Re-check a certificate.  Guarantee: `valid` only if every stated fact was re-derived
 /// exactly (MPFI only for the enclosures of e^{a/q} at range ends and of a* = q·log u*) and the
 /// stated verdict follows from them.  Small matrices only (minors by Laplace expansion; the
 /// rank at a drop enumerates all minors of one size): size ≤ 8.
-verification verify_certificate(const nlohmann::json& certificate);
+verification verify_certificate(const nlohmann::json& certificate, const verify_options& options = {});
 
 }  // namespace attncert::proofs

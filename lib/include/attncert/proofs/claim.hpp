@@ -19,7 +19,9 @@ struct certify_result {
   claim_verdict verdict = claim_verdict::undecided;
   std::string summary;        ///< one paragraph for humans
   nlohmann::json certificate; ///< the certificate (null when undecided)
-  nlohmann::json report;      ///< JSON report (verdict, summary, details)
+  nlohmann::json report;      ///< JSON report (verdict, summary, details, certificate_check)
+  bool disagreement = false;  ///< the checker rejected the prover's certificate (verdict is then UNDECIDED)
+  double check_seconds = 0;   ///< time the independent checker took
   int exit_code() const { return verdict == claim_verdict::certified ? 0 : verdict == claim_verdict::refuted ? 1 : 3; }
 };
 
@@ -31,7 +33,18 @@ nlohmann::json parse_claim_text(const std::string& text);
 /// .json matrix paths).  Throws input_error with the message "POINTER: why" when the claim
 /// is malformed or asks for a quantity not supported yet.  Guarantee: CERTIFIED only when
 /// the exact computation proves the claim; REFUTED only with an exact counterexample; both
-/// come with a certificate that `verify_certificate` re-checks.  Never a verdict from floats.
-certify_result certify(const nlohmann::json& claim, const std::string& base_dir, unsigned max_precision_bits = 4096);
+/// come with a certificate that the independent checker (`verify_certificate`) has already
+/// re-checked: a certificate it does not call VALID turns the verdict into UNDECIDED
+/// (`disagreement` when it calls it INVALID/MALFORMED).  No option turns the check off.
+/// `max_seconds` > 0 bounds the prover's wall-clock time (then UNDECIDED, "time limit").
+/// Never a verdict from floats.
+certify_result certify(const nlohmann::json& claim, const std::string& base_dir, unsigned max_precision_bits = 4096,
+                       double max_seconds = 0);
+
+/// The translation-validation step of `certify`, exposed for tests: runs the independent
+/// checker (cap max(8192, 2·max_precision_bits)) on a prover result's certificate; a
+/// CERTIFIED/REFUTED whose certificate is not VALID comes back UNDECIDED (with `disagreement`
+/// when the checker calls it INVALID or MALFORMED).  Adds `certificate_check` to the report.
+certify_result validate_with_checker(certify_result prover_result, unsigned max_precision_bits = 4096);
 
 }  // namespace attncert::proofs

@@ -22,6 +22,7 @@
 #include <boost/multiprecision/gmp.hpp>
 
 #include "attncert/attention/mask.hpp"
+#include "attncert/deadline.hpp"
 #include "attncert/linalg/attention_rank.hpp"
 #include "attncert/linalg/matrix.hpp"
 
@@ -54,6 +55,15 @@ struct poly_family {
 struct family_too_large : input_error {
   using input_error::input_error;
 };
+
+/// The claim is valid but lies beyond the method's stated limits (a range end with
+/// |a/q| > 10^4, whose e^{a/q} would need rationals of more than 14 000 bits): certify
+/// answers UNDECIDED with this message.
+struct method_limit : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+/// Throws method_limit when |a/q| > 10^4.
+void check_end_magnitude(const mpq_rational& a, const mpz_int& q);
 
 /// Build M(u).  Errors (input_error): shapes, fully masked rows, object = scores;
 /// family_too_large (see above).
