@@ -262,8 +262,15 @@ def compare(f, root, end):
             s, t = root
             if s == t:
                 return (s > 1) - (s < 1)
-            if f.eval(1) == 0 and s <= 1 <= t:
-                # 1 is the root this interval isolates
+            # sympy's isolating intervals (s < t) hold their root strictly inside; a rational
+            # root on an end is reported as its own interval (r, r)
+            if s == 1:
+                return 1
+            if t == 1:
+                return -1
+            if f.eval(1) == 0 and s < 1 < t:
+                # 1 is the root this interval isolates: make the interval exact
+                root[0] = root[1] = Fraction(1)
                 return 0
             if t < 1:
                 return -1
@@ -343,8 +350,8 @@ def signs_on_image(H, lo, hi):
                 segments.append(a + 1)
             elif a < b:
                 segments.append((a + b) / 2)
-            elif a == b and (i == 0 or i == len(bounds) // 2 - 1) and a == 1 and \
-                    (lo.kind == "one" if i == 0 else hi.kind == "one"):
+            elif a == b == 1 and ((i == 0 and lo.kind == "one" and roots[0] == [1, 1]) or
+                                  (i == len(bounds) // 2 - 1 and hi.kind == "one" and roots[-1] == [1, 1])):
                 continue  # a root exactly at the end w = 1: no segment there
             else:
                 ok = False
