@@ -565,7 +565,8 @@ void mse_part(report::check_report& rep, const run_settings& rs) {
   for (std::size_t ci = 0; ci < c_grid.size(); ++ci) {
     const double c = std::stod(c_grid[ci]);
     const mpfi_float& q = quads[ci];
-    const double L = lower_of(q).convert_to<double>(), U = upper_of(q).convert_to<double>();
+    // The certified MSE as binary64 ends rounded outward: L <= MSE <= U.
+    const double L = double_down(lower_of(q)), U = double_up(upper_of(q));
     const std::uint64_t s0 = rs.seed ^ (0xC0FFEEu + ci);
     const auto [m, se] = nn::approx_mse_monte_carlo(c, nullptr, nullptr, mc_samples, s0);
     // The squared error of W = cI is non-negligible only for |t| < 4/(sqrt2 c), a region of
@@ -581,14 +582,14 @@ void mse_part(report::check_report& rep, const run_settings& rs) {
                                               " expected samples (< 1000) where the error is non-negligible (rare-event "
                                               "regime, normal approximation invalid); estimate " + str(m) + " +- " + str(se));
       r.computed = str(m) + " +- " + str(se);
-      r.expected = "in [" + str(L) + ", " + str(U) + "]";
+      r.expected = "in [" + decimal_down(L, digits_for<double>()) + ", " + decimal_up(U, digits_for<double>()) + "]";
       rep.claims.push_back(r);
     } else {
       report::claim_row r = make_row("mse-monte-carlo-full-rank", "seeded Monte-Carlo MSE of W = cI agrees with the certified MSE",
                                      "d=3, c=" + c_grid[ci] + ", seed " + std::to_string(s0), b64, tier::approx);
       const double dist = m < L ? L - m : m > U ? m - U : 0.0;
       r.computed = str(m) + " +- " + str(se) + " (" + std::to_string(mc_samples) + " samples)";
-      r.expected = "in [" + str(L) + ", " + str(U) + "]";
+      r.expected = "in [" + decimal_down(L, digits_for<double>()) + ", " + decimal_up(U, digits_for<double>()) + "]";
       r.abs_error = str(dist);
       r.tolerance = str(5 * se);
       r.tolerance_rule = "statistical: distance to the enclosure <= 5 standard errors";
@@ -601,7 +602,7 @@ void mse_part(report::check_report& rep, const run_settings& rs) {
                                       "a rank-1 head W = c q k^T (unit q, k) has MSE >= the full-rank head's",
                                       "d=3, c=" + c_grid[ci] + ", random head " + std::to_string(h), b64, tier::approx);
       rr.computed = str(mh) + " +- " + str(seh);
-      rr.expected = ">= " + str(L);
+      rr.expected = ">= " + decimal_down(L, digits_for<double>());
       rr.abs_error = str(L - mh);
       rr.tolerance = str(5 * seh);
       rr.tolerance_rule = "statistical: L - MC mean <= 5 standard errors";
@@ -616,7 +617,7 @@ void mse_part(report::check_report& rep, const run_settings& rs) {
   for (std::size_t ci = 0; ci < c_grid.size(); ++ci) {
     q5.push_back(nn::mse_quadrature(number_traits<mpfi_float>::from_string(c_grid[ci]), mse_panels, 5));
     const double c = std::stod(c_grid[ci]);
-    const double L = lower_of(q5.back()).convert_to<double>(), U = upper_of(q5.back()).convert_to<double>();
+    const double L = double_down(lower_of(q5.back())), U = double_up(upper_of(q5.back()));  // L <= MSE <= U
     const std::uint64_t s0 = rs.seed ^ (0xD5D5u + ci);
     const auto [m, se] = nn::approx_mse_monte_carlo(c, nullptr, nullptr, mc_samples, s0, 5);
     const std::string inst = "d=5, c=" + c_grid[ci] + ", seed " + std::to_string(s0);
@@ -630,7 +631,7 @@ void mse_part(report::check_report& rep, const run_settings& rs) {
                               : make_row("mse-monte-carlo-full-rank", statement, inst, b64, tier::approx);
     const double dist = m < L ? L - m : m > U ? m - U : 0.0;
     r.computed = str(m) + " +- " + str(se) + " (" + std::to_string(mc_samples) + " samples)";
-    r.expected = "in [" + str(L) + ", " + str(U) + "] (certified quadrature, " + std::to_string(mse_panels) + " panels)";
+    r.expected = "in [" + decimal_down(L, digits_for<double>()) + ", " + decimal_up(U, digits_for<double>()) + "] (certified quadrature, " + std::to_string(mse_panels) + " panels)";
     if (r.result != verdict::skipped) {
       r.abs_error = str(dist);
       r.tolerance = str(5 * se);

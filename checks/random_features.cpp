@@ -165,7 +165,7 @@ void performer_output_bound(report::check_report& rep, const run_settings& rs) {
   r.tolerance = "0";
   r.tolerance_rule = "rigorous upper bound of the left side <= rigorous lower bound of the right side";
   r.result = g.bound_refuted > 0 ? verdict::fail : (g.bound_certified == g.rows ? verdict::pass : verdict::undecided);
-  r.note = "max row-L1 attention error of the Performer approximation " + str(g.max_row_l1);
+  r.note = "max row-L1 attention error of the Performer approximation <= " + decimal_up(g.max_row_l1, digits_for<double>());
   rep.claims.push_back(r);
 }
 

@@ -118,7 +118,7 @@ std::vector<certified_layer> certify_stack(const stack& s, const run_settings& r
         c.mid = approx_mid(r).str(c.mid_digits, std::ios_base::scientific);
         mpfr_float w = (upper_of(r) - lower_of(r)) / lower_of(r);
         w = w * mpfr_float(1.0 + std::ldexp(1.0, -20));  // covers the rounding of this quotient and its printing
-        c.rel_width = w.str(8, std::ios_base::scientific);
+        c.rel_width = decimal_up(w, 8);  // an upper bound: printed rounded up
         c.log2_value = log2_of(approx_mid(r));
       }
       all = all && c.decided;

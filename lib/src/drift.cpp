@@ -10,6 +10,7 @@
 
 #include "attncert/linalg/certified_svd.hpp"
 #include "attncert/linalg/spectra.hpp"
+#include "attncert/number/decimal.hpp"
 
 namespace attncert {
 
@@ -66,15 +67,9 @@ std::string num17(double x) {
   return std::string(buf, r.ptr);
 }
 
-// Decimal of an MPFR number rounded down / up (outward ends of an enclosure).
-std::string decimal(mpfr_srcptr x, bool up) {
-  if (mpfr_inf_p(x)) return mpfr_sgn(x) > 0 ? "inf" : "-inf";
-  char* s = nullptr;
-  if (mpfr_asprintf(&s, up ? "%.16RUe" : "%.16RDe", x) < 0 || s == nullptr) return "nan";
-  std::string r(s);
-  mpfr_free_str(s);
-  return r;
-}
+// Decimal of an MPFR number rounded down / up (outward ends of an enclosure), 17
+// significant digits (decimal.hpp).
+std::string decimal(mpfr_srcptr x, bool up) { return up ? decimal_up(x, 16) : decimal_down(x, 16); }
 
 bool two_token_fast(const drift_request& r) {
   return r.closed_forms && r.family == drift_family::two_token && r.object == layer_object::attention;
@@ -259,8 +254,8 @@ void enclose(const drift_request& r, double a, drift_point& p) {
     mpfr_tanh(hi, x, MPFR_RNDU);
     p.smin_lo = decimal(lo, false);
     p.smin_hi = decimal(hi, true);
-    p.smin_lo_d = mpfr_get_d(lo, MPFR_RNDD);
-    p.smin_hi_d = mpfr_get_d(hi, MPFR_RNDU);
+    p.smin_lo_d = double_down(lo);
+    p.smin_hi_d = double_up(hi);
     if (mpfr_sgn(lo) > 0) {
       mpfr_ui_div(t, 1, hi, MPFR_RNDD);
       p.cond_lo = decimal(t, false);
@@ -295,8 +290,8 @@ void enclose(const drift_request& r, double a, drift_point& p) {
   const mpfr_float slo = lower_of(smin), shi = upper_of(smin);
   p.smin_lo = decimal(slo.backend().data(), false);
   p.smin_hi = decimal(shi.backend().data(), true);
-  p.smin_lo_d = mpfr_get_d(slo.backend().data(), MPFR_RNDD);
-  p.smin_hi_d = mpfr_get_d(shi.backend().data(), MPFR_RNDU);
+  p.smin_lo_d = double_down(slo);
+  p.smin_hi_d = double_up(shi);
   const mpfr_float s1hi = upper_of(sv.sigma.front()), s1lo = lower_of(sv.sigma.front());
   mpfr_float t;
   mpfr_div(t.backend().data(), s1lo.backend().data(), shi.backend().data(), MPFR_RNDD);

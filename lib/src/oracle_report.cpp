@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "attncert/error.hpp"
+#include "attncert/number/decimal.hpp"
 
 namespace attncert::oracle {
 
@@ -168,7 +169,9 @@ nlohmann::json oracle_report(const oracle_report_input& in) {
     for (double x : g.row_l1) rows.push_back(num(x));
     j["attention"] = {{"rows", g.rows},
                       {"max_row_l1_error", num(g.max_row_l1)},
+                      {"max_row_l1_error_is", "an upper bound: the largest upper end of the per-row enclosures"},
                       {"row_l1_error", rows},
+                      {"row_l1_error_is", "per row, the midpoint of a rigorous enclosure (approx, not a bound)"},
                       {"output_bound",
                        {{"statement", "||((A_hat - A) V)_i||_2 <= ||A_hat_i - A_i||_1 * max_j ||v_j||_2 (article section 11)"},
                         {"certified", g.bound_certified},
@@ -218,7 +221,11 @@ void write_oracle_text(std::ostream& os, const nlohmann::json& j) {
   if (j.contains("attention")) {
     const auto& a = j.at("attention");
     const auto& b = a.at("output_bound");
-    os << "attention candidate: max row-L1 error " << g4(a.at("max_row_l1_error")) << "; output bound certified on "
+    // max_row_l1_error is an upper bound: shown rounded up (decimal.hpp), never to nearest.
+    const auto& m = a.at("max_row_l1_error");
+    os << "attention candidate: max row-L1 error <= "
+       << (m.is_number() ? decimal_up(m.get<double>(), 4, decimal_layout::general) : m.get<std::string>())
+       << "; output bound certified on "
        << b.at("certified") << " of " << a.at("rows") << " rows (undecided " << b.at("undecided") << ", refuted "
        << b.at("refuted") << ", skipped " << b.at("rows_skipped") << ")\n";
   }

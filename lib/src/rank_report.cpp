@@ -6,6 +6,7 @@
 #include "attncert/attention/heads.hpp"
 #include "attncert/linalg/certified_svd.hpp"
 #include "attncert/linalg/spectra.hpp"
+#include "attncert/number/decimal.hpp"
 
 namespace attncert {
 
@@ -133,8 +134,11 @@ nlohmann::json rank_report(const rank_request& req, const std::string& command) 
   }
 
   nlohmann::json svs = nlohmann::json::array();
-  for (const auto& s : sv.sigma)
-    svs.push_back({{"lo", lower_of(s).str(20, std::ios_base::scientific)}, {"hi", upper_of(s).str(20, std::ios_base::scientific)}});
+  for (const auto& s : sv.sigma) {
+    // Ends rounded outward (decimal.hpp): the printed [lo, hi] still contains the exact σ.
+    const auto [lo, hi] = outward_decimal(s, 20);
+    svs.push_back({{"lo", lo}, {"hi", hi}});
+  }
   nlohmann::json fs = nlohmann::json::array();
   for (const auto& f : req.formats) fs.push_back(f.name);
   nlohmann::json ps = nlohmann::json::array();

@@ -22,6 +22,7 @@
 #include <iostream>
 #include <sstream>
 
+#include "attncert/number/decimal.hpp"
 #include "attncert/report/drift.hpp"
 
 namespace attncert::cli {
@@ -91,6 +92,11 @@ const char* recipe_styles[] = {"lc rgb '#d62728' pt 7", "lc rgb '#1f77b4' pt 5",
                                "lc rgb '#9467bd' pt 11", "lc rgb '#ff7f0e' pt 13", "lc rgb '#8c564b' pt 4",
                                "lc rgb '#17becf' pt 6", "lc rgb '#7f7f7f' pt 8"};
 
+// Ends of an enclosure in a data file: 17 significant digits rounded outward (decimal.hpp),
+// so that the printed band still contains the exact value.
+std::string encl_lo(double x) { return decimal_down(x, 17, decimal_layout::general); }
+std::string encl_hi(double x) { return decimal_up(x, 17, decimal_layout::general); }
+
 // Data for the smallest-singular-value figure: one block per recipe, then the band.
 std::string sigma_min_data(const drift_request& r, const drift_result& res) {
   std::ostringstream os;
@@ -99,7 +105,7 @@ std::string sigma_min_data(const drift_request& r, const drift_result& res) {
   for (const auto& rc : r.recipes) os << " " << rc.name;
   os << "\n";
   for (const auto& p : res.points) {
-    os << n17(p.a) << " " << n17(p.smin_lo_d) << " " << n17(p.smin_hi_d);
+    os << n17(p.a) << " " << encl_lo(p.smin_lo_d) << " " << encl_hi(p.smin_hi_d);
     for (const auto& m : p.recipes) os << " " << (m.formed && m.sigma_min > 0 ? n17(m.sigma_min) : std::string("NaN"));
     os << "\n";
   }
@@ -161,7 +167,7 @@ void figure1(const fs::path& dir, const std::vector<std::string>& exts) {
     r.to = panel == 0 ? 3.0 : 1.0;
     r.points = panel == 0 ? 301 : 241;
     const drift_result res = run_drift(r);
-    for (const auto& p : res.points) exact << n17(p.a) << " " << n17(p.smin_lo_d) << " " << n17(p.smin_hi_d) << "\n";
+    for (const auto& p : res.points) exact << n17(p.a) << " " << encl_lo(p.smin_lo_d) << " " << encl_hi(p.smin_hi_d) << "\n";
     exact << "\n\n";
     const int np = panel == 0 ? 31 : 49;
     for (int i = 0; i < np; ++i) {

@@ -13,6 +13,7 @@
 #include <type_traits>
 
 #include "attncert/error.hpp"
+#include "attncert/number/decimal.hpp"
 #include "attncert/number/emulated.hpp"
 #include "attncert/number/interval.hpp"
 #include "attncert/number/precision_guard.hpp"
@@ -161,14 +162,9 @@ struct number_traits<mpfi_float> {
     (void)detail::parse_double_strict(s, false);
     return T(s);
   }
-  static std::string to_string(const T& x, int digits = 17) {
-    std::string s = "[";
-    s += lower_of(x).str(digits, std::ios_base::scientific);
-    s += ", ";
-    s += upper_of(x).str(digits, std::ios_base::scientific);
-    s += ']';
-    return s;
-  }
+  /// "[lo, hi]" with `digits` digits after the point (printf's %e, Boost's scientific
+  /// layout), rounded outward (decimal.hpp): the printed interval contains x.
+  static std::string to_string(const T& x, int digits = 17) { return interval_text(x, digits); }
   static bool is_nan(const T& x) { return mpfi_nan_p(x.backend().data()) != 0; }
 };
 
