@@ -5,7 +5,8 @@ Usage: enclosures_mpmath.py ATTNCERT_BINARY
 Runs `attncert rank` (--format text and json; --object scores and attention), `attncert
 drift` (--format text, json and csv; the two-token closed form and the causal family's
 certified singular values) and `attncert check two-token` (--format text, json, md and csv;
-the enclosure rows of det A = tanh a) on small exact inputs, parses every printed interval
+the enclosure rows of det A = tanh a), and `attncert certify` (--format text and json: the
+enclosures of drops a* = q log u* and of counterexamples a = q log u) on small exact inputs, parses every printed interval
 end as an exact rational (fractions.Fraction) and checks lo <= truth <= hi, the truth
 computed by mpmath at 200 decimal digits (far beyond 4x the precision of any printed end:
 at most 21 significant digits, enclosures of at most 4096 bits are not involved here).
@@ -70,15 +71,23 @@ def exact_sigma(S, x):
     return det_exact([[(x2 if i == j else 0) - G[i][j] for j in range(len(G))] for i in range(len(G))]) == 0
 
 
-def check(where, lo, hi, truth, exact_test=None):
-    """lo <= truth <= hi; lo/hi printed strings, truth an mpf (or exact Fraction)."""
+def check(where, lo, hi, truth, exact_test=None, nonnegative=False):
+    """lo <= truth <= hi; lo/hi printed strings, truth an mpf (or exact Fraction).
+    nonnegative: the true value is >= 0 by definition (a singular value), so a lower end
+    <= 0 holds whatever the reference's noise near 0."""
     global checked
     for end, sign in ((lo, -1), (hi, +1)):
         checked += 1
-        v = frac(end)
+        try:
+            v = frac(end)
+        except ValueError:
+            excluded.append(f"{where}: {'lower' if sign < 0 else 'upper'} end {end!r} is not a number")
+            continue
         if v is None:
             if sign < 0:
                 excluded.append(f"{where}: lower end {end}")
+            continue
+        if nonnegative and sign < 0 and v <= 0:
             continue
         if isinstance(truth, Fraction):
             ok = (v <= truth) if sign < 0 else (v >= truth)
@@ -136,20 +145,22 @@ for name, rows in MATRICES.items():
         if len(svs) != len(truth):
             sys.exit(f"FAIL: rank {name} {obj}: {len(svs)} singular values, expected {len(truth)}")
         for k, (sv, t) in enumerate(zip(svs, truth)):
-            check(f"rank json {name} {obj} s{k + 1}", sv["lo"], sv["hi"], t, exact_test)
+            check(f"rank json {name} {obj} s{k + 1}", sv["lo"], sv["hi"], t, exact_test, nonnegative=True)
         text = run(base + ["--format", "text"])
         found = re.findall(r"^\s+s(\d+) in \[([^,\]]+), ([^\]]+)\]$", text, re.M)
         if len(found) != len(truth):
             sys.exit(f"FAIL: rank {name} {obj} text: {len(found)} singular values parsed, expected {len(truth)}")
         for k, lo, hi in found:
-            check(f"rank text {name} {obj} s{k}", lo, hi, truth[int(k) - 1], exact_test)
+            check(f"rank text {name} {obj} s{k}", lo, hi, truth[int(k) - 1], exact_test, nonnegative=True)
 
 # ---- attncert drift: sigma_min and condition-number enclosures ------------------------------
 def drift_truths(j, a):
     inp = j["inputs"]
     if inp["family"] == "two-token":
+        if a == 0:
+            return Fraction(0), None  # sigma_min = tanh 0 = 0 exactly
         t = mp.tanh(abs(mpf(a)))
-        return t, (1 / t if t != 0 else None)
+        return t, 1 / t
     Q = [[mpf(x) for x in r] for r in inp["Q"]]
     K = [[mpf(x) for x in r] for r in inp["K"]]
     S = [[sum(q[l] * k[l] for l in range(len(q))) for k in K] for q in Q]
@@ -171,7 +182,7 @@ for args in DRIFTS:
         smin, cond = drift_truths(j, p["a"])
         by_a[p["a"]] = (smin, cond)
         tag = f"drift json {args[1]} a={p['a']!r}"
-        check(tag + " sigma_min", p["sigma_min_enclosure"]["lo"], p["sigma_min_enclosure"]["hi"], smin)
+        check(tag + " sigma_min", p["sigma_min_enclosure"]["lo"], p["sigma_min_enclosure"]["hi"], smin, nonnegative=True)
         if cond is not None:
             check(tag + " cond", p["condition_number_enclosure"]["lo"], p["condition_number_enclosure"]["hi"], cond)
     for row in csv.DictReader(io.StringIO(run(base + ["--format", "csv"]))):
@@ -179,7 +190,7 @@ for args in DRIFTS:
             continue
         a = float(row["a"])
         smin, cond = by_a[a]
-        check(f"drift csv {args[1]} a={a!r} sigma_min", row["sigma_min_lo"], row["sigma_min_hi"], smin)
+        check(f"drift csv {args[1]} a={a!r} sigma_min", row["sigma_min_lo"], row["sigma_min_hi"], smin, nonnegative=True)
         if cond is not None:
             check(f"drift csv {args[1]} a={a!r} cond", row["cond_lo"], row["cond_hi"], cond)
     text = run(base + ["--format", "text"])
@@ -189,12 +200,17 @@ for args in DRIFTS:
         sys.exit(f"FAIL: drift {args} text: {len(pts)} points parsed, expected {len(j['points'])}")
     for a, slo, shi, clo, chi in pts:
         smin, cond = by_a[float(a)]
-        check(f"drift text {args[1]} a={a} sigma_min", slo, shi, smin)
+        check(f"drift text {args[1]} a={a} sigma_min", slo, shi, smin, nonnegative=True)
         if cond is not None:
             check(f"drift text {args[1]} a={a} cond", clo, chi, cond)
 
 # ---- attncert check two-token: enclosures of det A = tanh a ---------------------------------
 INTERVAL = re.compile(r"\[([-+0-9.eE]+), ([-+0-9.eE]+)\]")
+
+
+def tanh_truth(a):
+    """tanh a, exactly 0 at a = 0 (an exact Fraction, so that printed zeros are decided)."""
+    return Fraction(0) if mpf(a) == 0 else mp.tanh(mpf(a))
 
 
 def det_rows(rows):
@@ -203,7 +219,7 @@ def det_rows(rows):
         if fmt.startswith("mpfi") and claim in ("rank-A-full", "det-equals-tanh") and INTERVAL.fullmatch(computed.strip()):
             a = inst.split("=", 1)[1].strip() if inst.startswith("a=") else None
             if a is not None:
-                yield inst, computed.strip(), mp.tanh(mpf(a))
+                yield inst, computed.strip(), tanh_truth(a)
 
 
 base = ["check", "two-token", "--formats", "mpfi128", "--policies", "numpy"]
@@ -230,15 +246,55 @@ for line in md.splitlines():
     if len(cells) >= 5 and INTERVAL.fullmatch(cells[4]) and cells[3] == "enclosure" and cells[2].startswith("a="):
         if cells[1] in ("rank-A-full", "det-equals-tanh"):
             lo, hi = INTERVAL.fullmatch(cells[4]).groups()
-            check(f"check md two-token {cells[2]}", lo, hi, mp.tanh(mpf(cells[2].split("=", 1)[1])))
+            check(f"check md two-token {cells[2]}", lo, hi, tanh_truth(cells[2].split("=", 1)[1]))
             n_md += 1
 text = run(base + ["--format", "text"])
 n_text = 0
 for m in re.finditer(r"(rank-A-full|det-equals-tanh)\s+a=(\S+)\s+computed=\[([^,]+), ([^\]]+)\]", text):
-    check(f"check text two-token a={m.group(2)}", m.group(3), m.group(4), mp.tanh(mpf(m.group(2))))
+    check(f"check text two-token a={m.group(2)}", m.group(3), m.group(4), tanh_truth(m.group(2)))
     n_text += 1
 if not (n_json == n_csv == n_md == n_text):
     sys.exit(f"FAIL: check two-token: enclosures found json {n_json}, csv {n_csv}, md {n_md}, text {n_text}")
+
+# ---- certify: drops a* = q log u* and counterexamples a = q log u (text and json) ----------
+def certify(claim, fmt):
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "claim.json")
+        with open(path, "w") as f:
+            json.dump(claim, f)
+        return run(["certify", path, "--format", fmt])
+
+
+drop_claims = [  # (claim, the true drop a*)
+    ({"objects": {"S": [[0, 1, 2]], "V": [[0], [-1], [2]]}, "family": {"range": "(-inf, inf)"},
+      "quantity": {"kind": "rank", "object": "output"}, "relation": "=", "value": 1}, -mp.log(2)),
+    ({"objects": {"S": [[0, 2, -2], [1, 2, 1], [1, 0, 2]]}, "family": {"range": "(0, inf)"},
+      "quantity": {"kind": "rank", "object": "attention"}, "relation": "=", "value": 3}, mp.log((1 + mp.sqrt(5)) / 2)),
+    ({"objects": {"S": [[0, 1]], "V": [[2], [-1]]}, "family": {"range": "(0, inf)"},
+      "quantity": {"kind": "rank", "object": "output"}, "relation": "=", "value": 1}, mp.log(2)),
+]
+n_cert = 0
+for claim, truth in drop_claims:
+    j = json.loads(certify(claim, "json"))
+    for d in j["drops"]:
+        check(f"certify json drop of {claim['objects']}", d["a"][0], d["a"][1], truth)
+        n_cert += 1
+    for m in re.finditer(r"a\* in \[([^,\]]+), ([^\]]+)\]", certify(claim, "text")):
+        check(f"certify text drop of {claim['objects']}", m.group(1), m.group(2), truth)
+        n_cert += 1
+# a counterexample at a rational sample u: its a-enclosure must contain q log u
+neg = {"objects": {"S": [[0, 1, 2]], "V": [[0], [-1], [2]]}, "family": {"range": "(-1, 0)"},
+       "quantity": {"kind": "output_value", "object": "output", "row": 0, "col": 0}, "relation": ">=", "value": 0}
+rep = json.loads(certify(neg, "json"))
+if "counterexample" not in rep:
+    excluded.append(f"certify: no counterexample for a false claim (verdict {rep.get('verdict')})")
+else:
+    ce = rep["counterexample"]
+    u = Fraction(ce["u"])
+    check("certify json counterexample a = log u", ce["a_enclosure"][0], ce["a_enclosure"][1], mp.log(mpf(u.numerator) / u.denominator))
+    n_cert += 1
+if n_cert < 7:
+    excluded.append(f"certify: only {n_cert} enclosures found (7 expected)")
 
 print(f"{checked} printed interval ends checked against mpmath at {mp.dps} digits; {len(excluded)} exclude the true value")
 for e in excluded[:40]:
