@@ -1,10 +1,9 @@
 #include "attncert/io/matrix_input.hpp"
 
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 #include <vector>
 
+#include "attncert/io/bounded_input.hpp"
 #include "attncert/io/npy.hpp"
 
 namespace attncert::io {
@@ -42,7 +41,7 @@ class exact_collector : public nlohmann::json_sax<nlohmann::json> {
     return true;
   }
   bool parse_error(std::size_t pos, const std::string&, const nlohmann::detail::exception& ex) override {
-    error = "malformed JSON at byte " + std::to_string(pos) + ": " + std::string(ex.what()).substr(0, 120);
+    error = "malformed JSON at byte " + std::to_string(pos) + ": " + one_line(std::string(ex.what()), 120);
     return false;
   }
   bool saw_bool = false;
@@ -62,13 +61,15 @@ class exact_collector : public nlohmann::json_sax<nlohmann::json> {
 };
 
 std::vector<std::vector<std::string>> read_json_rows(const std::string& path, const std::string& what) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw input_error(what + ": cannot open '" + path + "'");
-  std::stringstream ss;
-  ss << in.rdbuf();
+  std::string text;
+  try {
+    text = read_file_bounded(path);
+  } catch (const input_error& e) {
+    throw input_error(what + ": " + e.what());
+  }
   exact_collector c;
-  const bool ok = nlohmann::json::sax_parse(ss.str(), &c);
-  if (!ok || !c.error.empty()) throw input_error(what + ": " + path + ": " + (c.error.empty() ? "malformed JSON" : c.error));
+  const bool ok = nlohmann::json::sax_parse(quote_float_literals(text), &c);
+  if (!ok || !c.error.empty()) throw input_error(what + ": " + one_line(path, 4096) + ": " + (c.error.empty() ? "malformed JSON" : c.error));
   if (c.rows.empty() || c.rows[0].empty()) throw input_error(what + ": " + path + ": empty matrix");
   for (std::size_t i = 1; i < c.rows.size(); ++i)
     if (c.rows[i].size() != c.rows[0].size())

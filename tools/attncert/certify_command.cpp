@@ -4,12 +4,11 @@
 
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
-#include <sstream>
 #include <unistd.h>
 
 #include "attncert/error.hpp"
+#include "attncert/io/bounded_input.hpp"
 #include "attncert/proofs/certificate_verify.hpp"
 #include "attncert/proofs/claim.hpp"
 #include "cli_common.hpp"
@@ -17,14 +16,6 @@
 namespace attncert::cli {
 
 namespace {
-
-std::string slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw input_error("cannot open '" + path + "'");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 struct certify_args {
   std::string claim, certificate, out_format = "text";
@@ -37,7 +28,7 @@ struct verify_args {
 int run_certify(const certify_args& a) {
   if (a.max_precision < 64 || a.max_precision > 1u << 20) throw input_error("--max-precision must be in [64, 1048576]");
   if (a.out_format != "text" && a.out_format != "json") throw input_error("--format must be text or json");
-  const nlohmann::json claim = proofs::parse_claim_text(slurp(a.claim));
+  const nlohmann::json claim = proofs::parse_claim_text(io::read_file_bounded(a.claim));
   const std::string base = std::filesystem::path(a.claim).parent_path().string();
   const proofs::certify_result r = proofs::certify(claim, base.empty() ? "." : base, a.max_precision);
   if (!a.certificate.empty() && !r.certificate.is_null()) emit(a.certificate, r.certificate.dump(1) + "\n");
@@ -53,9 +44,9 @@ int run_certify(const certify_args& a) {
 int run_verify(const verify_args& a) {
   nlohmann::json cert;
   try {
-    cert = nlohmann::json::parse(slurp(a.certificate));
-  } catch (const nlohmann::json::exception& e) {
-    throw input_error(a.certificate + ": malformed JSON: " + std::string(e.what()).substr(0, 160));
+    cert = proofs::parse_certificate_text(io::read_file_bounded(a.certificate));
+  } catch (const std::invalid_argument& e) {
+    throw input_error(one_line(a.certificate, 4096) + ": " + e.what());
   }
   const proofs::verification v = proofs::verify_certificate(cert);
   const char* status = v.result == proofs::verification::status::valid     ? "VALID"
@@ -67,7 +58,7 @@ int run_verify(const verify_args& a) {
     std::cout << status << ": " << a.certificate << "\n";
     for (const auto& n : v.notes) std::cout << "  " << n << "\n";
   }
-  if (v.result == proofs::verification::status::malformed) std::cerr << "attncert: " << (v.notes.empty() ? "malformed" : v.notes.back()) << "\n";
+  if (v.result == proofs::verification::status::malformed) std::cerr << "attncert: " << (v.notes.empty() ? "malformed" : one_line(v.notes.back(), 4096)) << "\n";
   return v.exit_code();
 }
 
