@@ -7,6 +7,8 @@
 #include <atomic>
 #include <cerrno>
 #include <charconv>
+#include <cmath>
+#include <cstdlib>
 #include <cstdint>
 #include <system_error>
 
@@ -99,7 +101,7 @@ std::string read_file_bounded(const std::string& path, std::size_t limit) {
   return bytes;
 }
 
-std::string quote_float_literals(std::string_view text) {
+std::string quote_huge_number_literals(std::string_view text) {
   std::string out;
   out.reserve(text.size() + 16);
   std::size_t i = 0;
@@ -120,7 +122,8 @@ std::string quote_float_literals(std::string_view text) {
         continue;
       }
       const std::string_view tok = text.substr(i, len);
-      if (is_float || !fits_json_integer(tok)) {
+      // nlohmann reads this token with strtod; if that overflows, it stops with "number overflow"
+      if ((is_float || !fits_json_integer(tok)) && !std::isfinite(std::strtod(std::string(tok).c_str(), nullptr))) {
         out += '"';
         out.append(tok);
         out += '"';

@@ -995,7 +995,7 @@ certify_result certify_numerical_rank(const nlohmann::json& claim, const std::st
 
 nlohmann::json parse_claim_text(const std::string& text) {
   exact_dom d;
-  const bool ok = nlohmann::json::sax_parse(io::quote_float_literals(text), &d);
+  const bool ok = nlohmann::json::sax_parse(io::quote_huge_number_literals(text), &d);
   if (!ok || !d.error.empty()) throw input_error(d.error.empty() ? "malformed JSON" : d.error);
   return d.root;
 }

@@ -63,7 +63,7 @@ class exact_collector : public nlohmann::json_sax<nlohmann::json> {
 // `label` ("--scores: FILE") starts every message.
 std::vector<std::vector<std::string>> json_rows(const std::string& text, const std::string& label) {
   exact_collector c;
-  const bool ok = nlohmann::json::sax_parse(quote_float_literals(text), &c);
+  const bool ok = nlohmann::json::sax_parse(quote_huge_number_literals(text), &c);
   if (!ok || !c.error.empty()) throw input_error(label + ": " + (c.error.empty() ? "malformed JSON" : c.error));
   if (c.rows.empty() || c.rows[0].empty()) throw input_error(label + ": empty matrix");
   for (std::size_t i = 1; i < c.rows.size(); ++i)

@@ -1,7 +1,7 @@
 // Tests of attncert/io/bounded_input.hpp: the bounded reader stops endless inputs
 // (/dev/zero, a FIFO) at the limit within a second, a FIFO without a writer does not hang,
-// and float literals are quoted exactly (while integers, strings and malformed tokens are left
-// for the parser).  Also the bounded reading through read_npy and read_exact_matrix.
+// and overflowing number literals are quoted (strings and malformed tokens are left for the
+// parser).  Also the bounded reading through read_npy and read_exact_matrix.
 #define BOOST_TEST_MODULE io_bounded_input
 #include <boost/test/unit_test.hpp>
 
@@ -18,6 +18,7 @@
 #include "attncert/io/bounded_input.hpp"
 #include "attncert/io/matrix_input.hpp"
 #include "attncert/io/npy.hpp"
+#include <nlohmann/json.hpp>
 
 using namespace attncert;
 namespace fs = std::filesystem;
@@ -97,17 +98,19 @@ BOOST_AUTO_TEST_CASE(the_process_wide_limit_applies_to_npy_and_json_matrices) {
   BOOST_TEST(seconds_since(t1) < 5.0);
 }
 
-BOOST_AUTO_TEST_CASE(float_literals_become_their_text) {
-  using io::quote_float_literals;
-  BOOST_TEST(quote_float_literals("[1e100000, -0.5, 2, -3]") == "[\"1e100000\", \"-0.5\", 2, -3]");
-  BOOST_TEST(quote_float_literals("{\"a\": \"1.5 [\\\" 2.5\", \"b\": 1E-7}") == "{\"a\": \"1.5 [\\\" 2.5\", \"b\": \"1E-7\"}");
-  // integers beyond int64/uint64 are read as doubles by nlohmann: quoted; those within are not
-  BOOST_TEST(quote_float_literals("[18446744073709551615, 18446744073709551616, -9223372036854775808, -9223372036854775809]") ==
-             "[18446744073709551615, \"18446744073709551616\", -9223372036854775808, \"-9223372036854775809\"]");
+BOOST_AUTO_TEST_CASE(overflowing_literals_become_their_text) {
+  using io::quote_huge_number_literals;
+  const std::string big_int(400, '9');
+  BOOST_TEST(quote_huge_number_literals("[1e100000, -0.5, 2, -3, -1E+400, 1e-100000]") ==
+             "[\"1e100000\", -0.5, 2, -3, \"-1E+400\", 1e-100000]");
+  BOOST_TEST(quote_huge_number_literals("[" + big_int + ", 18446744073709551616]") == "[\"" + big_int + "\", 18446744073709551616]");
+  // strings are copied as they are, escaped quotes included
+  BOOST_TEST(quote_huge_number_literals("{\"a\": \"1e999 [\\\" 2e999\", \"b\": 1E999}") ==
+             "{\"a\": \"1e999 [\\\" 2e999\", \"b\": \"1E999\"}");
   // malformed numbers stay malformed for the parser
-  for (const char* bad : {"[01]", "[1.]", "[.5]", "[-]", "[1e]", "[1e+]", "[+1]", "[- 1]"})
-    BOOST_TEST(quote_float_literals(bad).find('"') == std::string::npos, bad);
-  BOOST_TEST(quote_float_literals("\"unterminated 1.5") == "\"unterminated 1.5");
+  for (const char* bad : {"[01e999]", "[1.e999]", "[.5e999]", "[-]", "[1e]", "[1e+]", "[+1e999]", "[- 1e999]", "[1e999x]"})
+    BOOST_TEST(!nlohmann::json::accept(quote_huge_number_literals(bad)), bad);
+  BOOST_TEST(quote_huge_number_literals("\"unterminated 1e999") == "\"unterminated 1e999");
 }
 
 BOOST_AUTO_TEST_CASE(json_matrices_read_float_literals_exactly) {

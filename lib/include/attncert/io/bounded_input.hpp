@@ -39,12 +39,13 @@ void set_max_input_bytes(std::size_t bytes);
 std::string read_file_bounded(const std::string& path, std::size_t limit);
 inline std::string read_file_bounded(const std::string& path) { return read_file_bounded(path, max_input_bytes()); }
 
-/// JSON text in which every number literal that nlohmann's parser would read as a double
-/// (it has a fraction or an exponent, or is an integer outside int64/uint64) is turned into a
-/// string holding the same text: "1e100000" stays exact instead of overflowing to a parse
-/// error, and every number is then read from its decimal text by the caller.  Integer
-/// literals within int64/uint64, strings, and malformed tokens are left untouched, so the
-/// parser still reports syntax errors.  Linear in the size of `text`.
-std::string quote_float_literals(std::string_view text);
+/// JSON text in which every number literal that nlohmann's parser would reject as a "number
+/// overflow" (its binary64 value is infinite: 1e100000, or an integer of 310 digits) is turned
+/// into a string holding the same text, so that callers that read numbers exactly from their
+/// text (claims, JSON matrices) treat the literal 1e100000 like the string "1e100000"; the
+/// digit and exponent limits then apply to both alike.  Everything else is left as it is
+/// (byte offsets in parse errors stay exact unless such a literal precedes them), including
+/// malformed tokens, which the parser still reports.  Linear in the size of `text`.
+std::string quote_huge_number_literals(std::string_view text);
 
 }  // namespace attncert::io
