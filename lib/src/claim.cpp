@@ -43,8 +43,8 @@ mpq_rational exact_number(const nlohmann::json& v, const std::string& ptr) {
   if (v.is_string()) {
     try {
       return number_traits<mpq_rational>::from_string(v.get<std::string>());
-    } catch (const std::exception&) {
-      fail(ptr, "not a number");
+    } catch (const std::exception& e) {
+      fail(ptr, std::string("not a number: ") + e.what());  // e.g. beyond the digit or exponent limit
     }
   }
   if (v.is_number_float()) fail(ptr, "internal: float not preserved as text");

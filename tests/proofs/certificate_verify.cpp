@@ -32,7 +32,7 @@ json numerical_rank_certificate() {
   return certificate_of(R"J({"objects": {"S": [[1, -1], [-1, 1]]}, "family": {"at": "1/1099511627776"}, "quantity": {"kind": "numerical_rank", "object": "attention", "recipe": "fp32", "policy": "numpy"}, "relation": "=", "value": 1})J");
 }
 
-const std::vector<json> bad_numbers = {"1/0", "-3/0", "abc", nullptr, json::array({1, 2}), "1e-9223372036854775808",
+const std::vector<json> bad_numbers = {"1/0", "-3/0", "abc", nullptr, json::array({1, 2}), "1e-9223372036854775808", "1.5e-9223372036854775808",
                                        "1e9223372036854775807", "1e100001", "0x10", "1/-2", "1/2/3", "", "1e", "1.2.3"};
 
 }  // namespace
