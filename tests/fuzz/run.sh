@@ -8,6 +8,7 @@
 #
 #   ATTNCERT_FUZZ_BUILD_DIR  build directory (default: build-fuzz)
 #   ATTNCERT_JOBS            parallel build jobs (default: number of cores)
+#   ATTNCERT_FUZZ_HARNESSES  the harnesses to run (default: "npy matrix_input certify verify")
 #
 # Input sizes per harness (-max_len): npy and matrix_input 64 KiB, certify 512 bytes,
 # verify 4 KiB; certify and verify also skip large claims (see their header comments).
@@ -17,7 +18,7 @@ cd "$(dirname "$0")/../.."
 root="$(pwd)"
 build="${ATTNCERT_FUZZ_BUILD_DIR:-build-fuzz}"
 case "$build" in /*) ;; *) build="$root/$build" ;; esac
-harnesses=(npy matrix_input certify verify)
+harnesses=(${ATTNCERT_FUZZ_HARNESSES:-npy matrix_input certify verify})
 
 cmake -S . -B "$build" -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=RelWithDebInfo -DATTNCERT_FUZZ=ON \
   -DATTNCERT_TESTS=OFF >&2
