@@ -7,10 +7,13 @@
 
 #include <algorithm>
 #include <boost/multiprecision/gmp.hpp>
-#include <functional>
+#include <cctype>
 #include <cmath>
+#include <cstdlib>
+#include <functional>
 #include <optional>
 #include <stdexcept>
+#include <string>
 
 namespace attncert::proofs {
 
@@ -36,16 +39,44 @@ thread_local unsigned cap_bits = 8192;
 std::string cap_text() { return std::to_string(cap_bits) + " bits"; }
 
 // ---- parsing -------------------------------------------------------------------------
+// The checker's own limits, the same as the prover's (README "Limits on input"): digits per
+// integer or decimal mantissa, |written decimal exponent|, JSON nesting depth.
+constexpr std::size_t max_digits = 100000;
+constexpr long max_exponent = 100000;
+constexpr std::size_t max_depth = 64;
+
+// `s` for a one-line message: control characters escaped, cut after 80 characters.
+std::string shown(const std::string& s) {
+  static const char* hex = "0123456789abcdef";
+  std::string out;
+  for (const char ch : s) {
+    if (out.size() >= 80) return out + "...";
+    const auto c = static_cast<unsigned char>(ch);
+    if (c < 0x20 || c == 0x7f) out += std::string("\\x") + hex[c >> 4] + hex[c & 15];
+    else out += ch;
+  }
+  return out;
+}
+
+// [+-]?digits, at most max_digits digits (read with mpz_set_str: no octal, no hex).
+Z parse_integer(const std::string& s, const std::string& where, bool sign_allowed = true) {
+  std::size_t i = 0;
+  const bool neg = sign_allowed && !s.empty() && (s[0] == '-' || s[0] == '+') ? s[i++] == '-' : false;
+  if (i == s.size() || s.find_first_not_of("0123456789", i) != std::string::npos)
+    throw malformed(where + ": not an integer '" + shown(s) + "'");
+  if (s.size() - i > max_digits) throw malformed(where + ": more than " + std::to_string(max_digits) + " digits");
+  Z v;
+  mpz_set_str(v.backend().data(), s.c_str() + i, 10);
+  return neg ? Z(-v) : v;
+}
+
 Q parse_rational(const std::string& s, const std::string& where) {
-  // "p", "-p", "p/q", or a decimal "d.ddde±x".
+  // "p", "-p", "p/q" (q > 0), or a decimal "d.ddde±x".
   if (s.empty()) throw malformed(where + ": empty number");
-  if (s.find('/') != std::string::npos || s.find_first_not_of("+-0123456789") == std::string::npos) {
-    try {
-      Q v(s);
-      return v;
-    } catch (const std::exception&) {
-      throw malformed(where + ": not a rational '" + s + "'");
-    }
+  if (const auto slash = s.find('/'); slash != std::string::npos) {
+    const Z p = parse_integer(s.substr(0, slash), where), q = parse_integer(s.substr(slash + 1), where, false);
+    if (q == 0) throw malformed(where + ": zero denominator in '" + shown(s) + "'");
+    return Q(p) / Q(q);
   }
   std::size_t i = 0;
   bool neg = false;
@@ -55,32 +86,33 @@ Q parse_rational(const std::string& s, const std::string& where) {
   bool dot = false;
   for (; i < s.size() && (std::isdigit(static_cast<unsigned char>(s[i])) || s[i] == '.'); ++i) {
     if (s[i] == '.') {
-      if (dot) throw malformed(where + ": bad number '" + s + "'");
+      if (dot) throw malformed(where + ": bad number '" + shown(s) + "'");
       dot = true;
     } else {
+      if (digits.size() >= max_digits) throw malformed(where + ": more than " + std::to_string(max_digits) + " digits");
       digits += s[i];
       if (dot) ++frac;
     }
   }
   long ex = 0;
   if (i < s.size() && (s[i] == 'e' || s[i] == 'E')) {
-    try {
-      std::size_t used = 0;
-      ex = std::stol(s.substr(i + 1), &used);
-      if (used != s.size() - i - 1) throw malformed("x");
-    } catch (const std::exception&) {
-      throw malformed(where + ": bad exponent in '" + s + "'");
+    ++i;
+    bool eneg = false;
+    if (i < s.size() && (s[i] == '-' || s[i] == '+')) eneg = s[i++] == '-';
+    const std::size_t first = i;
+    for (; i < s.size() && std::isdigit(static_cast<unsigned char>(s[i])); ++i) {
+      ex = ex * 10 + (s[i] - '0');  // ex <= max_exponent before this step: no overflow
+      if (ex > max_exponent) throw malformed(where + ": exponent out of range in '" + shown(s) + "'");
     }
-    i = s.size();
+    if (i == first) throw malformed(where + ": bad exponent in '" + shown(s) + "'");
+    if (eneg) ex = -ex;
   }
-  if (i != s.size() || digits.empty()) throw malformed(where + ": bad number '" + s + "'");
-  const auto nz = digits.find_first_not_of('0');  // Boost reads a leading 0 as octal
-  digits = nz == std::string::npos ? "0" : digits.substr(nz);
-  Z m(digits);
-  const long e = ex - frac;
-  if (e > 100000 || e < -100000) throw malformed(where + ": exponent out of range");
-  Z ten = 1;
-  for (long k = 0; k < (e < 0 ? -e : e); ++k) ten *= 10;
+  if (i != s.size() || digits.empty()) throw malformed(where + ": bad number '" + shown(s) + "'");
+  Z m;
+  mpz_set_str(m.backend().data(), digits.c_str(), 10);
+  const long e = ex - frac;  // |e| <= 2 * 10^5
+  Z ten;
+  mpz_ui_pow_ui(ten.backend().data(), 10, static_cast<unsigned long>(e < 0 ? -e : e));
   Q v = e >= 0 ? Q(m * ten) : Q(m) / Q(ten);
   return neg ? Q(-v) : v;
 }
@@ -612,7 +644,7 @@ void verify_output_bound(const nlohmann::json& cert, const nlohmann::json& cl, c
   Z q = 1;
   for (std::size_t j = 0; j < n; ++j)
     if (allowed(j)) q = boost::multiprecision::lcm(q, boost::multiprecision::lcm(denominator(r[j]), denominator(rh[j])));
-  check(Z(at(cert, "q", "").get<std::string>()) == q, "/q: the common denominator is " + q.str());
+  check(parse_integer(at(cert, "q", "").get<std::string>(), "/q") == q, "/q: the common denominator is " + q.str());
   std::optional<Z> lo;
   for (std::size_t j = 0; j < n; ++j)
     if (allowed(j))
@@ -1024,7 +1056,13 @@ bool policy_coefficients(const std::string& text, long m, long n, int p, Q& alph
       parts.push_back(text.substr(s, i - s));
       s = i + 1;
     }
-  auto param = [&](std::size_t k) { return exactq(std::stod(parts[k])); };
+  auto param = [&](std::size_t k) {  // the binary64 nearest the decimal, as the prover's policy parser reads it
+    const char* b = parts[k].c_str();
+    char* end = nullptr;
+    const double v = parts[k].empty() || std::isspace(static_cast<unsigned char>(*b)) ? NAN : std::strtod(b, &end);
+    if (!std::isfinite(v) || end != b + parts[k].size()) throw malformed("/claim/policy: bad parameter '" + shown(parts[k]) + "'");
+    return exactq(v);
+  };
   if (parts[0] == "numpy" && parts.size() == 1) alpha = big * eps, beta = 0;
   else if (parts[0] == "lapack" && parts.size() <= 2) alpha = parts.size() == 2 ? param(1) : eps, beta = 0;
   else if (parts[0] == "torch" && parts.size() <= 3) {
@@ -1042,6 +1080,7 @@ bool policy_coefficients(const std::string& text, long m, long n, int p, Q& alph
 void verify_numerical_rank(const nlohmann::json& cert, const nlohmann::json& cl, const std::function<void(const std::string&)>& note) {
   using namespace nr;
   const std::string recipe = at(cl, "recipe", "/claim").get<std::string>();
+  if (cl.contains("point")) (void)num(cl["point"], "/claim/point");  // informational, but an exact number
   fmt st, acc, sm, oacc, res;
   if (recipe == "fp64") st = acc = sm = oacc = res = fmt::f64;
   else if (recipe == "fp32") st = acc = sm = oacc = res = fmt::f32;
@@ -1152,6 +1191,22 @@ void verify_numerical_rank(const nlohmann::json& cert, const nlohmann::json& cl,
   check(at(cert, "verdict", "").get<std::string>() == verdict, "/verdict: the re-derived verdict is " + verdict);
   note("numerical rank " + std::to_string(rank) + " re-derived from eigenvalue counts of the Gram matrix (Faddeev-LeVerrier, "
        "Descartes); verdict re-derived: " + verdict);
+}
+
+nlohmann::json parse_certificate_text(const std::string& text) {
+  // nlohmann's parser is iterative; the depth check keeps every later (recursive) copy,
+  // comparison or dump of the document shallow.
+  const auto depth_check = [](int depth, nlohmann::json::parse_event_t ev, nlohmann::json&) {
+    if ((ev == nlohmann::json::parse_event_t::object_start || ev == nlohmann::json::parse_event_t::array_start) &&
+        depth >= static_cast<int>(max_depth))
+      throw std::invalid_argument("malformed certificate: JSON nested deeper than " + std::to_string(max_depth) + " levels");
+    return true;
+  };
+  try {
+    return nlohmann::json::parse(text, depth_check);
+  } catch (const nlohmann::json::exception& e) {
+    throw std::invalid_argument("malformed JSON: " + shown(std::string(e.what()).substr(0, 160)));
+  }
 }
 
 verification verify_certificate(const nlohmann::json& cert, const verify_options& options) {
@@ -1280,7 +1335,7 @@ verification verify_certificate(const nlohmann::json& cert, const verify_options
       }
     }
     if (std::min(F.rows, F.cols) > 8) throw malformed("/claim: the checker handles matrices with min(rows, cols) <= 8");
-    check(Z(at(cert, "q", "").get<std::string>()) == F.q, "/q: the common denominator is " + F.q.str());
+    check(parse_integer(at(cert, "q", "").get<std::string>(), "/q") == F.q, "/q: the common denominator is " + F.q.str());
     note("rebuilt M(u) (" + std::to_string(F.rows) + "x" + std::to_string(F.cols) + ", " + object + ") from the claim; q = " + F.q.str());
     const std::string quantity = cl.value("quantity", "rank");
     if (quantity == "determinant" || quantity == "output_value") {

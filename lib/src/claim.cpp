@@ -9,6 +9,7 @@
 
 #include "attncert/deadline.hpp"
 #include "attncert/error.hpp"
+#include "attncert/io/bounded_input.hpp"
 #include "attncert/io/matrix_input.hpp"
 #include "attncert/proofs/certificate_verify.hpp"
 #include "attncert/number/traits.hpp"
@@ -45,8 +46,8 @@ mpq_rational exact_number(const nlohmann::json& v, const std::string& ptr) {
   if (v.is_string()) {
     try {
       return number_traits<mpq_rational>::from_string(v.get<std::string>());
-    } catch (const std::exception&) {
-      fail(ptr, "not a number");
+    } catch (const std::exception& e) {
+      fail(ptr, std::string("not a number: ") + e.what());  // e.g. beyond the digit or exponent limit
     }
   }
   if (v.is_number_float()) fail(ptr, "internal: float not preserved as text");
@@ -159,6 +160,7 @@ class exact_dom : public nlohmann::json_sax<nlohmann::json> {
   bool string(string_t& s) override { return put(s); }
   bool binary(binary_t&) override { return false; }
   bool start_object(std::size_t) override {
+    if (too_deep()) return false;
     nlohmann::json* p = place(nlohmann::json::object());
     stack_.push_back(p);
     return true;
@@ -172,6 +174,7 @@ class exact_dom : public nlohmann::json_sax<nlohmann::json> {
     return true;
   }
   bool start_array(std::size_t) override {
+    if (too_deep()) return false;
     nlohmann::json* p = place(nlohmann::json::array());
     stack_.push_back(p);
     return true;
@@ -181,12 +184,19 @@ class exact_dom : public nlohmann::json_sax<nlohmann::json> {
     return true;
   }
   bool parse_error(std::size_t pos, const std::string&, const nlohmann::detail::exception& ex) override {
-    error = "malformed JSON at byte " + std::to_string(pos) + ": " + std::string(ex.what()).substr(0, 160);
+    error = "malformed JSON at byte " + std::to_string(pos) + ": " + one_line(std::string(ex.what()), 160);
     return false;
   }
 
  private:
   std::vector<nlohmann::json*> stack_;
+  // Rejects a container nested deeper than io::max_json_depth before building it: the DOM
+  // (copied and destroyed recursively later) stays shallow whatever the input.
+  bool too_deep() {
+    if (stack_.size() < io::max_json_depth) return false;
+    error = "JSON nested deeper than " + std::to_string(io::max_json_depth) + " levels";
+    return false;
+  }
   std::string key_;
   nlohmann::json* place(nlohmann::json v) {
     if (stack_.empty()) {
@@ -988,7 +998,7 @@ certify_result certify_numerical_rank(const nlohmann::json& claim, const std::st
 
 nlohmann::json parse_claim_text(const std::string& text) {
   exact_dom d;
-  const bool ok = nlohmann::json::sax_parse(text, &d);
+  const bool ok = nlohmann::json::sax_parse(io::quote_huge_number_literals(text), &d);
   if (!ok || !d.error.empty()) throw input_error(d.error.empty() ? "malformed JSON" : d.error);
   return d.root;
 }

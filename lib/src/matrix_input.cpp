@@ -1,10 +1,9 @@
 #include "attncert/io/matrix_input.hpp"
 
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 #include <vector>
 
+#include "attncert/io/bounded_input.hpp"
 #include "attncert/io/npy.hpp"
 
 namespace attncert::io {
@@ -42,7 +41,7 @@ class exact_collector : public nlohmann::json_sax<nlohmann::json> {
     return true;
   }
   bool parse_error(std::size_t pos, const std::string&, const nlohmann::detail::exception& ex) override {
-    error = "malformed JSON at byte " + std::to_string(pos) + ": " + std::string(ex.what()).substr(0, 120);
+    error = "malformed JSON at byte " + std::to_string(pos) + ": " + one_line(std::string(ex.what()), 120);
     return false;
   }
   bool saw_bool = false;
@@ -61,20 +60,40 @@ class exact_collector : public nlohmann::json_sax<nlohmann::json> {
   }
 };
 
-std::vector<std::vector<std::string>> read_json_rows(const std::string& path, const std::string& what) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw input_error(what + ": cannot open '" + path + "'");
-  std::stringstream ss;
-  ss << in.rdbuf();
+// `label` ("--scores: FILE") starts every message.
+std::vector<std::vector<std::string>> json_rows(const std::string& text, const std::string& label) {
   exact_collector c;
-  const bool ok = nlohmann::json::sax_parse(ss.str(), &c);
-  if (!ok || !c.error.empty()) throw input_error(what + ": " + path + ": " + (c.error.empty() ? "malformed JSON" : c.error));
-  if (c.rows.empty() || c.rows[0].empty()) throw input_error(what + ": " + path + ": empty matrix");
+  const bool ok = nlohmann::json::sax_parse(quote_huge_number_literals(text), &c);
+  if (!ok || !c.error.empty()) throw input_error(label + ": " + (c.error.empty() ? "malformed JSON" : c.error));
+  if (c.rows.empty() || c.rows[0].empty()) throw input_error(label + ": empty matrix");
   for (std::size_t i = 1; i < c.rows.size(); ++i)
     if (c.rows[i].size() != c.rows[0].size())
-      throw input_error(what + ": " + path + ": row " + std::to_string(i) + " has " + std::to_string(c.rows[i].size()) +
+      throw input_error(label + ": row " + std::to_string(i) + " has " + std::to_string(c.rows[i].size()) +
                         " entries, row 0 has " + std::to_string(c.rows[0].size()));
   return c.rows;
+}
+
+std::vector<std::vector<std::string>> read_json_rows(const std::string& path, const std::string& what) {
+  std::string text;
+  try {
+    text = read_file_bounded(path);
+  } catch (const input_error& e) {
+    throw input_error(what + ": " + e.what());
+  }
+  return json_rows(text, what + ": " + one_line(path, 4096));
+}
+
+matrix<mpq_rational> exact_from_rows(const std::vector<std::vector<std::string>>& rows, const std::string& label) {
+  matrix<mpq_rational> m(static_cast<Eigen::Index>(rows.size()), static_cast<Eigen::Index>(rows[0].size()));
+  for (std::size_t i = 0; i < rows.size(); ++i)
+    for (std::size_t j = 0; j < rows[i].size(); ++j) {
+      try {
+        m(static_cast<Eigen::Index>(i), static_cast<Eigen::Index>(j)) = number_traits<mpq_rational>::from_string(rows[i][j]);
+      } catch (const input_error& e) {
+        throw input_error(label + ": entry (" + std::to_string(i) + ", " + std::to_string(j) + "): " + e.what());
+      }
+    }
+  return m;
 }
 
 npy_array read_npy_2d(const std::string& path, const std::string& what) {
@@ -101,20 +120,12 @@ matrix<mpq_rational> read_exact_matrix(const std::string& path, const std::strin
         m(static_cast<Eigen::Index>(i), static_cast<Eigen::Index>(j)) = mpq_rational(a.values[i * a.shape[1] + j]);
     return m;
   }
-  if (ends_with(path, ".json")) {
-    const auto rows = read_json_rows(path, what);
-    matrix<mpq_rational> m(static_cast<Eigen::Index>(rows.size()), static_cast<Eigen::Index>(rows[0].size()));
-    for (std::size_t i = 0; i < rows.size(); ++i)
-      for (std::size_t j = 0; j < rows[i].size(); ++j) {
-        try {
-          m(static_cast<Eigen::Index>(i), static_cast<Eigen::Index>(j)) = number_traits<mpq_rational>::from_string(rows[i][j]);
-        } catch (const input_error& e) {
-          throw input_error(what + ": " + path + ": entry (" + std::to_string(i) + ", " + std::to_string(j) + "): " + e.what());
-        }
-      }
-    return m;
-  }
+  if (ends_with(path, ".json")) return exact_from_rows(read_json_rows(path, what), what + ": " + one_line(path, 4096));
   throw input_error(what + ": '" + path + "' is neither .npy nor .json");
+}
+
+matrix<mpq_rational> parse_exact_matrix_json(const std::string& text, const std::string& label) {
+  return exact_from_rows(json_rows(text, label), label);
 }
 
 bool_matrix read_bool_matrix(const std::string& path, const std::string& what) {

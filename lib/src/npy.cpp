@@ -23,6 +23,7 @@
 #include <system_error>
 
 #include "attncert/error.hpp"
+#include "attncert/io/bounded_input.hpp"
 
 namespace attncert::io {
 namespace {
@@ -885,26 +886,7 @@ npy_array parse_npy(const std::string& bytes, const std::string& name, nonfinite
 }
 
 npy_array read_npy(const std::string& path, nonfinite policy) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) fail(path, "cannot open: " + errno_text(errno));
-  std::string bytes;
-  struct stat st {};
-  if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0)
-    bytes.reserve(static_cast<std::size_t>(st.st_size));
-  char buf[65536];
-  for (;;) {
-    const ssize_t n = ::read(fd, buf, sizeof buf);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      const int err = errno;
-      ::close(fd);
-      fail(path, "cannot read: " + errno_text(err));
-    }
-    if (n == 0) break;
-    bytes.append(buf, static_cast<std::size_t>(n));
-  }
-  ::close(fd);
-  return parse_npy(bytes, path, policy);
+  return parse_npy(read_file_bounded(path), path, policy);
 }
 
 std::string serialize_npy(const npy_array& a) { return serialize_named(a, "npy array"); }

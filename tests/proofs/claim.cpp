@@ -5,6 +5,8 @@
 #define BOOST_TEST_MODULE proofs_claim
 #include <boost/test/unit_test.hpp>
 
+#include <chrono>
+
 #include "../random_matrices.hpp"
 #include "../support.hpp"
 #include "attncert/attention/softmax.hpp"
@@ -186,6 +188,47 @@ BOOST_AUTO_TEST_CASE(decimals_are_read_exactly) {
   const auto res = cert(R"J({"objects": {"S": [[0.1, -0.1], [-0.1, 0.1]]}, "family": {"range": "(0, inf)"}, "quantity": {"kind": "rank", "object": "attention"}, "relation": "=", "value": 2})J");
   BOOST_TEST(res.certificate["q"] == "10");
   BOOST_TEST(res.certificate["claim"]["S0"][0][0] == "1/10");
+}
+
+// Issue 11 item 6: the literal 1e100000 overflowed nlohmann's double and was rejected, while
+// the string "1e100000" was accepted.  Both are now read from their text, alike.
+BOOST_AUTO_TEST_CASE(float_literals_are_read_like_their_strings) {
+  const json j = parse_claim_text(R"J({"a": [1e100000, -2.5E-3, 18446744073709551616], "b": 7})J");
+  BOOST_TEST(j["a"][0] == "1e100000");
+  BOOST_TEST(j["a"][1] == "-2.5E-3");
+  BOOST_TEST(j["a"][2] == "18446744073709551616");
+  BOOST_TEST(j["b"].is_number_integer());
+  const std::string rest = R"J(]]}, "family": {"range": "(0, inf)"}, "quantity": {"kind": "rank", "object": "scores"}, "relation": "=", "value": 1})J";
+  const auto lit = cert(R"J({"objects": {"S": [[1e100000, 0.5)J" + rest);
+  const auto str = cert(R"J({"objects": {"S": [["1e100000", "0.5")J" + rest);
+  BOOST_TEST(lit.exit_code() == str.exit_code());
+  BOOST_TEST(lit.certificate == str.certificate);
+  // the exponent limit is the same for both
+  const std::string e1 = expect_error(R"J({"objects": {"S": [[1e100001, 0.5)J" + rest);
+  const std::string e2 = expect_error(R"J({"objects": {"S": [["1e100001", "0.5")J" + rest);
+  BOOST_TEST(e1.rfind("/objects/S/0/0: not a number", 0) == 0, e1);
+  BOOST_TEST(e1 == e2);
+}
+
+// Issue 11 item 1: a claim nested ~160k levels deep crashed (recursive copy of the DOM).
+// Nesting beyond io::max_json_depth (64) is rejected by the SAX handler, within milliseconds.
+BOOST_AUTO_TEST_CASE(deep_nesting_is_rejected_while_parsing) {
+  const std::size_t deep = 160000;
+  const std::string arrays = std::string(deep, '[') + std::string(deep, ']');
+  const auto t0 = std::chrono::steady_clock::now();
+  try {
+    parse_claim_text(arrays);
+    BOOST_FAIL("no error");
+  } catch (const input_error& e) {
+    BOOST_TEST(std::string(e.what()).find("nested deeper than 64 levels") != std::string::npos, e.what());
+  }
+  std::string objects;
+  for (std::size_t k = 0; k < deep; ++k) objects += "{\"a\":";
+  BOOST_CHECK_THROW(parse_claim_text(objects + "1" + std::string(deep, '}')), input_error);
+  BOOST_TEST(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() < 2.0);
+  // 64 levels are accepted, 65 are not
+  BOOST_CHECK_NO_THROW(parse_claim_text(std::string(64, '[') + std::string(64, ']')));
+  BOOST_CHECK_THROW(parse_claim_text(std::string(65, '[') + std::string(65, ']')), input_error);
 }
 
 BOOST_AUTO_TEST_CASE(irrational_scale_over_a_range_is_undecided) {

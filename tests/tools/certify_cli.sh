@@ -111,5 +111,59 @@ PY
   expect_in "$TMP/out" "too large" "reason of the undecided answer"
 fi
 
+# --- hostile input (issue 11): one stderr line, exit 2, within seconds (timeout: 124) ----
+hostile() {  # description command...
+  local what="$1"
+  shift
+  expect_usage_error "$what" timeout 20 "$@"
+}
+ln -s /dev/zero "$TMP/zero.npy"
+ln -s /dev/zero "$TMP/zero.json"
+hostile "/dev/zero as a claim" "$BIN" certify /dev/zero
+expect_in "$TMP/err" "larger than the input limit" "/dev/zero claim message"
+hostile "/dev/zero as a certificate" "$BIN" verify-certificate /dev/zero
+for m in zero.npy zero.json; do
+  rank_claim "\"$m\"" attention '(0, inf)' '=' 2 >"$TMP/zero_claim.json"
+  hostile "/dev/zero as a claim matrix ($m)" "$BIN" certify "$TMP/zero_claim.json"
+done
+expect_usage_error "claim above --max-input-bytes" "$BIN" certify "$TMP/two.json" --max-input-bytes 20
+expect_usage_error "certificate above --max-input-bytes" "$BIN" verify-certificate "$TMP/two.cert.json" --max-input-bytes 20
+# a claim nested 160000 levels deep (320 KB): was SIGSEGV
+{ head -c 160000 /dev/zero | tr '\0' '['; head -c 160000 /dev/zero | tr '\0' ']'; } >"$TMP/deep.json"
+hostile "deeply nested claim" "$BIN" certify "$TMP/deep.json"
+expect_in "$TMP/err" "nested deeper than 64 levels" "deep nesting message"
+cp "$TMP/deep.json" "$TMP/deep.cert.json"
+hostile "deeply nested certificate" "$BIN" verify-certificate "$TMP/deep.cert.json"
+# one entry of 10^6 digits: was 17.6 s; now rejected by the digit limit at once
+rank_claim "[[\"1$(head -c 999999 /dev/zero | tr '\0' '0')\", 0], [0, 1]]" scores '(0, inf)' '=' 2 >"$TMP/digits.json"
+hostile "10^6-digit entry" "$BIN" certify "$TMP/digits.json"
+expect_in "$TMP/err" "/objects/S/0/0: not a number: more than 100000 digits" "digit limit named"
+# exponent -9223372036854775808 (was UBSan signed overflow)
+rank_claim '[["1e-9223372036854775808", 0], [0, 1]]' scores '(0, inf)' '=' 2 >"$TMP/llmin.json"
+hostile "LLONG_MIN exponent" "$BIN" certify "$TMP/llmin.json"
+# the literal 1e100000 and the string "1e100000" give the same verdict and certificate
+rank_claim '[[1e100000, 0.5], [0.5, 1]]' scores '(0, inf)' '=' 2 >"$TMP/lit.json"
+rank_claim '[["1e100000", "0.5"], ["0.5", "1"]]' scores '(0, inf)' '=' 2 >"$TMP/str.json"
+expect_exit 0 "1e100000 literal certified" "$BIN" certify "$TMP/lit.json" --certificate "$TMP/lit.cert.json"
+expect_exit 0 "\"1e100000\" string certified" "$BIN" certify "$TMP/str.json" --certificate "$TMP/str.cert.json"
+cmp -s "$TMP/lit.cert.json" "$TMP/str.cert.json" && ok || bad "literal and string certificates differ"
+# an error message echoing input with a newline stays one line
+printf '{"objects": {"S": "a\\nb.json"}, "quantity": {"kind": "rank", "object": "attention"}, "relation": "=", "value": 2}\n' >"$TMP/nl.json"
+hostile "newline in an echoed path" "$BIN" certify "$TMP/nl.json"
+# the checker: a zero denominator and a bad numerical-rank point are MALFORMED (exit 2), not INVALID/VALID
+printf '{"objects": {"S": [[1, -1], [-1, 1]]}, "family": {"at": "1/2"}, "quantity": {"kind": "rank", "object": "attention"}, "relation": "=", "value": 2}\n' >"$TMP/pt.json"
+expect_exit 0 "point claim certified" "$BIN" certify "$TMP/pt.json" --certificate "$TMP/pt.cert.json"
+sed 's#"point": "1/2"#"point": "1/0"#' "$TMP/pt.cert.json" >"$TMP/pt_zero.cert.json"
+if cmp -s "$TMP/pt.cert.json" "$TMP/pt_zero.cert.json"; then bad "1/0 edit did not change the certificate"; else ok; fi
+expect_exit 2 "1/0 in a certificate: MALFORMED" "$BIN" verify-certificate "$TMP/pt_zero.cert.json"
+expect_in "$TMP/out" "MALFORMED" "1/0 status"
+P10="$(dirname "$0")/../../proofs/claims/P10-two-token-fp32-numpy-sees-rank-one.json"
+expect_exit 0 "numerical-rank claim certified" "$BIN" certify "$P10" --certificate "$TMP/nr.cert.json"
+for bad_point in '"abc"' '"1/0"' 'null' '[1, 2]'; do
+  sed "s#\"point\": \"[^\"]*\"#\"point\": $bad_point#" "$TMP/nr.cert.json" >"$TMP/nr_bad.cert.json"
+  if cmp -s "$TMP/nr.cert.json" "$TMP/nr_bad.cert.json"; then bad "point edit did not change the certificate"; else ok; fi
+  expect_exit 2 "numerical-rank point $bad_point: MALFORMED" "$BIN" verify-certificate "$TMP/nr_bad.cert.json"
+done
+
 echo "certify CLI: $pass passed, $fail failed"
 [ "$fail" = 0 ]

@@ -197,5 +197,17 @@ expect_usage_error "oracle malformed npy" "$BIN" oracle --q "$TMP/out" --k "$TMP
 expect_usage_error "oracle missing file" "$BIN" oracle --q "$TMP/none.npy" --k "$TMP/k.npy" --v "$TMP/v.npy"
 expect_usage_error "oracle missing --v" "$BIN" oracle --q "$TMP/q.npy" --k "$TMP/k.npy"
 
+# --- hostile input (issue 11): one stderr line, exit 2, within seconds ----------
+ln -s /dev/zero "$TMP/zero.npy"
+ln -s /dev/zero "$TMP/zero.json"
+expect_usage_error "rank --scores /dev/zero (.npy)" timeout 20 "$BIN" rank --scores "$TMP/zero.npy"
+expect_in "$TMP/err" "larger than the input limit of 67108864 bytes" "rank --scores /dev/zero message"
+expect_usage_error "rank --scores /dev/zero (.json)" timeout 20 "$BIN" rank --scores "$TMP/zero.json"
+expect_usage_error "oracle --q /dev/zero" timeout 20 "$BIN" oracle --q "$TMP/zero.npy" --k "$TMP/k.npy" --v "$TMP/v.npy"
+expect_usage_error "oracle below --max-input-bytes" "$BIN" oracle --q "$TMP/q.npy" --k "$TMP/k.npy" --v "$TMP/v.npy" --max-input-bytes 16
+expect_in "$TMP/err" "input limit of 16 bytes" "--max-input-bytes named in the message"
+mkfifo "$TMP/fifo.npy"
+expect_usage_error "rank --scores FIFO without writer" timeout 20 "$BIN" rank --scores "$TMP/fifo.npy"
+
 echo "$pass passed, $fail failed"
 [ "$fail" = 0 ]

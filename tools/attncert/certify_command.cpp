@@ -4,12 +4,11 @@
 
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
-#include <sstream>
 #include <unistd.h>
 
 #include "attncert/error.hpp"
+#include "attncert/io/bounded_input.hpp"
 #include "attncert/proofs/certificate_verify.hpp"
 #include "attncert/proofs/claim.hpp"
 #include "cli_common.hpp"
@@ -17,14 +16,6 @@
 namespace attncert::cli {
 
 namespace {
-
-std::string slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw input_error("cannot open '" + path + "'");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 struct certify_args {
   std::string claim, certificate, out_format = "text";
@@ -40,7 +31,7 @@ int run_certify(const certify_args& a) {
   if (a.max_precision < 64 || a.max_precision > 1u << 20) throw input_error("--max-precision must be in [64, 1048576]");
   if (a.out_format != "text" && a.out_format != "json") throw input_error("--format must be text or json");
   if (!(a.max_seconds >= 0) || a.max_seconds > 1e7) throw input_error("--max-seconds must be in [0, 1e7] (0: no limit)");
-  const nlohmann::json claim = proofs::parse_claim_text(slurp(a.claim));
+  const nlohmann::json claim = proofs::parse_claim_text(io::read_file_bounded(a.claim));
   const std::string base = std::filesystem::path(a.claim).parent_path().string();
   const proofs::certify_result r = proofs::certify(claim, base.empty() ? "." : base, a.max_precision, a.max_seconds);
   if (r.disagreement) {
@@ -67,9 +58,9 @@ int run_certify(const certify_args& a) {
 int run_verify(const verify_args& a) {
   nlohmann::json cert;
   try {
-    cert = nlohmann::json::parse(slurp(a.certificate));
-  } catch (const nlohmann::json::exception& e) {
-    throw input_error(a.certificate + ": malformed JSON: " + std::string(e.what()).substr(0, 160));
+    cert = proofs::parse_certificate_text(io::read_file_bounded(a.certificate));
+  } catch (const std::invalid_argument& e) {
+    throw input_error(one_line(a.certificate, 4096) + ": " + e.what());
   }
   if (a.max_precision < 64 || a.max_precision > 1u << 22) throw input_error("--max-precision must be in [64, 4194304]");
   proofs::verify_options opt;
@@ -85,7 +76,7 @@ int run_verify(const verify_args& a) {
     std::cout << status << ": " << a.certificate << "\n";
     for (const auto& n : v.notes) std::cout << "  " << n << "\n";
   }
-  if (v.result == proofs::verification::status::malformed) std::cerr << "attncert: " << (v.notes.empty() ? "malformed" : v.notes.back()) << "\n";
+  if (v.result == proofs::verification::status::malformed) std::cerr << "attncert: " << (v.notes.empty() ? "malformed" : one_line(v.notes.back(), 4096)) << "\n";
   return v.exit_code();
 }
 

@@ -10,6 +10,7 @@
 #include <sstream>
 #include <unistd.h>
 
+#include "attncert/io/bounded_input.hpp"
 #include "attncert/io/matrix_input.hpp"
 #include "attncert/report/rank_report.hpp"
 #include "attncert/report/writers.hpp"
@@ -219,6 +220,12 @@ int main(int argc, char** argv) {
   auto run_certify_commands = attncert::cli::add_certify_commands(app);
   const auto drift_commands = attncert::cli::add_drift_commands(app);  // drift, figures
 
+  // Every subcommand that reads files takes the one limit on input files (README "Limits on input").
+  std::size_t max_input_bytes = io::default_max_input_bytes;
+  for (const char* name : {"rank", "oracle", "certify", "verify-certificate"})
+    app.get_subcommand(name)
+        ->add_option("--max-input-bytes", max_input_bytes, "Largest input file read, in bytes (more is rejected, exit 2)")
+        ->capture_default_str();
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -232,6 +239,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   try {
+    io::set_max_input_bytes(max_input_bytes);
     if (const int rc = run_certify_commands(); rc >= 0) return rc;
     if (*rank) return run_rank_command(ra, command);
     if (*oracle) return attncert::cli::run_oracle_command(oa, command);
@@ -239,14 +247,14 @@ int main(int argc, char** argv) {
     if (*check)
       return run_check_command(ids, list, formats, policies, out_format, out_path, seed, certify_bits, certify_max_bits,
                                command);
-  } catch (const attncert::input_error& e) {
-    std::cerr << "attncert: " << e.what() << "\n";
+  } catch (const attncert::input_error& e) {  // messages may echo input: kept on one line
+    std::cerr << "attncert: " << one_line(e.what(), 4096) << "\n";
     return 2;
   } catch (const std::invalid_argument& e) {
-    std::cerr << "attncert: " << e.what() << "\n";
+    std::cerr << "attncert: " << one_line(e.what(), 4096) << "\n";
     return 2;
   } catch (const std::exception& e) {
-    std::cerr << "attncert: internal error: " << e.what() << "\n";
+    std::cerr << "attncert: internal error: " << one_line(e.what(), 4096) << "\n";
     return 70;  // EX_SOFTWARE: a bug, not bad input
   }
   return 2;

@@ -48,7 +48,9 @@ inline constexpr std::size_t max_npy_elements = std::size_t{1} << 40;
 /// Returns the array with `values` in C order whatever the file's order and byte order.
 /// Preconditions: none.
 /// Errors: throws input_error (one line, starting with `path`) when the file cannot be
-/// read or is not a valid, supported `.npy` file — see parse_npy.
+/// read, is larger than max_input_bytes() (bounded_input.hpp: the read stops there, so
+/// /dev/zero or a FIFO cannot exhaust memory) or is not a valid, supported `.npy` file —
+/// see parse_npy.
 npy_array read_npy(const std::string& path, nonfinite policy = nonfinite::reject);
 
 /// Parses the complete contents `bytes` of a `.npy` file.

@@ -185,25 +185,37 @@ struct number_traits<mpq_rational> {
   static bool is_nan(const T&) { return false; }
 };
 
+/// Most digits in the mantissa of one decimal number (each side of a '/' counts
+/// separately): 100 000 (README "Limits on input").  Parsing is linear-ish (one
+/// mpz_set_str, one mpz_ui_pow_ui), so a number at the limit takes milliseconds.
+inline constexpr std::size_t max_decimal_digits = 100000;
+
+/// Largest |exponent| written in a decimal number ("1e100000", "1e-100000"): 100 000.
+/// The exponent is range-checked digit by digit before any arithmetic, so no exponent text
+/// (e.g. -9223372036854775808) can overflow.
+inline constexpr long max_decimal_exponent = 100000;
+
 inline mpq_rational number_traits<mpq_rational>::from_string(const std::string& s) {
+  using boost::multiprecision::mpz_int;
   const auto slash = s.find('/');
   if (slash != std::string::npos) {
-    if (s.find('/', slash + 1) != std::string::npos) throw input_error("not a rational: '" + s + "'");
+    if (s.find('/', slash + 1) != std::string::npos) throw input_error("not a rational: '" + one_line(s) + "'");
     mpq_rational num = from_string(s.substr(0, slash)), den = from_string(s.substr(slash + 1));
-    if (den == 0) throw input_error("zero denominator in rational '" + s + "'");
+    if (den == 0) throw input_error("zero denominator in rational '" + one_line(s) + "'");
     return num / den;
   }
   std::size_t i = 0;
   bool neg = false;
   if (i < s.size() && (s[i] == '+' || s[i] == '-')) neg = s[i++] == '-';
-  boost::multiprecision::mpz_int mant = 0;
+  std::string digits;  // the mantissa's digits, without the point
   long frac_digits = 0;
-  bool any = false, dot = false;
+  bool dot = false;
   for (; i < s.size(); ++i) {
-    char c = s[i];
+    const char c = s[i];
     if (c >= '0' && c <= '9') {
-      mant = mant * 10 + (c - '0');
-      any = true;
+      if (digits.size() >= max_decimal_digits)
+        throw input_error("more than " + std::to_string(max_decimal_digits) + " digits in the number '" + one_line(s) + "'");
+      digits += c;
       if (dot) ++frac_digits;
     } else if (c == '.' && !dot) {
       dot = true;
@@ -211,21 +223,29 @@ inline mpq_rational number_traits<mpq_rational>::from_string(const std::string& 
       break;
     }
   }
+  if (digits.empty()) throw input_error("not a decimal number: '" + one_line(s) + "'");
   long e = 0;
   if (i < s.size() && (s[i] == 'e' || s[i] == 'E')) {
-    if (i + 1 >= s.size() || !(std::isdigit(static_cast<unsigned char>(s[i + 1])) || s[i + 1] == '+' || s[i + 1] == '-'))
-      throw input_error("not a decimal number: '" + s + "'");
-    char* end = nullptr;
-    e = std::strtol(s.c_str() + i + 1, &end, 10);
-    if (end == s.c_str() + i + 1) any = false;
-    i = static_cast<std::size_t>(end - s.c_str());
+    ++i;
+    bool eneg = false;
+    if (i < s.size() && (s[i] == '+' || s[i] == '-')) eneg = s[i++] == '-';
+    const std::size_t first = i;
+    for (; i < s.size() && s[i] >= '0' && s[i] <= '9'; ++i) {
+      e = e * 10 + (s[i] - '0');  // e <= max_decimal_exponent here: no overflow
+      if (e > max_decimal_exponent)
+        throw input_error("decimal exponent beyond +-" + std::to_string(max_decimal_exponent) + " in '" + one_line(s) + "'");
+    }
+    if (i == first) throw input_error("not a decimal number: '" + one_line(s) + "'");
+    if (eneg) e = -e;
   }
-  if (!any || i != s.size()) throw input_error("not a decimal number: '" + s + "'");
-  e -= frac_digits;
-  if (e > 100000 || e < -100000) throw input_error("decimal exponent out of range in '" + s + "'");
-  mpq_rational r(mant);
-  boost::multiprecision::mpz_int p = boost::multiprecision::pow(boost::multiprecision::mpz_int(10), static_cast<unsigned>(e < 0 ? -e : e));
-  r = e < 0 ? r / mpq_rational(p) : r * mpq_rational(p);
+  if (i != s.size()) throw input_error("not a decimal number: '" + one_line(s) + "'");
+  mpz_int mant;
+  mpz_set_str(mant.backend().data(), digits.c_str(), 10);  // digits only: cannot fail
+  if (mant == 0) return mpq_rational(0);
+  const long scale = e - frac_digits;  // |scale| <= 2e5: no overflow
+  mpz_int p;
+  mpz_ui_pow_ui(p.backend().data(), 10, static_cast<unsigned long>(scale < 0 ? -scale : scale));
+  mpq_rational r = scale < 0 ? mpq_rational(mant) / mpq_rational(p) : mpq_rational(mpz_int(mant * p));
   return neg ? mpq_rational(-r) : r;
 }
 

@@ -31,6 +31,12 @@ struct verify_options {
   unsigned max_precision_bits = 8192;  ///< cap of the MPFI enclosures of e^{a/q}
 };
 
+/// Parse a certificate file's text.  Errors: std::invalid_argument with a one-line message
+/// on malformed JSON or nesting deeper than 64 levels (rejected while parsing, before the
+/// document is built).  Numbers in certificates are strings or integers (README "Limits on
+/// input": at most 100 000 digits, |decimal exponent| <= 100 000, else `malformed`).
+nlohmann::json parse_certificate_text(const std::string& text);
+
 /// Re-check a certificate.  Guarantee: `valid` only if every stated fact was re-derived
 /// exactly (MPFI only for the enclosures of e^{a/q} at range ends and of a* = q·log u*) and the
 /// stated verdict follows from them.  Small matrices only (minors by Laplace expansion; the

@@ -26,7 +26,10 @@ struct certify_result {
 };
 
 /// Parse a claim file's text keeping every non-integer JSON number as its decimal text (a
-/// string), so that 0.1 is read as 1/10 exactly.  Errors: input_error with the byte offset.
+/// string), so that 0.1 is read as 1/10 exactly and the literal 1e100000 is read like the
+/// string "1e100000" (both subject to the digit and exponent limits of number/traits.hpp).
+/// Errors: input_error with the byte offset; input_error for nesting deeper than
+/// io::max_json_depth (64) levels, rejected before anything deeper is built.
 nlohmann::json parse_claim_text(const std::string& text);
 
 /// Certify the claim in `claim` (already parsed JSON; `base_dir` resolves relative .npy /
