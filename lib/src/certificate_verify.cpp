@@ -39,9 +39,13 @@ thread_local unsigned cap_bits = 8192;
 std::string cap_text() { return std::to_string(cap_bits) + " bits"; }
 
 // ---- parsing -------------------------------------------------------------------------
-// The checker's own limits, the same as the prover's (README "Limits on input"): digits per
-// integer or decimal mantissa, |written decimal exponent|, JSON nesting depth.
+// The checker's own limits (README "Limits on input"): digits per decimal mantissa and
+// |written decimal exponent| as for claims; JSON nesting depth.  Integers (and the two sides of
+// p/q) are what the prover writes — a claim's 1e100000 becomes an integer of 100 001 digits,
+// and minors multiply entries — so they are bounded only by the file size (64 MiB by default):
+// mpz_set_str reads them in subquadratic time.
 constexpr std::size_t max_digits = 100000;
+constexpr std::size_t max_integer_digits = std::size_t{1} << 26;
 constexpr long max_exponent = 100000;
 constexpr std::size_t max_depth = 64;
 
@@ -58,13 +62,13 @@ std::string shown(const std::string& s) {
   return out;
 }
 
-// [+-]?digits, at most max_digits digits (read with mpz_set_str: no octal, no hex).
+// [+-]?digits, at most max_integer_digits digits (read with mpz_set_str: no octal, no hex).
 Z parse_integer(const std::string& s, const std::string& where, bool sign_allowed = true) {
   std::size_t i = 0;
   const bool neg = sign_allowed && !s.empty() && (s[0] == '-' || s[0] == '+') ? s[i++] == '-' : false;
   if (i == s.size() || s.find_first_not_of("0123456789", i) != std::string::npos)
     throw malformed(where + ": not an integer '" + shown(s) + "'");
-  if (s.size() - i > max_digits) throw malformed(where + ": more than " + std::to_string(max_digits) + " digits");
+  if (s.size() - i > max_integer_digits) throw malformed(where + ": more than " + std::to_string(max_integer_digits) + " digits");
   Z v;
   mpz_set_str(v.backend().data(), s.c_str() + i, 10);
   return neg ? Z(-v) : v;
