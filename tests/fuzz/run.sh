@@ -20,6 +20,10 @@ build="${ATTNCERT_FUZZ_BUILD_DIR:-build-fuzz}"
 case "$build" in /*) ;; *) build="$root/$build" ;; esac
 harnesses=(${ATTNCERT_FUZZ_HARNESSES:-npy matrix_input certify verify})
 
+if ! command -v clang++ >/dev/null; then
+  echo "run.sh: clang++ not found (Debian 12: apt-get install clang libclang-rt-14-dev)" >&2
+  exit 2
+fi
 cmake -S . -B "$build" -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=RelWithDebInfo -DATTNCERT_FUZZ=ON \
   -DATTNCERT_TESTS=OFF >&2
 cmake --build "$build" -j "${ATTNCERT_JOBS:-$(nproc)}" --target "${harnesses[@]/#/fuzz_}" >&2
