@@ -148,7 +148,7 @@ BOOST_AUTO_TEST_CASE(kernel_witness_decides_a_non_structural_drop) {
   // Regression (issue 11): exponents multiplied by 10^4 or 10^9 used to skip the kernel step on
   // degree and come back as an interval; t -> t^k cannot change the rank, so the exponents are
   // divided by their gcd first and the answer is the same exact rank.
-  for (const Q f : {Q(10000), Q(1000000000), Q(7, 3)}) {
+  for (const Q& f : {Q(10000), Q(1000000000), Q(7, 3)}) {
     const auto big = layer_rank(matrix<Q>(B * f), mask::none(), layer_object::residual, V, V);
     BOOST_TEST_INFO("factor " << f);
     BOOST_TEST(big.lo == r.lo);
