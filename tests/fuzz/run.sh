@@ -9,6 +9,8 @@
 #   ATTNCERT_FUZZ_BUILD_DIR  build directory (default: build-fuzz)
 #   ATTNCERT_JOBS            parallel build jobs (default: number of cores)
 #   ATTNCERT_FUZZ_HARNESSES  the harnesses to run (default: "npy matrix_input certify verify")
+#   ATTNCERT_FUZZ_SEED       libFuzzer's -seed (default 0: a random seed, printed in the log);
+#                            CI sets 1 so that its smoke explores the same inputs first
 #
 # Input sizes per harness (-max_len): npy and matrix_input 64 KiB, certify 512 bytes,
 # verify 4 KiB; certify and verify also skip large claims (see their header comments).
@@ -43,6 +45,7 @@ mkdir -p "$build/fuzz-artifacts"
 export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1}"
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
 status=0
+seed="${ATTNCERT_FUZZ_SEED:-0}"
 for h in "${harnesses[@]}"; do
   case "$h" in
     certify) len=512 ;;
@@ -52,7 +55,7 @@ for h in "${harnesses[@]}"; do
   mkdir -p "$work/$h"
   cp "tests/fuzz/corpus/$h/"* "$work/$h/"
   log="$work/$h.log"
-  if "$build/fuzz_$h" -max_total_time="$secs" -max_len="$len" -timeout=25 -rss_limit_mb=2048 -print_final_stats=1 \
+  if "$build/fuzz_$h" -max_total_time="$secs" -max_len="$len" -timeout=25 -rss_limit_mb=2048 -print_final_stats=1 -seed="$seed" \
        -artifact_prefix="$build/fuzz-artifacts/$h-" "$work/$h" >"$log" 2>&1; then
     runs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' || echo '?')
     echo "fuzz_$h: ok, $runs executions in ${secs} s, corpus $(ls "$work/$h" | wc -l) inputs"
