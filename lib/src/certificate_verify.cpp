@@ -11,7 +11,10 @@
 #include <cmath>
 #include <cstdlib>
 #include <functional>
+#include <cstdint>
+#include <limits>
 #include <optional>
+#include <type_traits>
 #include <stdexcept>
 #include <string>
 
@@ -122,6 +125,29 @@ Q parse_rational(const std::string& s, const std::string& where) {
   return neg ? Q(-v) : v;
 }
 
+// An integer field: a JSON integer within T's range, else malformed.  (nlohmann's get<long>()
+// on a JSON float such as 1.8e105 is an undefined conversion: found by fuzz_verify.)
+template <typename T>
+T integer(const nlohmann::json& j, const std::string& where) {
+  if (j.is_number_unsigned()) {
+    const std::uint64_t v = j.get<std::uint64_t>();
+    if (v > static_cast<std::uint64_t>(std::numeric_limits<T>::max())) throw malformed(where + ": integer out of range");
+    return static_cast<T>(v);
+  }
+  if (j.is_number_integer()) {
+    const std::int64_t v = j.get<std::int64_t>();
+    if constexpr (std::is_unsigned_v<T>) {
+      if (v < 0 || static_cast<std::uint64_t>(v) > static_cast<std::uint64_t>(std::numeric_limits<T>::max()))
+        throw malformed(where + ": integer out of range");
+    } else {
+      if (v < static_cast<std::int64_t>(std::numeric_limits<T>::min()) || v > static_cast<std::int64_t>(std::numeric_limits<T>::max()))
+        throw malformed(where + ": integer out of range");
+    }
+    return static_cast<T>(v);
+  }
+  throw malformed(where + ": expected an integer");
+}
+
 Q num(const nlohmann::json& j, const std::string& where) {
   if (j.is_string()) return parse_rational(j.get<std::string>(), where);
   if (j.is_number_integer()) return Q(j.dump());
@@ -163,7 +189,7 @@ std::vector<long> index_list(const nlohmann::json& j, const std::string& where, 
   std::vector<long> v;
   for (const auto& e : j) {
     if (!e.is_number_integer()) throw malformed(where + ": expected integers");
-    const long x = e.get<long>();
+    const long x = integer<long>(e, where);
     if (x < 0 || x >= bound || (!v.empty() && x <= v.back())) throw malformed(where + ": indices must be increasing and in range");
     v.push_back(x);
   }
@@ -542,7 +568,7 @@ void verify_singular_value(const nlohmann::json& cert, const nlohmann::json& cl,
                            const std::function<void(const std::string&)>& note) {
   if (!cl.contains("point")) throw malformed("/claim/point: singular-value certificates are for a point");
   const Q a0 = num(cl["point"], "/claim/point");
-  const long index = at(cl, "index", "/claim").get<long>();
+  const long index = integer<long>(at(cl, "index", "/claim"), "/claim/index");
   if (index < 1 || index > std::min(F.rows, F.cols)) throw malformed("/claim/index: out of range");
   if (F.cols > 6) throw malformed("/claim: the checker handles singular values of at most 6 columns");
   // B = Mᵀ diag(Π_{l≠i} (L D_l)²) M = ρ OᵀO with ρ = Π (L D_l)².
@@ -611,7 +637,7 @@ void verify_singular_value(const nlohmann::json& cert, const nlohmann::json& cl,
         if (!chi[j].empty()) {
           const auto& sj = at(co[j], "sample", wj);
           const Q sample = num(at(sj, "u", wj), wj + "/sample/u");
-          sg = at(sj, "sign", wj).get<int>();
+          sg = integer<int>(at(sj, "sign", wj), wj + "/sign");
           check(sgn(evalq(chi[j], sample)) == sg, wj + "/sample: the sign there is not the stated one");
           check_point_sample(chi[j], a0, sample, F.q, wj);
         }
@@ -623,7 +649,7 @@ void verify_singular_value(const nlohmann::json& cert, const nlohmann::json& cl,
         if (last != 0 && sg != last) ++positive;
         last = sg;
       }
-      check(at(e, "positive", w).get<int>() == positive && at(e, "zero", w).get<int>() == zero, w + ": the eigenvalue counts differ");
+      check(integer<int>(at(e, "positive", w), w + "/positive") == positive && integer<int>(at(e, "zero", w), w + "/zero") == zero, w + ": the eigenvalue counts differ");
       holds = sense == ">=" ? positive + zero >= index : positive <= index - 1;
       note(w + ": sigma_" + std::to_string(index) + " " + sense + " " + cv.str() + ": characteristic polynomial recomputed (Laplace), " +
            std::to_string(positive) + " eigenvalue(s) above c^2, " + std::to_string(zero) + " at c^2 (Descartes, exact for real roots)");
@@ -642,7 +668,7 @@ void verify_output_bound(const nlohmann::json& cert, const nlohmann::json& cl, c
            V = qmatrix(at(cl, "V", "/claim"), "/claim/V");
   const std::size_t n = S0[0].size();
   if (H0.size() != S0.size() || H0[0].size() != n || V.size() != n) throw malformed("/claim: shapes");
-  const long row = at(cl, "row", "/claim").get<long>();
+  const long row = integer<long>(at(cl, "row", "/claim"), "/claim/row");
   if (row < 0 || row >= static_cast<long>(S0.size())) throw malformed("/claim/row: out of range");
   const std::string mk = at(cl, "mask", "/claim").get<std::string>();
   if (mk != "none" && mk != "causal") throw malformed("/claim/mask: none or causal");
@@ -701,7 +727,7 @@ void verify_output_bound(const nlohmann::json& cert, const nlohmann::json& cl, c
     int sg = 0;
     if (!d.empty()) {
       const Q sample = num(at(at(dj[j], "sample", w), "u", w), w + "/sample/u");
-      sg = at(at(dj[j], "sample", w), "sign", w).get<int>();
+      sg = integer<int>(at(at(dj[j], "sample", w), "sign", w), w + "/sign");
       check(sgn(evalq(d, sample)) == sg, w + "/sample: the sign there is not the stated one");
       check_point_sample(d, a0, sample, q, w);
     }
@@ -720,7 +746,7 @@ void verify_output_bound(const nlohmann::json& cert, const nlohmann::json& cl, c
   int gsign = 0;
   if (!G.empty()) {
     const Q sample = num(at(at(gj, "sample", "/output_bound/G"), "u", "/output_bound/G"), "/output_bound/G/sample/u");
-    gsign = at(at(gj, "sample", "/output_bound/G"), "sign", "/output_bound/G").get<int>();
+    gsign = integer<int>(at(at(gj, "sample", "/output_bound/G"), "sign", "/output_bound/G"), "/output_bound/G/sign");
     check(sgn(evalq(G, sample)) == gsign, "/output_bound/G/sample: the sign there is not the stated one");
     check_point_sample(G, a0, sample, q, "/output_bound/G");
   }
@@ -781,7 +807,7 @@ void verify_ratio(const nlohmann::json& cert, const nlohmann::json& cl, const fa
     std::vector<int> signs;
     for (std::size_t k = 0; k < sj.size(); ++k) {
       samples.push_back(num(at(sj[k], "u", w + "/samples"), w + "/samples/u"));
-      signs.push_back(at(sj[k], "sign", w + "/samples").get<int>());
+      signs.push_back(integer<int>(at(sj[k], "sign", w + "/samples"), w + "/samples/sign"));
       check(sgn(evalq(H, samples.back())) == signs.back(), w + "/samples/" + std::to_string(k) + ": the sign of H there is not the stated one");
     }
     bool holds = true;
@@ -887,7 +913,7 @@ void verify_ratio(const nlohmann::json& cert, const nlohmann::json& cl, const fa
   if (!ok) {
     const nlohmann::json& ce = at(cert, "counterexample", "");
     const Q cval = num(at(ce, "value", "/counterexample"), "/counterexample/value");
-    const int csign = at(ce, "sign_of_quantity_minus_value", "/counterexample").get<int>();
+    const int csign = integer<int>(at(ce, "sign_of_quantity_minus_value", "/counterexample"), "/counterexample/sign_of_quantity_minus_value");
     bool found = false;
     for (const auto& v : violations) {
       if (v.value != cval || v.sign != csign) continue;
@@ -1186,9 +1212,9 @@ void verify_numerical_rank(const nlohmann::json& cert, const nlohmann::json& cl,
     rank = count_above(G, tlo);
     check(count_above(G, thi) == rank, "/numerical_rank: the threshold's enclosure does not decide the rank");
   }
-  check(at(nrj, "rank", "/numerical_rank").get<std::size_t>() == rank, "/numerical_rank/rank: the re-derived rank is " + std::to_string(rank));
+  check(integer<std::size_t>(at(nrj, "rank", "/numerical_rank"), "/numerical_rank/rank") == rank, "/numerical_rank/rank: the re-derived rank is " + std::to_string(rank));
   const std::string rel = at(cl, "relation", "/claim").get<std::string>();
-  const std::size_t value = at(cl, "value", "/claim").get<std::size_t>();
+  const std::size_t value = integer<std::size_t>(at(cl, "value", "/claim"), "/claim/value");
   const bool ok = rel == "=" ? rank == value : rel == "<=" ? rank <= value : rel == ">=" ? rank >= value : throw malformed("/claim/relation");
   const std::string verdict = ok ? "CERTIFIED" : "REFUTED";
   check(at(cert, "verdict", "").get<std::string>() == verdict, "/verdict: the re-derived verdict is " + verdict);
@@ -1248,8 +1274,8 @@ verification verify_certificate(const nlohmann::json& cert, const verify_options
         if (!mk[static_cast<std::size_t>(i)].is_array() || static_cast<long>(mk[static_cast<std::size_t>(i)].size()) != n) throw malformed("/claim/mask: shape");
         for (long j = 0; j < n; ++j) {
           const auto& e = mk[static_cast<std::size_t>(i)][static_cast<std::size_t>(j)];
-          if (!e.is_number_integer() || (e.get<int>() != 0 && e.get<int>() != 1)) throw malformed("/claim/mask: 0/1 entries");
-          allow[static_cast<std::size_t>(i)][static_cast<std::size_t>(j)] = e.get<int>() == 1;
+          if (!e.is_number_integer() || (e != 0 && e != 1)) throw malformed("/claim/mask: 0/1 entries");
+          allow[static_cast<std::size_t>(i)][static_cast<std::size_t>(j)] = e == 1;
         }
       }
     } else if (!(mk.is_string() && mk.get<std::string>() == "none")) {
@@ -1354,7 +1380,7 @@ verification verify_certificate(const nlohmann::json& cert, const verify_options
         for (const auto& d : Ds) Rd = mul(Rd, mul(P{Lv}, d));
         what = "det(" + object + ")";
       } else {
-        const long i = at(cl, "row", "/claim").get<long>(), k = at(cl, "col", "/claim").get<long>();
+        const long i = integer<long>(at(cl, "row", "/claim"), "/claim/row"), k = integer<long>(at(cl, "col", "/claim"), "/claim/col");
         if (i < 0 || k < 0 || i >= F.rows || k >= F.cols) throw malformed("/claim/row: entry outside the matrix");
         Pn = F.at(i, k);  // entry = M_ik / (L D_i)
         Rd = mul(P{Lv}, Ds[static_cast<std::size_t>(i)]);
@@ -1374,7 +1400,7 @@ verification verify_certificate(const nlohmann::json& cert, const verify_options
     // ---- generic rank: upper bound
     const nlohmann::json& grj = at(cert, "generic_rank", "");
     if (!grj.is_number_unsigned()) throw malformed("/generic_rank: expected a non-negative integer");
-    const long r = grj.get<long>();
+    const long r = integer<long>(grj, "/generic_rank");
     const nlohmann::json& ub = at(cert, "upper_bound", "");
     const std::string method = at(ub, "method", "/upper_bound").get<std::string>();
     if (method == "dimensions") {
@@ -1466,7 +1492,7 @@ verification verify_certificate(const nlohmann::json& cert, const verify_options
       const std::string w = "/drops/" + std::to_string(t);
       const auto& u = at(dj[t], "u", w);
       if (!u.is_array() || u.size() != 2) throw malformed(w + "/u: [lo, hi]");
-      drop d{num(u[0], w + "/u/0"), num(u[1], w + "/u/1"), at(dj[t], "rank", w).get<long>()};
+      drop d{num(u[0], w + "/u/0"), num(u[1], w + "/u/1"), integer<long>(at(dj[t], "rank", w), w + "/rank")};
       if (d.lo > d.hi || d.lo <= 0) throw malformed(w + "/u: need 0 < lo <= hi");
       check(d.rank < r && d.rank >= 0, w + "/rank: must be below the generic rank");
       drops.push_back(d);
@@ -1584,7 +1610,7 @@ verification verify_certificate(const nlohmann::json& cert, const verify_options
     }
     // ---- the verdict
     const std::string rel = at(cl, "relation", "/claim").get<std::string>();
-    const long value = at(cl, "value", "/claim").get<long>();
+    const long value = integer<long>(at(cl, "value", "/claim"), "/claim/value");
     auto holds = [&](long x) {
       if (rel == "=") return x == value;
       if (rel == "<=") return x <= value;
@@ -1599,7 +1625,7 @@ verification verify_certificate(const nlohmann::json& cert, const verify_options
     // rank) or a generic point of the claim (rank r).
     if (!ok) {
       const nlohmann::json& ce = at(cert, "counterexample", "");
-      const long crank = at(ce, "rank", "/counterexample").get<long>();
+      const long crank = integer<long>(at(ce, "rank", "/counterexample"), "/counterexample/rank");
       check(!holds(crank), "/counterexample/rank: satisfies the claim");
       if (ce.contains("a_enclosure")) {
         bool found = false;

@@ -102,3 +102,18 @@ BOOST_AUTO_TEST_CASE(parse_certificate_text_limits_nesting) {
   BOOST_TEST(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() < 1.0);
   BOOST_CHECK_THROW(parse_certificate_text("{"), std::invalid_argument);
 }
+
+// fuzz_verify finding: an integer field given as a huge JSON float (1.8e105) was converted with
+// nlohmann's get<long>(), an undefined conversion (UBSan).  Every integer field is now checked.
+BOOST_AUTO_TEST_CASE(integer_fields_must_be_integers_in_range) {
+  const json good = rank_certificate();
+  BOOST_TEST_REQUIRE(verify_certificate(good).exit_code() == 0);
+  for (const json& bad : {json(1.7777e105), json(-1e300), json(2.5), json("2"), json(nullptr)}) {
+    json c = good;
+    c["generic_rank"] = bad;
+    BOOST_TEST(verify_certificate(c).exit_code() == 2, "generic_rank " << bad.dump());
+    json d = good;
+    d["claim"]["value"] = bad;
+    BOOST_TEST(verify_certificate(d).exit_code() == 2, "value " << bad.dump());
+  }
+}
