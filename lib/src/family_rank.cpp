@@ -352,8 +352,14 @@ std::vector<int_poly> sturm_sequence(const int_poly& p) {
     s.push_back(z.get());
   };
   push(a);
+  bool out_of_time = false;
   while (!fmpq_poly_is_zero(b)) {
-    check_deadline();
+    try {
+      check_deadline();
+    } catch (const time_limit_reached&) {  // free the raw FLINT polynomials below, then rethrow
+      out_of_time = true;
+      break;
+    }
     push(b);
     {
       // continue with the primitive integer version of b: positive rescalings of a Sturm
@@ -369,6 +375,7 @@ std::vector<int_poly> sturm_sequence(const int_poly& p) {
   fmpq_poly_clear(a);
   fmpq_poly_clear(b);
   fmpq_poly_clear(r);
+  if (out_of_time) check_deadline();  // throws time_limit_reached
   return s;
 }
 
