@@ -6,7 +6,7 @@
 //      attncert_drift_bench && ./build-bench/attncert_drift_bench
 #include <benchmark/benchmark.h>
 
-#include "attncert/report/drift.hpp"
+#include "attncert/drift/sweep.hpp"
 
 using namespace attncert;
 

@@ -9,7 +9,7 @@
 
 #include <random>
 
-#include "attncert/attention/oracle.hpp"
+#include "attncert/oracle/oracle.hpp"
 
 using namespace attncert;
 using namespace attncert::oracle;

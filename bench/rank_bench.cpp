@@ -9,7 +9,7 @@
 #include <random>
 
 #include "attncert/attention/softmax.hpp"
-#include "attncert/linalg/attention_rank.hpp"
+#include "attncert/rank/exact_rank.hpp"
 #include "attncert/linalg/certified_svd.hpp"
 #include "attncert/linalg/spectra.hpp"
 

@@ -6,7 +6,7 @@
 #include <array>
 #include <random>
 
-#include "attncert/attention/oracle.hpp"
+#include "attncert/oracle/oracle.hpp"
 #include "checks/common.hpp"
 
 namespace attncert::checks {

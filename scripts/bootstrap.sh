@@ -28,5 +28,7 @@ build="${ATTNCERT_BUILD_DIR:-build}"
 sanitize=OFF; [ "${ATTNCERT_SANITIZE:-0}" = 1 ] && sanitize=ON
 werror=OFF; [ "${ATTNCERT_WERROR:-0}" = 1 ] && werror=ON
 build_type=Release; [ "$sanitize" = ON ] && build_type=RelWithDebInfo
-cmake -S . -B "$build" -DCMAKE_BUILD_TYPE="$build_type" -DATTNCERT_SANITIZE="$sanitize" -DATTNCERT_WERROR="$werror" >&2
+# ccache, when installed, makes rebuilds cheap; the build does not need it.
+launcher=(); command -v ccache >/dev/null 2>&1 && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+cmake -S . -B "$build" "${launcher[@]}" -DCMAKE_BUILD_TYPE="$build_type" -DATTNCERT_SANITIZE="$sanitize" -DATTNCERT_WERROR="$werror" >&2
 cmake --build "$build" -j "${ATTNCERT_JOBS:-$(nproc)}" >&2

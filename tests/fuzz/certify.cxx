@@ -21,7 +21,7 @@
 
 #include "attncert/error.hpp"
 #include "attncert/number/traits.hpp"
-#include "attncert/proofs/certificate_verify.hpp"
+#include "attncert/verify/certificate.hpp"
 #include "attncert/proofs/claim.hpp"
 
 namespace {

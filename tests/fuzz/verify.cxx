@@ -15,7 +15,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "attncert/proofs/certificate_verify.hpp"
+#include "attncert/verify/certificate.hpp"
 
 namespace {
 bool small(const nlohmann::json& j) {

@@ -1,4 +1,4 @@
-// Tests of attncert/io/npy.hpp and lib/src/npy.cpp.
+// Tests of attncert/io/npy.hpp and lib/src/io/npy.cpp.
 //
 // Hand-built files follow NEP 1: "\x93NUMPY", major, minor, header length (uint16 LE in
 // 1.0, uint32 LE in 2.0/3.0), the header (a Python dict literal), then the data.  The files

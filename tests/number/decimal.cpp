@@ -1,4 +1,4 @@
-// Tests of attncert/number/decimal.hpp (with lib/src/decimal.cpp).
+// Tests of attncert/number/decimal.hpp (with lib/src/number/decimal.cpp).
 //
 // Reference: the printed decimal is parsed back *exactly* (by the small parser below, GMP
 // integers only, independent of the code under test and of attncert's own parsers) and

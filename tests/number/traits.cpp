@@ -1,5 +1,5 @@
 // Tests of attncert/number/traits.hpp, interval.hpp, precision_guard.hpp and format.hpp
-// (with lib/src/format.cpp).
+// (with lib/src/number/format.cpp).
 //
 // Expected values are the definitions: epsilon 2^(1-p) and smallest normal 2^emin of each
 // IEEE-like format (binary16: p = 11, emin = -14; bfloat16: p = 8, emin = -126; binary32:

@@ -10,11 +10,11 @@
 #include "../random_matrices.hpp"
 #include "../support.hpp"
 #include "attncert/attention/softmax.hpp"
-#include "attncert/linalg/attention_rank.hpp"
+#include "attncert/rank/exact_rank.hpp"
 #include "attncert/linalg/exact.hpp"
 #include "attncert/linalg/spectra.hpp"
 #include "attncert/number/precision_guard.hpp"
-#include "attncert/proofs/certificate_verify.hpp"
+#include "attncert/verify/certificate.hpp"
 #include "attncert/proofs/claim.hpp"
 
 using namespace attncert;

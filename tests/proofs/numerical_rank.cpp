@@ -8,10 +8,10 @@
 #include <random>
 
 #include "../support.hpp"
-#include "attncert/attention/recipe.hpp"
-#include "attncert/linalg/rank_policy.hpp"
+#include "attncert/drift/recipe.hpp"
+#include "attncert/rank/policy.hpp"
 #include "attncert/linalg/spectra.hpp"
-#include "attncert/proofs/certificate_verify.hpp"
+#include "attncert/verify/certificate.hpp"
 #include "attncert/proofs/claim.hpp"
 
 using namespace attncert;

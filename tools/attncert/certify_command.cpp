@@ -9,7 +9,7 @@
 
 #include "attncert/error.hpp"
 #include "attncert/io/bounded_input.hpp"
-#include "attncert/proofs/certificate_verify.hpp"
+#include "attncert/verify/certificate.hpp"
 #include "attncert/proofs/claim.hpp"
 #include "cli_common.hpp"
 

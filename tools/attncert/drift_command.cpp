@@ -23,7 +23,7 @@
 #include <sstream>
 
 #include "attncert/number/decimal.hpp"
-#include "attncert/report/drift.hpp"
+#include "attncert/drift/sweep.hpp"
 
 namespace attncert::cli {
 

@@ -12,7 +12,7 @@
 
 #include "attncert/io/bounded_input.hpp"
 #include "attncert/io/matrix_input.hpp"
-#include "attncert/report/rank_report.hpp"
+#include "attncert/report/rank.hpp"
 #include "attncert/report/writers.hpp"
 #include "certify_command.hpp"
 #include "checks/common.hpp"

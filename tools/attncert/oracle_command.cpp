@@ -9,7 +9,7 @@
 
 #include "attncert/error.hpp"
 #include "attncert/io/npy.hpp"
-#include "attncert/report/oracle_report.hpp"
+#include "attncert/report/oracle.hpp"
 #include "cli_common.hpp"
 
 namespace attncert::cli {

@@ -1,0 +1,51 @@
+// attncert/report/oracle.hpp — inputs and reports of `attncert oracle`: tensors from
+// .npy arrays, the JSON report (one data model) and its text rendering.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "attncert/oracle/oracle.hpp"
+#include "attncert/io/npy.hpp"
+
+namespace attncert::oracle {
+
+/// A (n, d), (h, n, d) or (b, h, n, d) array as a tensor4.  Errors: input_error naming `what`
+/// for other ranks or an empty dimension.
+tensor4 to_tensor4(const io::npy_array& a, const std::string& what);
+
+/// A boolean mask of shape (nq, nk), (h, nq, nk) or (b, h, nq, nk) (dtype bool; true = the key
+/// may be attended, as PyTorch's boolean attn_mask).  Errors: input_error naming `what`.
+bool_mask to_bool_mask(const io::npy_array& a, const std::string& what);
+
+/// Everything the report shows.
+struct oracle_report_input {
+  std::string command;
+  nlohmann::json inputs;    ///< description of the input files
+  nlohmann::json settings;  ///< every setting that shapes the answer
+  const oracle_result* result = nullptr;
+  std::vector<candidate_grade> candidates;
+  std::vector<std::string> candidate_files;
+  std::optional<attention_grade> attention;
+  std::optional<double> max_ulp;  ///< --max-ulp, if given
+  nlohmann::json reference;       ///< where the reference was written (or null)
+  double seconds = 0;
+};
+
+/// The JSON report: tool, version, command, inputs, settings, guarantee, summary (elements,
+/// correctly_rounded, faithful_only, decided_by{...}, ...), candidates[], comparison (two
+/// candidates: max_ulp(c1) <= 2 max_ulp(c2)), attention (with --attention-candidate),
+/// faithful_only_elements (first 100 indices), verdict {exit_code, reasons}.
+nlohmann::json oracle_report(const oracle_report_input& in);
+
+/// Exit code the report implies: 1 if a candidate exceeds --max-ulp (or has NaN/Inf where
+/// the truth is finite, when --max-ulp is given) or the output bound is refuted; else 0.
+int oracle_exit_code(const nlohmann::json& report);
+
+/// Human-readable rendering of oracle_report().
+void write_oracle_text(std::ostream& os, const nlohmann::json& report);
+
+}  // namespace attncert::oracle

@@ -1,0 +1,46 @@
+// attncert/verify/certificate.hpp — the independent checker of `attncert certify`
+// certificates (`attncert verify-certificate`).
+//
+// Independence: lib/src/verify/certificate.cpp includes no other attncert header and calls
+// no attncert function; it shares only the number libraries (GMP through
+// Boost.Multiprecision, MPFR, MPFI) and the JSON parser.  It rebuilds the polynomial matrix
+// M(u) from the claim's own data (S0, mask, V, X), recomputes every stated polynomial (minors
+// by Laplace expansion over ℤ[u], the gcd by Euclid over ℚ, the Sturm sequence), re-derives
+// the Sturm sign-variation counts, checks kernel vectors by polynomial multiplication, and
+// re-derives the verdict.  FLINT is not used.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+namespace attncert::proofs {
+
+struct verification {
+  /// valid: every stated fact re-derived; invalid: a stated fact is false; malformed: not a
+  /// certificate; unchecked: checking needs more than the precision cap (or a range end beyond
+  /// |a/q| <= 10^4) — the certificate may be valid, nothing is concluded.
+  enum class status { valid, invalid, malformed, unchecked } result = status::invalid;
+  std::vector<std::string> notes;  ///< what was checked (valid) or what failed (invalid / malformed)
+  int exit_code() const {
+    return result == status::valid ? 0 : result == status::invalid ? 1 : result == status::malformed ? 2 : 3;
+  }
+};
+
+struct verify_options {
+  unsigned max_precision_bits = 8192;  ///< cap of the MPFI enclosures of e^{a/q}
+};
+
+/// Parse a certificate file's text.  Errors: std::invalid_argument with a one-line message
+/// on malformed JSON or nesting deeper than 64 levels (rejected while parsing, before the
+/// document is built).  Numbers in certificates are strings or integers (README "Limits on
+/// input": at most 100 000 digits, |decimal exponent| <= 100 000, else `malformed`).
+nlohmann::json parse_certificate_text(const std::string& text);
+
+/// Re-check a certificate.  Guarantee: `valid` only if every stated fact was re-derived
+/// exactly (MPFI only for the enclosures of e^{a/q} at range ends and of a* = q·log u*) and the
+/// stated verdict follows from them.  Small matrices only (minors by Laplace expansion; the
+/// rank at a drop enumerates all minors of one size): size ≤ 8.
+verification verify_certificate(const nlohmann::json& certificate, const verify_options& options = {});
+
+}  // namespace attncert::proofs

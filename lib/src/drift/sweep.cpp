@@ -1,0 +1,594 @@
+#include "attncert/drift/sweep.hpp"
+
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+#include <iomanip>
+#include <limits>
+#include <random>
+#include <sstream>
+
+#include "attncert/linalg/certified_svd.hpp"
+#include "attncert/linalg/spectra.hpp"
+#include "attncert/number/decimal.hpp"
+
+namespace attncert {
+
+drift_family parse_drift_family(const std::string& s) {
+  if (s == "two-token") return drift_family::two_token;
+  if (s == "causal") return drift_family::causal;
+  if (s == "identical-values") return drift_family::identical_values;
+  if (s == "log-odds") return drift_family::log_odds;
+  if (s == "random") return drift_family::random;
+  throw input_error("unknown family '" + s + "' (expected two-token, causal, identical-values, log-odds or random)");
+}
+
+const char* to_string(drift_family f) {
+  switch (f) {
+    case drift_family::two_token: return "two-token";
+    case drift_family::causal: return "causal";
+    case drift_family::identical_values: return "identical-values";
+    case drift_family::log_odds: return "log-odds";
+    default: return "random";
+  }
+}
+
+namespace {
+
+long default_n(const drift_request& r) {
+  switch (r.family) {
+    case drift_family::two_token: return 2;
+    case drift_family::log_odds: return r.n > 0 ? r.n : 3;
+    default: return r.n > 0 ? r.n : 4;
+  }
+}
+long default_d(const drift_request& r) {
+  switch (r.family) {
+    case drift_family::two_token:
+    case drift_family::log_odds: return 1;
+    case drift_family::causal: return default_n(r);
+    default: return r.d > 0 ? r.d : 2;
+  }
+}
+
+// Seeded dyadic entries k/4, k in [-8, 8]: exact in binary16, bfloat16 and wider.
+matrix<double> dyadic(std::mt19937_64& g, long r, long c) {
+  std::uniform_int_distribution<int> u(-8, 8);
+  matrix<double> m(r, c);
+  for (long i = 0; i < r; ++i)
+    for (long j = 0; j < c; ++j) m(i, j) = u(g) / 4.0;
+  return m;
+}
+
+// Shortest decimal that reads back as the same binary64 (std::to_chars).
+std::string num17(double x) {
+  char buf[64];
+  const auto r = std::to_chars(buf, buf + sizeof buf, x);
+  return std::string(buf, r.ptr);
+}
+
+// Decimal of an MPFR number rounded down / up (outward ends of an enclosure), 17
+// significant digits (decimal.hpp).
+std::string decimal(mpfr_srcptr x, bool up) { return up ? decimal_up(x, 16) : decimal_down(x, 16); }
+
+bool two_token_fast(const drift_request& r) {
+  return r.closed_forms && r.family == drift_family::two_token && r.object == layer_object::attention;
+}
+
+matrix<mpq_rational> exact_of(const matrix<double>& m) { return from_double_matrix<mpq_rational>(m); }
+
+}  // namespace
+
+void validate(const drift_request& r) {
+  if (!std::isfinite(r.from) || !std::isfinite(r.to)) throw input_error("--from and --to must be finite numbers");
+  if (!(r.from < r.to)) throw input_error("--from must be smaller than --to");
+  if (r.points < 2 || r.points > 10000000) throw input_error("--points must be in [2, 10000000]");
+  if (r.log && !(r.from > 0)) throw input_error("--log needs --from > 0");
+  if (r.recipes.empty()) throw input_error("no recipe given");
+  if (r.policies.empty()) throw input_error("no rank policy given");
+  if (!(r.resolution > 0 && r.resolution < 0.5)) throw input_error("--resolution must be in (0, 0.5)");
+  if (r.object != layer_object::attention && r.object != layer_object::output)
+    throw input_error("--object must be attention or output");
+  if (r.n < 0 || r.n > 64 || r.d < 0 || r.d > 64) throw input_error("--n and --d must be in [1, 64]");
+  if (r.family == drift_family::two_token && (r.n > 0 || r.d > 0))
+    throw input_error("the two-token family has n = 2, d = 1: --n/--d do not apply");
+  if (r.family == drift_family::log_odds && r.d > 0) throw input_error("the log-odds family has d = 1: --d does not apply");
+  if (r.family == drift_family::causal && r.d > 0) throw input_error("the causal family has d = n: --d does not apply");
+  if (r.start_bits < min_precision_bits || r.start_bits > r.max_bits || r.max_bits > max_precision_bits)
+    throw input_error("enclosure precision must satisfy 24 <= start <= cap <= 2^20 bits");
+  // Beyond 1e30 every exp(score difference) over- or underflows in the fixed formats, and the
+  // exact side's enclosures would only hit their precision cap.
+  for (double a : {r.from, r.to})
+    if (std::fabs(a) > 1e30) throw input_error("|a| = " + num17(std::fabs(a)) + " is outside the supported range |a| <= 1e30");
+}
+
+recipe_input drift_instance(const drift_request& r, double a) {
+  recipe_input in;
+  in.scale = a;
+  in.object = r.object;
+  const long n = default_n(r), d = default_d(r);
+  std::mt19937_64 g(r.seed);
+  switch (r.family) {
+    case drift_family::two_token:
+      in.Q = matrix<double>(2, 1);
+      in.Q << 1, -1;
+      in.K = in.Q;
+      in.V = matrix<double>(2, 3);
+      *in.V << 1, -0.5, 2, -1, 0.5, -2;  // contrast values (v, -v) of checks/two_token.cpp
+      break;
+    case drift_family::causal:
+      in.Q = -matrix<double>::Identity(n, n);
+      in.K = matrix<double>::Identity(n, n);  // S = -a I: the diagonal lies a below the row maximum 0
+      in.M = mask::causal();
+      in.V = dyadic(g, n, n);
+      break;
+    case drift_family::log_odds:
+      in.Q = matrix<double>(n, 1);
+      for (long i = 0; i < n; ++i) in.Q(i, 0) = static_cast<double>(i + 1);
+      in.K = in.Q;  // S = a q qᵀ, q = (1, ..., n): rank-one scores, full-rank attention (P05)
+      in.V = dyadic(g, n, n);
+      break;
+    case drift_family::identical_values: {
+      in.Q = dyadic(g, n, d);
+      in.K = dyadic(g, n, d);
+      in.V = matrix<double>(n, 3);
+      for (long i = 0; i < n; ++i) in.V->row(i) << 1, -0.5, 2;  // every value row the same v
+      break;
+    }
+    default:
+      in.Q = dyadic(g, n, d);
+      in.K = dyadic(g, n, d);
+      in.V = dyadic(g, n, d);
+  }
+  return in;
+}
+
+nlohmann::json drift_family_description(const drift_request& r) {
+  const recipe_input in = drift_instance(r, 1.0);
+  auto rows = [](const matrix<double>& m) {
+    nlohmann::json j = nlohmann::json::array();
+    for (Eigen::Index i = 0; i < m.rows(); ++i) {
+      nlohmann::json row = nlohmann::json::array();
+      for (Eigen::Index k = 0; k < m.cols(); ++k) row.push_back(m(i, k));
+      j.push_back(row);
+    }
+    return j;
+  };
+  nlohmann::json j = {{"family", to_string(r.family)},
+                      {"scores", "S = a * Q K^T"},
+                      {"mask", in.M.describe()},
+                      {"object", to_string(r.object)},
+                      {"Q", rows(in.Q)},
+                      {"K", rows(in.K)}};
+  if (r.object == layer_object::output) j["V"] = rows(*in.V);
+  if (r.family == drift_family::random || r.family == drift_family::identical_values ||
+      (r.object == layer_object::output && (r.family == drift_family::causal || r.family == drift_family::log_odds)))
+    j["seed"] = r.seed;
+  return j;
+}
+
+drift_exact drift_exact_rank(const drift_request& r, double a) {
+  drift_exact e;
+  if (two_token_fast(r)) {
+    // P01: det A = tanh a; rank 2 iff a != 0.
+    e.lo = e.hi = a == 0 ? 1 : 2;
+    e.closed_form = true;
+    return e;
+  }
+  const recipe_input in = drift_instance(r, a);
+  const matrix<mpq_rational> B = exact_of(in.Q) * mpq_rational(a);
+  const matrix<mpq_rational> SK = multiply(B, transpose(exact_of(in.K)));
+  std::optional<matrix<mpq_rational>> V;
+  if (in.V) V = exact_of(*in.V);
+  rank_options opt;
+  opt.seed = r.seed;
+  const rank_interval ri = layer_rank(SK, in.M, r.object, V, std::nullopt, opt);
+  e.lo = ri.lo;
+  e.hi = ri.hi;
+  return e;
+}
+
+recipe_measurement measure_recipe(const recipe& rc, const recipe_input& in, const std::vector<rank_policy>& policies,
+                                  const drift_exact& ex) {
+  recipe_measurement m;
+  with_recipe(rc, [&]<class In, class Acc, class Sm, class OAcc, class Out>() {
+    matrix<Out> M;
+    try {
+      M = recipe_form<In, Acc, Sm, OAcc, Out>(in);
+    } catch (const input_error& e) {
+      m.formed = false;
+      m.failure = e.what();
+    }
+    if (m.formed)
+      for (Eigen::Index i = 0; i < M.size(); ++i)
+        if (!detail::is_finite_value(M(i))) {
+          m.formed = false;
+          m.failure = "non-finite entry in the formed matrix (overflow)";
+          break;
+        }
+    if (!m.formed) {
+      m.diverges = true;
+      m.diverges_by_policy.assign(policies.size(), true);
+      m.ranks.assign(policies.size(), 0);
+      return;
+    }
+    auto record = [&](const auto& sigma) {
+      using S = typename std::decay_t<decltype(sigma)>::value_type;
+      for (const auto& p : policies) {
+        const std::size_t k = p.rank(sigma, M.rows(), M.cols(), rc.result);
+        const bool div = k < ex.lo || k > ex.hi;
+        m.ranks.push_back(k);
+        m.diverges_by_policy.push_back(div);
+        m.diverges = m.diverges || div;
+      }
+      if (!sigma.empty()) {
+        m.sigma_max = number_traits<S>::to_double(sigma.front());
+        m.sigma_min = number_traits<S>::to_double(sigma.back());
+        m.condition_number = number_traits<S>::to_double(approx_condition_number(sigma));
+        if constexpr (std::is_same_v<S, mpfr_float>) m.sigma_min_text = number_traits<S>::to_string(sigma.back(), 17);
+      }
+    };
+    if constexpr (std::is_same_v<Out, double> || std::is_same_v<Out, float> || std::is_same_v<Out, mpfr_float>) {
+      m.svd = rc.result.name;
+      record(approx_singular_values(M));
+    } else {
+      m.svd = "binary32";
+      matrix<float> F(M.rows(), M.cols());
+      for (Eigen::Index i = 0; i < M.size(); ++i) F(i) = static_cast<float>(M(i));
+      record(approx_singular_values(F));
+    }
+  });
+  return m;
+}
+
+namespace {
+
+// Enclosures of σ_min and of σ₁/σ_min at one point.
+void enclose(const drift_request& r, double a, drift_point& p) {
+  if (two_token_fast(r)) {
+    // σ = {1, tanh|a|} (P01); tanh|a| ≤ 1, so σ_min = tanh|a|, cond = 1/tanh|a|.
+    mpfr_t x, lo, hi, t;
+    mpfr_inits2(64, x, lo, hi, t, static_cast<mpfr_ptr>(nullptr));
+    mpfr_set_d(x, std::fabs(a), MPFR_RNDN);  // exact
+    mpfr_tanh(lo, x, MPFR_RNDD);
+    mpfr_tanh(hi, x, MPFR_RNDU);
+    p.smin_lo = decimal(lo, false);
+    p.smin_hi = decimal(hi, true);
+    p.smin_lo_d = double_down(lo);
+    p.smin_hi_d = double_up(hi);
+    if (mpfr_sgn(lo) > 0) {
+      mpfr_ui_div(t, 1, hi, MPFR_RNDD);
+      p.cond_lo = decimal(t, false);
+      mpfr_ui_div(t, 1, lo, MPFR_RNDU);
+      p.cond_hi = decimal(t, true);
+    } else {
+      p.cond_lo = "1";  // σ₁/σ_min ≥ 1 always; σ_min = 0 at a = 0
+      p.cond_hi = "inf";
+    }
+    p.enclosure_bits = 64;
+    mpfr_clears(x, lo, hi, t, static_cast<mpfr_ptr>(nullptr));
+    return;
+  }
+  const recipe_input in = drift_instance(r, a);
+  singular_value_enclosures sv;
+  for (unsigned bits = r.start_bits;; bits = std::min(2 * bits, r.max_bits)) {
+    precision_guard g(bits);
+    const matrix<mpfi_float> Q = from_double_matrix<mpfi_float>(in.Q), K = from_double_matrix<mpfi_float>(in.K);
+    const mpfi_float s = number_traits<mpfi_float>::from_double(a);
+    matrix<mpfi_float> S = multiply(Q, transpose(K));
+    for (Eigen::Index i = 0; i < S.size(); ++i) S(i) = s * S(i);
+    matrix<mpfi_float> X = masked_softmax(S, in.M);
+    if (r.object == layer_object::output) X = multiply(X, from_double_matrix<mpfi_float>(*in.V));
+    sv = certified_singular_values(X);
+    sv.bits = g.bits();
+    if (sv.certified_positive >= p.exact.lo || bits >= r.max_bits) break;
+  }
+  p.enclosure_bits = sv.bits;
+  if (sv.sigma.empty()) return;
+  precision_guard g(sv.bits);
+  const mpfi_float& smin = sv.sigma.back();
+  const mpfr_float slo = lower_of(smin), shi = upper_of(smin);
+  p.smin_lo = decimal(slo.backend().data(), false);
+  p.smin_hi = decimal(shi.backend().data(), true);
+  p.smin_lo_d = double_down(slo);
+  p.smin_hi_d = double_up(shi);
+  const mpfr_float s1hi = upper_of(sv.sigma.front()), s1lo = lower_of(sv.sigma.front());
+  mpfr_float t;
+  mpfr_div(t.backend().data(), s1lo.backend().data(), shi.backend().data(), MPFR_RNDD);
+  p.cond_lo = shi > 0 ? decimal(t.backend().data(), false) : "inf";
+  if (slo > 0) {
+    mpfr_div(t.backend().data(), s1hi.backend().data(), slo.backend().data(), MPFR_RNDU);
+    p.cond_hi = decimal(t.backend().data(), true);
+  } else {
+    p.cond_hi = "inf";
+  }
+}
+
+double midpoint(double lo, double hi, bool log) {
+  if (log && lo > 0 && hi > 0) {
+    const double m = std::sqrt(lo) * std::sqrt(hi);
+    if (m > std::min(lo, hi) && m < std::max(lo, hi)) return m;
+  }
+  return lo + (hi - lo) / 2;
+}
+
+bool close_enough(double x, double y, const drift_request& r) {
+  const double lo = std::min(x, y), hi = std::max(x, y);
+  if (r.log) return hi <= lo * (1 + r.resolution);
+  return hi - lo <= r.resolution * (r.to - r.from);
+}
+
+// Bisect between `quiet` (not diverging) and `loud` (diverging); returns the diverging end.
+double bisect(const drift_request& r, const recipe& rc, const rank_policy& p, double quiet, double loud,
+              std::size_t& evals) {
+  while (!close_enough(quiet, loud, r)) {
+    const double m = midpoint(quiet, loud, r.log);
+    if (m == quiet || m == loud) break;  // adjacent binary64 numbers
+    ++evals;
+    if (drift_diverges_at(r, rc, p, m)) loud = m;
+    else quiet = m;
+  }
+  return loud;
+}
+
+}  // namespace
+
+bool drift_diverges_at(const drift_request& r, const recipe& rc, const rank_policy& p, double a) {
+  const drift_exact ex = drift_exact_rank(r, a);
+  return measure_recipe(rc, drift_instance(r, a), {p}, ex).diverges;
+}
+
+std::pair<double, double> two_token_contrast(const recipe& rc, double a) {
+  drift_request r;
+  recipe_input in = drift_instance(r, a);
+  return with_recipe(rc, [&]<class In, class Acc, class Sm, class OAcc, class Out>() {
+    const matrix<Out> A = recipe_form<In, Acc, Sm, OAcc, Out>(in);
+    const Out lambda = A(0, 0) - A(0, 1);
+    const Out det = A(0, 0) * A(1, 1) - A(0, 1) * A(1, 0);
+    return std::pair<double, double>(number_traits<Out>::to_double(lambda), number_traits<Out>::to_double(det));
+  });
+}
+
+std::vector<double> drift_grid(const drift_request& r) {
+  std::vector<double> g(r.points);
+  const double n1 = static_cast<double>(r.points - 1);
+  for (std::size_t i = 0; i < r.points; ++i) {
+    const double t = static_cast<double>(i) / n1;
+    // Log grids interpolate the decimal exponent, so decades land on 10^k exactly.
+    g[i] = r.log ? std::pow(10.0, std::log10(r.from) + (std::log10(r.to) - std::log10(r.from)) * t)
+                 : r.from + (r.to - r.from) * t;
+  }
+  g.front() = r.from;
+  g.back() = r.to;
+  for (std::size_t i = 1; i < g.size(); ++i)  // strictly increasing, whatever pow rounds to
+    if (!(g[i] > g[i - 1])) g[i] = std::nextafter(g[i - 1], r.to);
+  return g;
+}
+
+drift_result run_drift(const drift_request& r) {
+  validate(r);
+  drift_result res;
+  res.grid = drift_grid(r);
+  res.points.reserve(res.grid.size());
+  // The instance does not depend on a except through the scale: build it once.
+  recipe_input in = drift_instance(r, 0.0);
+  for (std::size_t i = 0; i < res.grid.size(); ++i) {
+    drift_point p;
+    p.a = res.grid[i];
+    p.exact = drift_exact_rank(r, p.a);
+    if (r.enclosures) enclose(r, p.a, p);
+    in.scale = p.a;
+    p.recipes.reserve(r.recipes.size());
+    for (const auto& rc : r.recipes) {
+      p.recipes.push_back(measure_recipe(rc, in, r.policies, p.exact));
+      p.diverges = p.diverges || p.recipes.back().diverges;
+    }
+    res.points.push_back(std::move(p));
+    if (r.progress && (i % 64 == 63 || i + 1 == res.grid.size())) r.progress(i + 1, res.grid.size());
+  }
+  const std::size_t N = res.points.size();
+  for (std::size_t ri = 0; ri < r.recipes.size(); ++ri)
+    for (std::size_t pi = 0; pi < r.policies.size(); ++pi) {
+      drift_intervals di;
+      di.recipe = r.recipes[ri].name;
+      di.policy = r.policies[pi].name();
+      auto status = [&](std::size_t i) { return res.points[i].recipes[ri].diverges_by_policy[pi]; };
+      for (std::size_t i = 0; i < N;) {
+        if (!status(i)) {
+          ++i;
+          continue;
+        }
+        double start = res.grid[i];
+        if (i > 0) start = bisect(r, r.recipes[ri], r.policies[pi], res.grid[i - 1], res.grid[i], di.bisection_evaluations);
+        std::size_t j = i;
+        while (j + 1 < N && status(j + 1)) ++j;
+        double end = res.grid[j];
+        if (j + 1 < N) end = bisect(r, r.recipes[ri], r.policies[pi], res.grid[j + 1], res.grid[j], di.bisection_evaluations);
+        di.intervals.emplace_back(start, end);
+        i = j + 1;
+      }
+      res.divergence.push_back(std::move(di));
+    }
+  return res;
+}
+
+nlohmann::json drift_json(const drift_request& r, const drift_result& res, const std::string& command) {
+  nlohmann::json j;
+  j["tool"] = "attncert";
+  j["version"] = ATTNCERT_VERSION;
+  j["command"] = command;
+  j["inputs"] = drift_family_description(r);
+  nlohmann::json recipes = nlohmann::json::array();
+  for (const auto& rc : r.recipes)
+    recipes.push_back({{"name", rc.name},
+                       {"storage", rc.storage.name},
+                       {"scores", rc.scores.name},
+                       {"softmax", rc.softmax.name},
+                       {"output", rc.output.name},
+                       {"result", rc.result.name},
+                       {"policy_epsilon_bits", rc.result.precision_bits()}});
+  nlohmann::json policies = nlohmann::json::array();
+  for (const auto& p : r.policies) policies.push_back({{"name", p.name()}, {"rule", p.formula()}});
+  const bool fast = two_token_fast(r);
+  j["settings"] = {
+      {"param", "a"},
+      {"from", r.from},
+      {"to", r.to},
+      {"points", r.points},
+      {"spacing", r.log ? "log" : "linear"},
+      {"recipes", recipes},
+      {"policies", policies},
+      {"policy_epsilon", "eps = 2^(1-p) of the recipe's result format"},
+      {"svd", "Eigen JacobiSVD in the result format (binary32 for binary16/bfloat16 results)"},
+      {"resolution", r.resolution},
+      {"resolution_rule", r.log ? "bisection until hi/lo <= 1 + resolution (geometric midpoints)"
+                                : "bisection until |hi - lo| <= resolution * (to - from)"},
+      {"bisection_assumption", "the divergence status changes at most once between adjacent grid points"},
+      {"exact_rank_method", fast ? "closed form: det A = tanh a (proofs/P01-two-token.md)"
+                                 : "transcendence method on the exact scores a*QK^T (proofs/P08-transcendence-rank.md)"},
+      {"enclosure_method", !r.enclosures ? "not computed"
+                           : fast        ? "sigma = {1, tanh|a|} (P01); tanh|a| by mpfr_tanh rounded down and up, 64 bits"
+                                         : "Rump 2011 certified singular values in MPFI, escalating from " +
+                                               std::to_string(r.start_bits) + " to " + std::to_string(r.max_bits) + " bits"},
+      {"enclosure_ends", "decimal strings rounded outward"}};
+  nlohmann::json points = nlohmann::json::array();
+  std::size_t diverging = 0;
+  for (const auto& p : res.points) {
+    nlohmann::json pj;
+    pj["a"] = p.a;
+    pj["exact_rank"] = {{"lo", p.exact.lo}, {"hi", p.exact.hi}};
+    if (r.enclosures) {
+      pj["sigma_min_enclosure"] = {{"lo", p.smin_lo}, {"hi", p.smin_hi}};
+      pj["condition_number_enclosure"] = {{"lo", p.cond_lo}, {"hi", p.cond_hi}};
+      pj["enclosure_bits"] = p.enclosure_bits;
+    }
+    nlohmann::json rs = nlohmann::json::array();
+    for (std::size_t ri = 0; ri < p.recipes.size(); ++ri) {
+      const auto& m = p.recipes[ri];
+      nlohmann::json mj;
+      mj["recipe"] = r.recipes[ri].name;
+      mj["formed"] = m.formed;
+      if (!m.formed) mj["failure"] = m.failure;
+      nlohmann::json ranks = nlohmann::json::object();
+      for (std::size_t pi = 0; pi < r.policies.size(); ++pi) {
+        if (m.formed) ranks[r.policies[pi].name()] = m.ranks[pi];
+        else ranks[r.policies[pi].name()] = nullptr;
+      }
+      mj["numerical_rank"] = ranks;
+      if (m.formed) {
+        mj["sigma_min"] = m.sigma_min_text.empty() ? nlohmann::json(m.sigma_min) : nlohmann::json(m.sigma_min_text);
+        mj["condition_number"] = std::isfinite(m.condition_number) ? nlohmann::json(m.condition_number) : nlohmann::json("inf");
+        mj["svd"] = m.svd;
+      }
+      mj["diverges"] = m.diverges;
+      rs.push_back(mj);
+    }
+    pj["recipes"] = rs;
+    pj["diverges"] = p.diverges;
+    diverging += p.diverges;
+    points.push_back(pj);
+  }
+  j["points"] = points;
+  nlohmann::json div = nlohmann::json::array();
+  std::size_t nint = 0;
+  for (const auto& d : res.divergence) {
+    nlohmann::json iv = nlohmann::json::array();
+    for (const auto& [a, b] : d.intervals) iv.push_back({a, b});
+    nint += d.intervals.size();
+    div.push_back({{"recipe", d.recipe}, {"policy", d.policy}, {"intervals", iv},
+                   {"bisection_evaluations", d.bisection_evaluations}});
+  }
+  j["divergence"] = div;
+  j["summary"] = {{"points", res.points.size()}, {"diverging_points", diverging}, {"intervals", nint}};
+  return j;
+}
+
+namespace {
+std::string jnum(const nlohmann::json& v) {
+  if (v.is_null()) return "";
+  if (v.is_string()) return v.get<std::string>();
+  if (v.is_number_float()) return num17(v.get<double>());
+  return v.dump();
+}
+std::string csv_field(const std::string& s) {
+  if (s.find_first_of(",\"\n") == std::string::npos) return s;
+  std::string q = "\"";
+  for (char c : s) q += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return q + "\"";
+}
+}  // namespace
+
+void write_drift_csv(std::ostream& os, const nlohmann::json& j) {
+  os << "kind,a,exact_lo,exact_hi,sigma_min_lo,sigma_min_hi,cond_lo,cond_hi,recipe,policy,rank,sigma_min,"
+        "condition_number,diverges,from,to\n";
+  for (const auto& p : j["points"]) {
+    const bool enc = p.contains("sigma_min_enclosure");
+    for (const auto& m : p["recipes"])
+      for (auto it = m["numerical_rank"].begin(); it != m["numerical_rank"].end(); ++it) {
+        os << "point," << jnum(p["a"]) << "," << jnum(p["exact_rank"]["lo"]) << "," << jnum(p["exact_rank"]["hi"]) << ","
+           << (enc ? jnum(p["sigma_min_enclosure"]["lo"]) : "") << "," << (enc ? jnum(p["sigma_min_enclosure"]["hi"]) : "")
+           << "," << (enc ? jnum(p["condition_number_enclosure"]["lo"]) : "") << ","
+           << (enc ? jnum(p["condition_number_enclosure"]["hi"]) : "") << "," << csv_field(m["recipe"].get<std::string>())
+           << "," << csv_field(it.key()) << "," << jnum(it.value()) << ","
+           << (m.contains("sigma_min") ? jnum(m["sigma_min"]) : "") << ","
+           << (m.contains("condition_number") ? jnum(m["condition_number"]) : "") << ","
+           << (m["diverges"].get<bool>() ? "true" : "false") << ",,\n";
+      }
+  }
+  for (const auto& d : j["divergence"])
+    for (const auto& iv : d["intervals"])
+      os << "divergence,,,,,,,," << csv_field(d["recipe"].get<std::string>()) << "," << csv_field(d["policy"].get<std::string>())
+         << ",,,,true," << jnum(iv[0]) << "," << jnum(iv[1]) << "\n";
+}
+
+void write_drift_text(std::ostream& os, const nlohmann::json& j) {
+  const auto& s = j["settings"];
+  os << "attncert " << j["version"].get<std::string>() << " — drift of the numerical rank, family "
+     << j["inputs"]["family"].get<std::string>() << ", object " << j["inputs"]["object"].get<std::string>() << "\n";
+  os << "a from " << jnum(s["from"]) << " to " << jnum(s["to"]) << ", " << jnum(s["points"]) << " points ("
+     << s["spacing"].get<std::string>() << "); exact rank: " << s["exact_rank_method"].get<std::string>() << "\n";
+  os << "recipes (storage/scores/softmax/output/result):";
+  for (const auto& rc : s["recipes"])
+    os << "  " << rc["name"].get<std::string>() << " = " << rc["storage"].get<std::string>() << "/"
+       << rc["scores"].get<std::string>() << "/" << rc["softmax"].get<std::string>() << "/"
+       << rc["output"].get<std::string>() << "/" << rc["result"].get<std::string>();
+  os << "\npolicies:";
+  for (const auto& p : s["policies"]) os << "  " << p["name"].get<std::string>() << " (" << p["rule"].get<std::string>() << ")";
+  os << "\n\n";
+  for (const auto& p : j["points"]) {
+    os << "a = " << jnum(p["a"]) << "  exact rank "
+       << (p["exact_rank"]["lo"] == p["exact_rank"]["hi"] ? jnum(p["exact_rank"]["lo"])
+                                                          : "[" + jnum(p["exact_rank"]["lo"]) + ", " + jnum(p["exact_rank"]["hi"]) + "]");
+    if (p.contains("sigma_min_enclosure"))
+      os << "  sigma_min in [" << jnum(p["sigma_min_enclosure"]["lo"]) << ", " << jnum(p["sigma_min_enclosure"]["hi"])
+         << "]  cond in [" << jnum(p["condition_number_enclosure"]["lo"]) << ", "
+         << jnum(p["condition_number_enclosure"]["hi"]) << "]";
+    os << (p["diverges"].get<bool>() ? "  DIVERGES" : "") << "\n";
+    for (const auto& m : p["recipes"]) {
+      std::ostringstream line;
+      line << "    " << std::left << std::setw(14) << m["recipe"].get<std::string>();
+      for (auto it = m["numerical_rank"].begin(); it != m["numerical_rank"].end(); ++it)
+        line << " " << it.key() << " " << (it.value().is_null() ? std::string("-") : jnum(it.value()));
+      if (m["formed"].get<bool>())
+        line << "  sigma_min " << jnum(m["sigma_min"]) << "  cond " << jnum(m["condition_number"]);
+      else
+        line << "  not formed: " << m["failure"].get<std::string>();
+      if (m["diverges"].get<bool>()) line << "  *";
+      os << line.str() << "\n";
+    }
+  }
+  os << "\ndivergence intervals (ends bisected; " << s["resolution_rule"].get<std::string>()
+     << ", resolution " << jnum(s["resolution"]) << "):\n";
+  for (const auto& d : j["divergence"]) {
+    os << "  " << std::left << std::setw(14) << d["recipe"].get<std::string>() << " " << std::setw(16)
+       << d["policy"].get<std::string>();
+    if (d["intervals"].empty()) os << " none";
+    for (const auto& iv : d["intervals"]) os << " [" << jnum(iv[0]) << ", " << jnum(iv[1]) << "]";
+    os << "\n";
+  }
+  const auto& sm = j["summary"];
+  os << "summary: " << jnum(sm["points"]) << " points, " << jnum(sm["diverging_points"]) << " diverging, "
+     << jnum(sm["intervals"]) << " divergence intervals\n";
+}
+
+}  // namespace attncert

@@ -1,0 +1,390 @@
+// lib/src/oracle/fast_kernel.cpp — the oracle's fast path: one attention row in double-double with
+// a rigorous error radius per output element.  The error analysis, step by step, is in
+// proofs/P11-oracle.md; the step numbers below refer to it.
+//
+// This file is compiled with -mavx2 -mfma -ffp-contract=off when the build machine supports
+// them (CMake option ATTNCERT_FAST_KERNEL): the loops over keys and over value columns are
+// written so that GCC vectorizes them.  -ffp-contract=off keeps every product that feeds an
+// addition rounded on its own, as the error-free transformations require; explicit std::fma
+// calls are the only fused operations.
+#if defined(__AVX2__) && defined(__FMA__)
+#include <immintrin.h>
+#define ATTNCERT_VECTOR_EXP 1
+#endif
+#include <algorithm>
+#include <cfenv>
+#include <cmath>
+#include <limits>
+
+#include "attncert/oracle/oracle.hpp"
+#include "attncert/number/double_double.hpp"
+
+namespace attncert::oracle::detail {
+
+namespace {
+
+constexpr double u = 0x1p-53;
+constexpr double inf = std::numeric_limits<double>::infinity();
+/// Multiplying a bound evaluated with at most 256 round-to-nearest operations on nonnegative
+/// terms by this factor makes it an upper bound of the exact expression ((1 + u)^256 < 1 + 2^-44).
+constexpr double round_up_factor = 1.0 + 0x1p-40;
+/// Absolute allowance for the roundings that may fall in the subnormal range (each such
+/// rounding errs by at most 2^-1075 absolutely), per operation counted.
+constexpr double subnormal_allowance = 0x1p-1070;
+
+inline bool is_pow2(double x) {
+  if (!(std::isfinite(x)) || x == 0) return false;
+  int e = 0;
+  return std::frexp(std::fabs(x), &e) == 0.5 && std::fabs(x) >= 0x1p-1000 && std::fabs(x) <= 0x1p1000;
+}
+
+}  // namespace
+
+bool kernel_vectorized() {
+#if defined(__AVX2__) && defined(__FMA__)
+  return true;
+#else
+  return false;
+#endif
+}
+
+#ifdef ATTNCERT_VECTOR_EXP
+namespace {
+// Four-lane double-double operations: per lane exactly the IEEE operations of the scalar
+// functions of number/double_double.hpp (AVX2 arithmetic is IEEE binary64, round to nearest).
+using v4 = __m256d;
+struct vdd {
+  v4 hi, lo;
+};
+inline v4 vset(double x) { return _mm256_set1_pd(x); }
+inline vdd v_two_sum(v4 a, v4 b) {
+  const v4 s = _mm256_add_pd(a, b);
+  const v4 bb = _mm256_sub_pd(s, a);
+  const v4 e = _mm256_add_pd(_mm256_sub_pd(a, _mm256_sub_pd(s, bb)), _mm256_sub_pd(b, bb));
+  return {s, e};
+}
+inline vdd v_fast_two_sum(v4 a, v4 b) {
+  const v4 s = _mm256_add_pd(a, b);
+  return {s, _mm256_sub_pd(b, _mm256_sub_pd(s, a))};
+}
+inline vdd v_two_prod(v4 a, v4 b) {
+  const v4 p = _mm256_mul_pd(a, b);
+  return {p, _mm256_fmadd_pd(a, b, _mm256_sub_pd(_mm256_setzero_pd(), p))};
+}
+inline vdd v_add(vdd x, v4 y) {  // Algorithm 4
+  const vdd s = v_two_sum(x.hi, y);
+  const v4 v = _mm256_add_pd(x.lo, s.lo);
+  return v_fast_two_sum(s.hi, v);
+}
+inline vdd v_add(vdd x, vdd y) {  // Algorithm 6
+  const vdd s = v_two_sum(x.hi, y.hi);
+  const vdd t = v_two_sum(x.lo, y.lo);
+  const v4 c = _mm256_add_pd(s.lo, t.hi);
+  const vdd v = v_fast_two_sum(s.hi, c);
+  const v4 w = _mm256_add_pd(t.lo, v.lo);
+  return v_fast_two_sum(v.hi, w);
+}
+inline vdd v_mul(vdd x, vdd y) {  // Algorithm 12
+  const vdd c = v_two_prod(x.hi, y.hi);
+  const v4 tl0 = _mm256_mul_pd(x.lo, y.lo);
+  const v4 tl1 = _mm256_fmadd_pd(x.hi, y.lo, tl0);
+  const v4 cl2 = _mm256_fmadd_pd(x.lo, y.hi, tl1);
+  const v4 cl3 = _mm256_add_pd(c.lo, cl2);
+  return v_fast_two_sum(c.hi, cl3);
+}
+inline v4 v_abs(v4 x) { return _mm256_andnot_pd(vset(-0.0), x); }
+inline vdd v_flush(vdd v) {  // lo := 0 where |lo| < 2^-400
+  const v4 keep = _mm256_cmp_pd(v_abs(v.lo), vset(dd_detail::exp_flush), _CMP_GE_OQ);
+  return {v.hi, _mm256_and_pd(v.lo, keep)};
+}
+inline vdd v_neg(vdd x) { return {_mm256_xor_pd(x.hi, vset(-0.0)), _mm256_xor_pd(x.lo, vset(-0.0))}; }
+}  // namespace
+#endif
+
+void exp_batch(const double* z_hi, const double* z_lo, std::size_t n, double* w_hi, double* w_lo, double* bound) {
+  std::size_t i = 0;
+#ifdef ATTNCERT_VECTOR_EXP
+  if (dd_detail::environment_ok()) {
+    using namespace dd_detail;
+    alignas(32) double ohi[4], olo[4], rhi[4], plo[4], zl[4], xh[4];
+    for (; i + 4 <= n; i += 4) {
+      const v4 xh0 = _mm256_loadu_pd(z_hi + i), xl0 = _mm256_loadu_pd(z_lo + i);
+      const vdd x = v_two_sum(xh0, xl0);  // exact normalization
+      const v4 kd = _mm256_round_pd(_mm256_mul_pd(x.hi, vset(inv_ln2)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+      // reduction (as exp_with_bound, whose k == 0 branch keeps r = x: selected below)
+      const vdd a = v_two_sum(x.hi, _mm256_xor_pd(_mm256_mul_pd(kd, vset(ln2_1)), vset(-0.0)));
+      const vdd b = v_add(a, x.lo);
+      const vdd c = v_two_prod(kd, vset(ln2_2));
+      const vdd d = v_add(b, v_neg(c));
+      const v4 w = _mm256_mul_pd(kd, vset(ln2_3));
+      const vdd rr = v_add(d, _mm256_xor_pd(w, vset(-0.0)));
+      const v4 kz = _mm256_cmp_pd(kd, _mm256_setzero_pd(), _CMP_EQ_OQ);
+      vdd r{_mm256_blendv_pd(rr.hi, x.hi, kz), _mm256_blendv_pd(rr.lo, x.lo, kz)};
+      r.lo = _mm256_and_pd(r.lo, _mm256_cmp_pd(v_abs(r.lo), vset(0x1p-392), _CMP_GE_OQ));
+      // main path
+      const v4 scale = vset(1.0 / (1 << exp_halvings));
+      const vdd sv{_mm256_mul_pd(r.hi, scale), _mm256_mul_pd(r.lo, scale)};
+      vdd q{vset(inv_factorial[exp_taylor_degree].hi), vset(inv_factorial[exp_taylor_degree].lo)};
+      for (int j = exp_taylor_degree - 1; j >= 3; --j)
+        q = v_flush(v_add(vdd{vset(inv_factorial[j].hi), vset(inv_factorial[j].lo)}, v_mul(sv, q)));
+      q = v_flush(v_add(v_mul(sv, q), vset(0.5)));
+      q = v_flush(v_add(v_mul(sv, q), vset(1.0)));
+      vdd e = v_flush(v_mul(sv, q));
+      for (int h = 0; h < exp_halvings; ++h) {
+        const vdd t = v_flush(v_add(e, vset(2.0)));
+        e = v_flush(v_mul(e, t));
+      }
+      const vdd p = v_add(e, vset(1.0));
+      // scaling by 2^k: exponent bits (k + 1023) << 52, k in [-1021, 1023] on the domain
+      const __m128i k32 = _mm256_cvtpd_epi32(kd);
+      const __m256i k64 = _mm256_cvtepi32_epi64(k32);
+      const v4 two_k = _mm256_castsi256_pd(_mm256_slli_epi64(_mm256_add_epi64(k64, _mm256_set1_epi64x(1023)), 52));
+      const v4 zh = _mm256_mul_pd(p.hi, two_k);
+      const v4 zlo = _mm256_mul_pd(p.lo, two_k);
+      const vdd z = v_fast_two_sum(zh, zlo);
+      _mm256_store_pd(ohi, z.hi);
+      _mm256_store_pd(olo, z.lo);
+      _mm256_store_pd(rhi, r.hi);
+      _mm256_store_pd(plo, p.lo);
+      _mm256_store_pd(zl, zlo);
+      _mm256_store_pd(xh, x.hi);
+      for (int l = 0; l < 4; ++l) {
+        const bool common = std::isfinite(z_hi[i + l]) && std::isfinite(z_lo[i + l]) && xh[l] >= -708.0 &&
+                            xh[l] <= 709.0 && std::fabs(rhi[l]) > 0x1p-54 && !(plo[l] != 0.0 && std::fabs(zl[l]) < 0x1p-1022);
+        if (common) {
+          w_hi[i + l] = ohi[l];
+          w_lo[i + l] = olo[l];
+          bound[i + l] = dd_exp_bound;
+        } else {
+          const dd_with_error s = exp_with_bound(dd{z_hi[i + l], z_lo[i + l]});
+          w_hi[i + l] = s.value.hi;
+          w_lo[i + l] = s.value.lo;
+          bound[i + l] = s.rel_error_bound;
+        }
+      }
+    }
+  }
+#endif
+  for (; i < n; ++i) {
+    const dd_with_error s = exp_with_bound(dd{z_hi[i], z_lo[i]});
+    w_hi[i] = s.value.hi;
+    w_lo[i] = s.value.lo;
+    bound[i] = s.rel_error_bound;
+  }
+}
+
+bool fast_row(const row_inputs& in, row_workspace& ws, double* out_hi, double* out_lo, double* out_rad) {
+  const std::size_t n = in.nk, d = in.d, dv = in.dv;
+  if (!dd_detail::environment_ok()) return false;
+  if (d > (std::size_t{1} << 20) || n > (std::size_t{1} << 24)) return false;
+  // Keys actually used: [0, jend), jend = 1 + last allowed key.
+  std::size_t jend = 0;
+  for (std::size_t j = 0; j < n; ++j)
+    if (in.allowed[j]) jend = j + 1;
+  if (jend == 0) return false;
+
+  // ---- step 1: t_j = q·k_j by Dot2 (TwoProd + TwoSum, errors summed in c) -------------------
+  ws.s_hi.assign(jend, 0.0);
+  ws.s_lo.assign(jend, 0.0);
+  ws.s_rad.assign(jend, 0.0);
+  double* __restrict s = ws.s_hi.data();
+  double* __restrict c = ws.s_lo.data();
+  double* __restrict P = ws.s_rad.data();
+  for (std::size_t l = 0; l < d; ++l) {
+    const double ql = in.q[l];
+    const double* __restrict kt = in.KT + l * n;
+    for (std::size_t j = 0; j < jend; ++j) {
+      const double k = kt[j];
+      const double p = ql * k;
+      const double e = std::fma(ql, k, -p);
+      const double sn = s[j] + p;
+      const double bb = sn - s[j];
+      const double sig = (s[j] - (sn - bb)) + (p - bb);
+      s[j] = sn;
+      c[j] = c[j] + (sig + e);
+      P[j] = P[j] + std::fabs(p);
+    }
+  }
+  // Error of Dot2 before the final addition: <= d(d+1)u^2 * sum|q_l k_l| (1 + 2^-27)
+  // (P11 step 1), and sum|q_l k_l| <= P (1 + 2^-30) for d <= 2^20.
+  const double dot_factor = static_cast<double>(d) * static_cast<double>(d + 1) * u * u * (1.0 + 0x1p-26);
+  const double dot_abs = static_cast<double>(d) * subnormal_allowance;
+
+  // ---- step 2: scores x_j = s * t_j with radius r_j ----------------------------------------
+  const dd sc{in.scale_hi, in.scale_lo};
+  const bool exact_scale = in.scale_lo == 0.0 && in.scale_rad == 0.0 && is_pow2(in.scale_hi);
+  if (!dd_detail::operand_ok(sc) || !std::isfinite(in.scale_rad)) return false;
+  const double asc = std::fabs(in.scale_hi) * (1.0 + 0x1p-52);
+  double m = -inf;
+  for (std::size_t j = 0; j < jend; ++j) {
+    if (!in.allowed[j]) continue;
+    if (!std::isfinite(s[j]) || !std::isfinite(c[j]) || !(P[j] <= 0x1p1000)) return false;
+    const dd t = two_sum(s[j], c[j]);
+    const double rt = (dot_factor * P[j] + dot_abs) * round_up_factor;
+    dd x;
+    double rx;
+    if (exact_scale) {
+      x = {t.hi * in.scale_hi, t.lo * in.scale_hi};  // exact unless t.lo * s is subnormal
+      rx = (asc * rt + subnormal_allowance) * round_up_factor;
+    } else {
+      if (!dd_detail::operand_ok(t) || !dd_detail::mul_ok(t, sc)) return false;
+      x = mul(t, sc);
+      const double at = std::fabs(t.hi) * (1.0 + 0x1p-52);
+      rx = (dd_mul_bound * std::fabs(x.hi) * (1.0 + 0x1p-52) + asc * rt + at * in.scale_rad + rt * in.scale_rad) *
+           round_up_factor;
+    }
+    if (!dd_detail::operand_ok(x) || !std::isfinite(rx)) return false;
+    s[j] = x.hi;
+    c[j] = x.lo;
+    P[j] = rx;
+    m = std::max(m, x.hi);
+  }
+
+  // ---- step 3: weights w_j = exp(x_j - m), relative radius rho ----------------------------
+  // z_j = x_j - m (Algorithm 4) with radius rz_j; the exponentials are evaluated in a batch.
+  ws.w_hi.assign(jend, 0.0);
+  ws.w_lo.assign(jend, 0.0);
+  ws.z_hi.clear();
+  ws.z_lo.clear();
+  ws.z_rad.clear();
+  ws.z_idx.clear();
+  std::size_t under = 0;   // weights below e^-707 set to 0 (true value in [0, 2^-1019])
+  for (std::size_t j = 0; j < jend; ++j) {
+    if (!in.allowed[j]) continue;
+    const dd z = add(dd{s[j], c[j]}, -m);
+    const double rz = (P[j] + dd_add_fp_bound * std::fabs(z.hi) * (1.0 + 0x1p-52)) * round_up_factor;
+    if (!(rz <= 0x1p-30)) return false;
+    if (z.hi < -708.0) {
+      ++under;  // z_true <= z.hi + |z.lo| + rz < -707
+      continue;
+    }
+    ws.z_hi.push_back(z.hi);
+    ws.z_lo.push_back(z.lo);
+    ws.z_rad.push_back(rz);
+    ws.z_idx.push_back(j);
+  }
+  const std::size_t ne = ws.z_idx.size();
+  ws.e_hi.resize(ne);
+  ws.e_lo.resize(ne);
+  ws.e_b.resize(ne);
+  exp_batch(ws.z_hi.data(), ws.z_lo.data(), ne, ws.e_hi.data(), ws.e_lo.data(), ws.e_b.data());
+  double rho = 0.0;  // max relative radius of the weights (relative to the computed w)
+  for (std::size_t t = 0; t < ne; ++t) {
+    const double B = ws.e_b[t], rz = ws.z_rad[t];
+    if (!(B <= 0x1p-40)) return false;
+    // e^{z_true} = e^z e^delta, |delta| <= rz:  |e^{z_true} - w| <= (B + (1 + B)(e^rz - 1)) |w|,
+    // e^rz - 1 <= rz (1 + rz) for rz <= 1.
+    const double rj = (B + (1.0 + B) * rz * (1.0 + rz)) * round_up_factor;
+    rho = std::max(rho, rj);
+    ws.w_hi[ws.z_idx[t]] = ws.e_hi[t];
+    ws.w_lo[ws.z_idx[t]] = ws.e_lo[t];
+  }
+
+  // ---- step 4: W = sum w_j and N_k = sum w_j v_jk by Dot2 ----------------------------------
+  double sW = 0, cW = 0, PW = 0;
+  ws.acc_s.assign(dv, 0.0);
+  ws.acc_c.assign(dv, 0.0);
+  ws.acc_p.assign(dv, 0.0);
+  double* __restrict as = ws.acc_s.data();
+  double* __restrict ac = ws.acc_c.data();
+  double* __restrict ap = ws.acc_p.data();
+  std::size_t terms = 0;
+  for (std::size_t j = 0; j < jend; ++j) {
+    if (!in.allowed[j]) continue;
+    ++terms;
+    const double wh = ws.w_hi[j], wl = ws.w_lo[j];
+    {
+      const double sn = sW + wh;
+      const double bb = sn - sW;
+      const double sig = (sW - (sn - bb)) + (wh - bb);
+      sW = sn;
+      cW = cW + (sig + wl);
+      PW = PW + wh;
+    }
+    if (wh == 0.0) continue;
+    const double* __restrict v = in.V + j * dv;
+    for (std::size_t k = 0; k < dv; ++k) {
+      const double p = wh * v[k];
+      const double e = std::fma(wh, v[k], -p);
+      const double sn = as[k] + p;
+      const double bb = sn - as[k];
+      const double sig = (as[k] - (sn - bb)) + (p - bb);
+      as[k] = sn;
+      ac[k] = ac[k] + std::fma(wl, v[k], sig + e);
+      ap[k] = ap[k] + std::fabs(p);
+    }
+  }
+  double vmax = 0.0;  // max |v_jk| over allowed j, for the underflowed weights
+  if (under > 0)
+    for (std::size_t j = 0; j < jend; ++j)
+      if (in.allowed[j])
+        for (std::size_t k = 0; k < dv; ++k) vmax = std::max(vmax, std::fabs(in.V[j * dv + k]));
+  const double nt = static_cast<double>(terms);
+  const double sum_factor = (nt + 3) * (nt + 3) * u * u * (1.0 + 0x1p-26);
+  const double under_w = static_cast<double>(under) * 0x1p-1019;
+  const double abs_allow = (nt + 3) * 3 * subnormal_allowance;
+  if (!std::isfinite(sW) || !std::isfinite(cW) || !(PW <= 0x1p1000)) return false;
+  const dd W = two_sum(sW, cW);
+  const double eW = (sum_factor * PW + rho * PW * (1.0 + 0x1p-26) + under_w + abs_allow) * round_up_factor;
+  const double Wlow = W.hi * (1.0 - 0x1p-50) - eW;
+  if (!(Wlow > 0.0) || !dd_detail::operand_ok(W)) return false;
+  ws.rho = rho;
+  ws.under = under;
+  ws.W_lo_bound = Wlow;
+  ws.W_hi_bound = (W.hi * (1.0 + 0x1p-50) + eW) * (1.0 + 0x1p-50);
+
+  // ---- step 5: o_k = N_k / W ---------------------------------------------------------------
+  for (std::size_t k = 0; k < dv; ++k) {
+    out_hi[k] = out_lo[k] = 0.0;
+    out_rad[k] = inf;
+    if (!std::isfinite(as[k]) || !std::isfinite(ac[k]) || !(ap[k] <= 0x1p1000)) continue;
+    const dd N = two_sum(as[k], ac[k]);
+    const double eN = (sum_factor * ap[k] + rho * ap[k] * (1.0 + 0x1p-26) + under_w * vmax + abs_allow) *
+                      round_up_factor;
+    if (N.hi == 0.0) {  // o = N_true / W_true with |N_true| <= eN
+      out_rad[k] = eN / Wlow * round_up_factor;
+      continue;
+    }
+    const dd_with_error o = div_with_bound(N, W);
+    if (!std::isfinite(o.rel_error_bound)) continue;  // tiny or huge quotient: left to MPFI
+    const double ao = std::fabs(o.value.hi) * (1.0 + 0x1p-50);
+    out_hi[k] = o.value.hi;
+    out_lo[k] = o.value.lo;
+    out_rad[k] = (o.rel_error_bound * ao + (eN + ao * eW) / Wlow) * round_up_factor;
+  }
+  return true;
+}
+
+void plain_row(const row_inputs& in, row_workspace& ws, double* out) {
+  const std::size_t n = in.nk, d = in.d, dv = in.dv;
+  std::size_t jend = 0;
+  for (std::size_t j = 0; j < n; ++j)
+    if (in.allowed[j]) jend = j + 1;
+  ws.s_hi.assign(jend, 0.0);
+  double* __restrict s = ws.s_hi.data();
+  for (std::size_t l = 0; l < d; ++l) {
+    const double ql = in.q[l];
+    const double* __restrict kt = in.KT + l * n;
+    for (std::size_t j = 0; j < jend; ++j) s[j] = s[j] + ql * kt[j];
+  }
+  const double sc = in.scale_hi;
+  double m = -inf;
+  for (std::size_t j = 0; j < jend; ++j)
+    if (in.allowed[j]) {
+      s[j] *= sc;
+      m = std::max(m, s[j]);
+    }
+  ws.acc_s.assign(dv, 0.0);
+  double* __restrict acc = ws.acc_s.data();
+  double W = 0;
+  for (std::size_t j = 0; j < jend; ++j) {
+    if (!in.allowed[j]) continue;
+    const double w = std::exp(s[j] - m);
+    W += w;
+    const double* __restrict v = in.V + j * dv;
+    for (std::size_t k = 0; k < dv; ++k) acc[k] = acc[k] + w * v[k];
+  }
+  for (std::size_t k = 0; k < dv; ++k) out[k] = acc[k] / W;
+}
+
+}  // namespace attncert::oracle::detail
