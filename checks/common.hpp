@@ -14,6 +14,7 @@
 #include "attncert/attention/bounds.hpp"
 #include "attncert/attention/heads.hpp"
 #include "attncert/attention/softmax.hpp"
+#include "attncert/number/ziv.hpp"
 #include "attncert/rank/exact_rank.hpp"
 #include "attncert/linalg/exact.hpp"
 #include "attncert/rank/policy.hpp"

@@ -104,8 +104,8 @@ struct certified_lower {
 };
 
 certified_lower certify_rank_at_least(const matrix<Q>& P, std::size_t target, const run_settings& rs) {
-  certified_lower out;
-  for (unsigned bits = rs.certify_bits;; bits = bits * 2 > rs.certify_max_bits ? rs.certify_max_bits : bits * 2) {
+  return ziv_escalate(precision_schedule{rs.certify_bits, rs.certify_max_bits}, [&](unsigned bits) {
+    certified_lower out;
     precision_guard g(bits);
     const auto lb = certified_rank_lower_bound(centred_log<mpfi_float>(P));
     out.rank = lb.rank;
@@ -115,8 +115,9 @@ certified_lower certify_rank_at_least(const matrix<Q>& P, std::size_t target, co
     for (auto c : lb.cols) cols += std::to_string(c + 1);
     out.witness = lb.rank == 0 ? "no nonzero minor" : "minor rows " + rows + " cols " + cols + " in " +
                                                           number_traits<mpfi_float>::to_string(lb.minor, 6);
-    if (lb.rank >= target || bits >= rs.certify_max_bits) return out;
-  }
+    const bool enough = lb.rank >= target;
+    return ziv_step<certified_lower>{std::move(out), enough};
+  }).value;
 }
 
 struct exact_info {

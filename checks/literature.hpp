@@ -28,16 +28,17 @@ struct escalation {
 /// undecided.  Tier: enclosure — `answer` is certainly_true only if the whole first interval
 /// is > 0, certainly_false only if it is <= 0.  The other values are only reported.
 inline escalation escalate(const std::function<std::vector<mpfi_float>()>& f, unsigned start, unsigned cap) {
-  escalation out;
-  for (unsigned bits = start;; bits = bits * 2 > cap ? cap : bits * 2) {
-    precision_guard g(bits);
-    const std::vector<mpfi_float> v = f();
-    out.bits = g.bits();
-    out.shown.clear();
-    for (const auto& x : v) out.shown.push_back(number_traits<mpfi_float>::to_string(x, 12));
-    out.answer = certainly_positive(v.at(0));
-    if (out.answer != truth::unknown || bits >= cap) return out;
-  }
+  return ziv_escalate(precision_schedule{start, cap}, [&](unsigned bits) {
+           precision_guard g(bits);
+           const std::vector<mpfi_float> v = f();
+           escalation out;
+           out.bits = g.bits();
+           for (const auto& x : v) out.shown.push_back(number_traits<mpfi_float>::to_string(x, 12));
+           out.answer = certainly_positive(v.at(0));
+           const bool decided = out.answer != truth::unknown;
+           return ziv_step<escalation>{std::move(out), decided};
+         })
+      .value;
 }
 
 /// Enclosure-tier row from an escalation (pass only when certain).

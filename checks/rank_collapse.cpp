@@ -100,7 +100,8 @@ double log2_of(const mpfr_float& x) {
 
 std::vector<certified_layer> certify_stack(const stack& s, const run_settings& rs) {
   std::vector<certified_layer> out(depth + 1);
-  for (unsigned bits = rs.certify_bits;; bits = bits * 2 > rs.certify_max_bits ? rs.certify_max_bits : bits * 2) {
+  const precision_schedule schedule{rs.certify_bits, rs.certify_max_bits};
+  ziv_escalate(schedule, [&](unsigned bits) {
     precision_guard g(bits);
     const auto Xs = run_stack<mpfi_float>(s, rs);
     bool all = true;
@@ -123,11 +124,11 @@ std::vector<certified_layer> certify_stack(const stack& s, const run_settings& r
       }
       all = all && c.decided;
     }
-    if (all || bits >= rs.certify_max_bits) break;
-  }
+    return all ? ziv_decided(0) : ziv_more(0);  // every layer's ratio enclosed tightly
+  });
   // Certified rank of X_l (a nonzero d×d minor; its size falls like r_l^2), escalated
   // separately: the deepest layers need more bits than their ratio.
-  for (unsigned bits = rs.certify_bits;; bits = bits * 2 > rs.certify_max_bits ? rs.certify_max_bits : bits * 2) {
+  ziv_escalate(schedule, [&](unsigned bits) {
     precision_guard g(bits);
     const auto Xs = run_stack<mpfi_float>(s, rs);
     bool all = true;
@@ -140,8 +141,9 @@ std::vector<certified_layer> certify_stack(const stack& s, const run_settings& r
       c.rank_witness = lb.rank == 0 ? "" : number_traits<mpfi_float>::to_string(lb.minor, 4);
       all = all && c.rank_lo == static_cast<std::size_t>(d);
     }
-    if (all || bits >= rs.certify_max_bits) return out;
-  }
+    return all ? ziv_decided(0) : ziv_more(0);  // every layer's rank certified full
+  });
+  return out;
 }
 
 std::string layer_name(const stack& s, int l) { return s.name + ", layer " + std::to_string(l); }

@@ -32,15 +32,17 @@ const check_entry* find_check(const std::string& id) {
 }
 
 certified_sign certify_sign(const std::function<mpfi_float()>& f, unsigned start, unsigned cap, bool want_positive) {
-  certified_sign out;
-  for (unsigned bits = start;; bits = bits * 2 > cap ? cap : bits * 2) {
-    precision_guard g(bits);
-    const mpfi_float x = f();
-    out.bits = g.bits();
-    out.enclosure = number_traits<mpfi_float>::to_string(x, 20);
-    out.answer = want_positive ? certainly_positive(x) : certainly_nonzero(x);
-    if (out.answer != truth::unknown || bits >= cap) return out;
-  }
+  return ziv_escalate(precision_schedule{start, cap}, [&](unsigned bits) {
+           precision_guard g(bits);
+           const mpfi_float x = f();
+           certified_sign out;
+           out.bits = g.bits();
+           out.enclosure = number_traits<mpfi_float>::to_string(x, 20);
+           out.answer = want_positive ? certainly_positive(x) : certainly_nonzero(x);
+           const bool decided = out.answer != truth::unknown;
+           return ziv_step<certified_sign>{std::move(out), decided};
+         })
+      .value;
 }
 
 }  // namespace attncert::checks

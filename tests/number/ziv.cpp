@@ -54,3 +54,14 @@ BOOST_AUTO_TEST_CASE(powers_of_two_reach_a_power_of_two_cap) {
   });
   BOOST_TEST((seen == std::vector<unsigned>{64, 128, 256, 512, 1024}));
 }
+
+BOOST_AUTO_TEST_CASE(doubling_within_stays_on_the_powers_of_two) {
+  std::vector<unsigned> seen;
+  ziv_escalate(precision_schedule::doubling_within(64, 1000), [&](unsigned bits) {
+    seen.push_back(bits);
+    return ziv_more(0);
+  });
+  BOOST_TEST((seen == std::vector<unsigned>{64, 128, 256, 512}));
+  BOOST_TEST(precision_schedule::doubling_within(64, 4096).cap == 4096u);
+  BOOST_TEST(precision_schedule::doubling_within(64, 64).cap == 64u);
+}

@@ -173,17 +173,23 @@ void exp_batch(const double* z_hi, const double* z_lo, std::size_t n, double* w_
   }
 }
 
-bool fast_row(const row_inputs& in, row_workspace& ws, double* out_hi, double* out_lo, double* out_rad) {
-  const std::size_t n = in.nk, d = in.d, dv = in.dv;
-  if (!dd_detail::environment_ok()) return false;
-  if (d > (std::size_t{1} << 20) || n > (std::size_t{1} << 24)) return false;
-  // Keys actually used: [0, jend), jend = 1 + last allowed key.
-  std::size_t jend = 0;
-  for (std::size_t j = 0; j < n; ++j)
-    if (in.allowed[j]) jend = j + 1;
-  if (jend == 0) return false;
+namespace {
 
-  // ---- step 1: t_j = q·k_j by Dot2 (TwoProd + TwoSum, errors summed in c) -------------------
+// What the steps of fast_row pass on (proofs/P11-oracle.md, steps 1-5).
+struct fast_row_state {
+  std::size_t jend = 0;        // keys actually used: [0, jend), jend = 1 + last allowed key
+  double dot_factor = 0, dot_abs = 0;  // step 1's error bound
+  double m = -inf;             // step 2: the largest score
+  std::size_t under = 0;       // step 3: weights below e^-707 set to 0 (true value in [0, 2^-1019])
+  double rho = 0;              // step 3: max relative radius of the weights
+  dd W{0, 0};                  // step 4: sum of the weights, with bound eW
+  double eW = 0, Wlow = 0, vmax = 0, sum_factor = 0, under_w = 0, abs_allow = 0;
+};
+
+// ---- step 1: t_j = q·k_j by Dot2 (TwoProd + TwoSum, errors summed in c) -------------------
+// s_hi = s, s_lo = c, s_rad = P = sum |p| per key.
+void dot_products(const row_inputs& in, row_workspace& ws, fast_row_state& st) {
+  const std::size_t n = in.nk, d = in.d, jend = st.jend;
   ws.s_hi.assign(jend, 0.0);
   ws.s_lo.assign(jend, 0.0);
   ws.s_rad.assign(jend, 0.0);
@@ -207,20 +213,24 @@ bool fast_row(const row_inputs& in, row_workspace& ws, double* out_hi, double* o
   }
   // Error of Dot2 before the final addition: <= d(d+1)u^2 * sum|q_l k_l| (1 + 2^-27)
   // (P11 step 1), and sum|q_l k_l| <= P (1 + 2^-30) for d <= 2^20.
-  const double dot_factor = static_cast<double>(d) * static_cast<double>(d + 1) * u * u * (1.0 + 0x1p-26);
-  const double dot_abs = static_cast<double>(d) * subnormal_allowance;
+  st.dot_factor = static_cast<double>(d) * static_cast<double>(d + 1) * u * u * (1.0 + 0x1p-26);
+  st.dot_abs = static_cast<double>(d) * subnormal_allowance;
+}
 
-  // ---- step 2: scores x_j = s * t_j with radius r_j ----------------------------------------
+// ---- step 2: scores x_j = s * t_j with radius r_j (in place: s_hi, s_lo, s_rad) -----------
+bool scale_scores(const row_inputs& in, row_workspace& ws, fast_row_state& st) {
+  double* __restrict s = ws.s_hi.data();
+  double* __restrict c = ws.s_lo.data();
+  double* __restrict P = ws.s_rad.data();
   const dd sc{in.scale_hi, in.scale_lo};
   const bool exact_scale = in.scale_lo == 0.0 && in.scale_rad == 0.0 && is_pow2(in.scale_hi);
   if (!dd_detail::operand_ok(sc) || !std::isfinite(in.scale_rad)) return false;
   const double asc = std::fabs(in.scale_hi) * (1.0 + 0x1p-52);
-  double m = -inf;
-  for (std::size_t j = 0; j < jend; ++j) {
+  for (std::size_t j = 0; j < st.jend; ++j) {
     if (!in.allowed[j]) continue;
     if (!std::isfinite(s[j]) || !std::isfinite(c[j]) || !(P[j] <= 0x1p1000)) return false;
     const dd t = two_sum(s[j], c[j]);
-    const double rt = (dot_factor * P[j] + dot_abs) * round_up_factor;
+    const double rt = (st.dot_factor * P[j] + st.dot_abs) * round_up_factor;
     dd x;
     double rx;
     if (exact_scale) {
@@ -237,25 +247,30 @@ bool fast_row(const row_inputs& in, row_workspace& ws, double* out_hi, double* o
     s[j] = x.hi;
     c[j] = x.lo;
     P[j] = rx;
-    m = std::max(m, x.hi);
+    st.m = std::max(st.m, x.hi);
   }
+  return true;
+}
 
-  // ---- step 3: weights w_j = exp(x_j - m), relative radius rho ----------------------------
-  // z_j = x_j - m (Algorithm 4) with radius rz_j; the exponentials are evaluated in a batch.
-  ws.w_hi.assign(jend, 0.0);
-  ws.w_lo.assign(jend, 0.0);
+// ---- step 3: weights w_j = exp(x_j - m), relative radius rho ----------------------------
+// z_j = x_j - m (Algorithm 4) with radius rz_j; the exponentials are evaluated in a batch.
+bool exponential_weights(const row_inputs& in, row_workspace& ws, fast_row_state& st) {
+  const double* s = ws.s_hi.data();
+  const double* c = ws.s_lo.data();
+  const double* P = ws.s_rad.data();
+  ws.w_hi.assign(st.jend, 0.0);
+  ws.w_lo.assign(st.jend, 0.0);
   ws.z_hi.clear();
   ws.z_lo.clear();
   ws.z_rad.clear();
   ws.z_idx.clear();
-  std::size_t under = 0;   // weights below e^-707 set to 0 (true value in [0, 2^-1019])
-  for (std::size_t j = 0; j < jend; ++j) {
+  for (std::size_t j = 0; j < st.jend; ++j) {
     if (!in.allowed[j]) continue;
-    const dd z = add(dd{s[j], c[j]}, -m);
+    const dd z = add(dd{s[j], c[j]}, -st.m);
     const double rz = (P[j] + dd_add_fp_bound * std::fabs(z.hi) * (1.0 + 0x1p-52)) * round_up_factor;
     if (!(rz <= 0x1p-30)) return false;
     if (z.hi < -708.0) {
-      ++under;  // z_true <= z.hi + |z.lo| + rz < -707
+      ++st.under;  // z_true <= z.hi + |z.lo| + rz < -707
       continue;
     }
     ws.z_hi.push_back(z.hi);
@@ -268,19 +283,22 @@ bool fast_row(const row_inputs& in, row_workspace& ws, double* out_hi, double* o
   ws.e_lo.resize(ne);
   ws.e_b.resize(ne);
   exp_batch(ws.z_hi.data(), ws.z_lo.data(), ne, ws.e_hi.data(), ws.e_lo.data(), ws.e_b.data());
-  double rho = 0.0;  // max relative radius of the weights (relative to the computed w)
   for (std::size_t t = 0; t < ne; ++t) {
     const double B = ws.e_b[t], rz = ws.z_rad[t];
     if (!(B <= 0x1p-40)) return false;
     // e^{z_true} = e^z e^delta, |delta| <= rz:  |e^{z_true} - w| <= (B + (1 + B)(e^rz - 1)) |w|,
     // e^rz - 1 <= rz (1 + rz) for rz <= 1.
     const double rj = (B + (1.0 + B) * rz * (1.0 + rz)) * round_up_factor;
-    rho = std::max(rho, rj);
+    st.rho = std::max(st.rho, rj);
     ws.w_hi[ws.z_idx[t]] = ws.e_hi[t];
     ws.w_lo[ws.z_idx[t]] = ws.e_lo[t];
   }
+  return true;
+}
 
-  // ---- step 4: W = sum w_j and N_k = sum w_j v_jk by Dot2 ----------------------------------
+// ---- step 4: W = sum w_j and N_k = sum w_j v_jk by Dot2 ----------------------------------
+bool weighted_sums(const row_inputs& in, row_workspace& ws, fast_row_state& st) {
+  const std::size_t dv = in.dv;
   double sW = 0, cW = 0, PW = 0;
   ws.acc_s.assign(dv, 0.0);
   ws.acc_c.assign(dv, 0.0);
@@ -289,7 +307,7 @@ bool fast_row(const row_inputs& in, row_workspace& ws, double* out_hi, double* o
   double* __restrict ac = ws.acc_c.data();
   double* __restrict ap = ws.acc_p.data();
   std::size_t terms = 0;
-  for (std::size_t j = 0; j < jend; ++j) {
+  for (std::size_t j = 0; j < st.jend; ++j) {
     if (!in.allowed[j]) continue;
     ++terms;
     const double wh = ws.w_hi[j], wl = ws.w_lo[j];
@@ -314,44 +332,64 @@ bool fast_row(const row_inputs& in, row_workspace& ws, double* out_hi, double* o
       ap[k] = ap[k] + std::fabs(p);
     }
   }
-  double vmax = 0.0;  // max |v_jk| over allowed j, for the underflowed weights
-  if (under > 0)
-    for (std::size_t j = 0; j < jend; ++j)
+  if (st.under > 0)  // max |v_jk| over allowed j, for the underflowed weights
+    for (std::size_t j = 0; j < st.jend; ++j)
       if (in.allowed[j])
-        for (std::size_t k = 0; k < dv; ++k) vmax = std::max(vmax, std::fabs(in.V[j * dv + k]));
+        for (std::size_t k = 0; k < dv; ++k) st.vmax = std::max(st.vmax, std::fabs(in.V[j * dv + k]));
   const double nt = static_cast<double>(terms);
-  const double sum_factor = (nt + 3) * (nt + 3) * u * u * (1.0 + 0x1p-26);
-  const double under_w = static_cast<double>(under) * 0x1p-1019;
-  const double abs_allow = (nt + 3) * 3 * subnormal_allowance;
+  st.sum_factor = (nt + 3) * (nt + 3) * u * u * (1.0 + 0x1p-26);
+  st.under_w = static_cast<double>(st.under) * 0x1p-1019;
+  st.abs_allow = (nt + 3) * 3 * subnormal_allowance;
   if (!std::isfinite(sW) || !std::isfinite(cW) || !(PW <= 0x1p1000)) return false;
-  const dd W = two_sum(sW, cW);
-  const double eW = (sum_factor * PW + rho * PW * (1.0 + 0x1p-26) + under_w + abs_allow) * round_up_factor;
-  const double Wlow = W.hi * (1.0 - 0x1p-50) - eW;
-  if (!(Wlow > 0.0) || !dd_detail::operand_ok(W)) return false;
-  ws.rho = rho;
-  ws.under = under;
-  ws.W_lo_bound = Wlow;
-  ws.W_hi_bound = (W.hi * (1.0 + 0x1p-50) + eW) * (1.0 + 0x1p-50);
+  st.W = two_sum(sW, cW);
+  st.eW = (st.sum_factor * PW + st.rho * PW * (1.0 + 0x1p-26) + st.under_w + st.abs_allow) * round_up_factor;
+  st.Wlow = st.W.hi * (1.0 - 0x1p-50) - st.eW;
+  if (!(st.Wlow > 0.0) || !dd_detail::operand_ok(st.W)) return false;
+  ws.rho = st.rho;
+  ws.under = st.under;
+  ws.W_lo_bound = st.Wlow;
+  ws.W_hi_bound = (st.W.hi * (1.0 + 0x1p-50) + st.eW) * (1.0 + 0x1p-50);
+  return true;
+}
 
-  // ---- step 5: o_k = N_k / W ---------------------------------------------------------------
-  for (std::size_t k = 0; k < dv; ++k) {
+// ---- step 5: o_k = N_k / W ---------------------------------------------------------------
+void divide_outputs(const row_inputs& in, const row_workspace& ws, const fast_row_state& st, double* out_hi,
+                    double* out_lo, double* out_rad) {
+  const double* as = ws.acc_s.data();
+  const double* ac = ws.acc_c.data();
+  const double* ap = ws.acc_p.data();
+  for (std::size_t k = 0; k < in.dv; ++k) {
     out_hi[k] = out_lo[k] = 0.0;
     out_rad[k] = inf;
     if (!std::isfinite(as[k]) || !std::isfinite(ac[k]) || !(ap[k] <= 0x1p1000)) continue;
     const dd N = two_sum(as[k], ac[k]);
-    const double eN = (sum_factor * ap[k] + rho * ap[k] * (1.0 + 0x1p-26) + under_w * vmax + abs_allow) *
+    const double eN = (st.sum_factor * ap[k] + st.rho * ap[k] * (1.0 + 0x1p-26) + st.under_w * st.vmax + st.abs_allow) *
                       round_up_factor;
     if (N.hi == 0.0) {  // o = N_true / W_true with |N_true| <= eN
-      out_rad[k] = eN / Wlow * round_up_factor;
+      out_rad[k] = eN / st.Wlow * round_up_factor;
       continue;
     }
-    const dd_with_error o = div_with_bound(N, W);
+    const dd_with_error o = div_with_bound(N, st.W);
     if (!std::isfinite(o.rel_error_bound)) continue;  // tiny or huge quotient: left to MPFI
     const double ao = std::fabs(o.value.hi) * (1.0 + 0x1p-50);
     out_hi[k] = o.value.hi;
     out_lo[k] = o.value.lo;
-    out_rad[k] = (o.rel_error_bound * ao + (eN + ao * eW) / Wlow) * round_up_factor;
+    out_rad[k] = (o.rel_error_bound * ao + (eN + ao * st.eW) / st.Wlow) * round_up_factor;
   }
+}
+
+}  // namespace
+
+bool fast_row(const row_inputs& in, row_workspace& ws, double* out_hi, double* out_lo, double* out_rad) {
+  if (!dd_detail::environment_ok()) return false;
+  if (in.d > (std::size_t{1} << 20) || in.nk > (std::size_t{1} << 24)) return false;
+  fast_row_state st;
+  for (std::size_t j = 0; j < in.nk; ++j)
+    if (in.allowed[j]) st.jend = j + 1;
+  if (st.jend == 0) return false;
+  dot_products(in, ws, st);
+  if (!scale_scores(in, ws, st) || !exponential_weights(in, ws, st) || !weighted_sums(in, ws, st)) return false;
+  divide_outputs(in, ws, st, out_hi, out_lo, out_rad);
   return true;
 }
 

@@ -2,6 +2,8 @@
 // proofs/P08-transcendence-rank.md.
 #include "attncert/rank/exact_rank.hpp"
 
+#include "attncert/number/c_handles.hpp"
+
 #include <flint/flint.h>
 #include <flint/fmpz.h>
 #include <flint/fmpz_mat.h>
@@ -15,58 +17,18 @@
 #include <random>
 #include <set>
 #include <sstream>
+#include <tuple>
 
 namespace attncert {
 
 namespace {
 
-using boost::multiprecision::mpz_int;
-
-// An entry: exponent -> integer coefficient (no zero coefficients).
-using poly = std::map<mpz_int, mpz_int>;
-
-struct poly_matrix {
-  Eigen::Index rows = 0, cols = 0;
-  std::vector<poly> e;  // row-major
-  poly& at(Eigen::Index i, Eigen::Index j) { return e[static_cast<std::size_t>(i * cols + j)]; }
-  const poly& at(Eigen::Index i, Eigen::Index j) const { return e[static_cast<std::size_t>(i * cols + j)]; }
-};
-
-mpz_int lcm_of_denominators(const matrix<mpq_rational>& M, const mask* support) {
-  mpz_int l = 1;
-  for (Eigen::Index i = 0; i < M.rows(); ++i)
-    for (Eigen::Index j = 0; j < M.cols(); ++j) {
-      if (support && !support->allows(i, j)) continue;
-      const mpz_int d = denominator(M(i, j));
-      l = boost::multiprecision::lcm(l, d);
-    }
-  return l;
-}
+using poly_matrix = layer_polynomial_matrix;
 
 mpz_int as_integer(const mpq_rational& x) {
   // Precondition: x is an integer.
   return numerator(x);
 }
-
-// RAII wrappers for FLINT objects.
-struct nmod_mat_guard {
-  nmod_mat_t m;
-  nmod_mat_guard(slong r, slong c, mp_limb_t p) { nmod_mat_init(m, r, c, p); }
-  ~nmod_mat_guard() { nmod_mat_clear(m); }
-};
-struct fmpz_poly_mat_guard {
-  fmpz_poly_mat_t m;
-  fmpz_poly_mat_guard(slong r, slong c) { fmpz_poly_mat_init(m, r, c); }
-  ~fmpz_poly_mat_guard() { fmpz_poly_mat_clear(m); }
-};
-struct flint_rand_guard {
-  flint_rand_t s;
-  explicit flint_rand_guard(std::uint64_t seed) {
-    flint_randinit(s);
-    flint_randseed(s, static_cast<ulong>(seed), static_cast<ulong>(seed * 0x9E3779B97F4A7C15ull + 1));
-  }
-  ~flint_rand_guard() { flint_randclear(s); }
-};
 
 ulong mod_ui(const mpz_int& x, ulong p) {
   // Non-negative residue of x mod p.
@@ -96,71 +58,71 @@ modular_rank evaluate_rank(const poly_matrix& M, flint_rand_t state) {
   const ulong pinv = n_preinvert_limb(p);
   out.p = p;
   out.t0 = t0;
-  nmod_mat_guard A(M.rows, M.cols, p);
-  for (Eigen::Index i = 0; i < M.rows; ++i)
-    for (Eigen::Index j = 0; j < M.cols; ++j) {
+  const auto rows = static_cast<slong>(M.rows), cols = static_cast<slong>(M.cols);
+  nmod_mat_var A(rows, cols, p);
+  for (slong i = 0; i < rows; ++i)
+    for (slong j = 0; j < cols; ++j) {
       ulong v = 0;
-      for (const auto& [ex, co] : M.at(i, j)) {
+      for (const auto& [ex, co] : M.at(static_cast<std::size_t>(i), static_cast<std::size_t>(j))) {
         const ulong pw = n_powmod2_ui_preinv(t0, mod_ui(ex, p - 1), p, pinv);
         v = n_addmod(v, n_mulmod2_preinv(mod_ui(co, p), pw, p, pinv), p);
       }
-      nmod_mat_entry(A.m, i, j) = v;
+      nmod_mat_entry(A.v, i, j) = v;
     }
   // Pivot columns from the rref of A.
-  nmod_mat_guard R(M.rows, M.cols, p);
-  nmod_mat_set(R.m, A.m);
-  const slong r = nmod_mat_rref(R.m);
+  nmod_mat_var R(rows, cols, p);
+  nmod_mat_set(R.v, A.v);
+  const slong r = nmod_mat_rref(R.v);
   out.rank = r;
   if (r == 0) return out;
   for (slong i = 0; i < r; ++i)
-    for (slong j = 0; j < M.cols; ++j)
-      if (nmod_mat_entry(R.m, i, j) != 0) { out.cols.push_back(j); break; }
+    for (slong j = 0; j < cols; ++j)
+      if (nmod_mat_entry(R.v, i, j) != 0) { out.cols.push_back(j); break; }
   // Pivot rows: rref of the transpose of the selected columns.
-  nmod_mat_guard T(r, M.rows, p);
+  nmod_mat_var T(r, rows, p);
   for (slong a = 0; a < r; ++a)
-    for (slong i = 0; i < M.rows; ++i) nmod_mat_entry(T.m, a, i) = nmod_mat_entry(A.m, i, out.cols[static_cast<std::size_t>(a)]);
-  nmod_mat_rref(T.m);
+    for (slong i = 0; i < rows; ++i) nmod_mat_entry(T.v, a, i) = nmod_mat_entry(A.v, i, out.cols[static_cast<std::size_t>(a)]);
+  nmod_mat_rref(T.v);
   for (slong a = 0; a < r; ++a)
-    for (slong i = 0; i < M.rows; ++i)
-      if (nmod_mat_entry(T.m, a, i) != 0) { out.rows.push_back(i); break; }
-  nmod_mat_guard W(r, r, p);
+    for (slong i = 0; i < rows; ++i)
+      if (nmod_mat_entry(T.v, a, i) != 0) { out.rows.push_back(i); break; }
+  nmod_mat_var W(r, r, p);
   for (slong a = 0; a < r; ++a)
     for (slong b = 0; b < r; ++b)
-      nmod_mat_entry(W.m, a, b) = nmod_mat_entry(A.m, out.rows[static_cast<std::size_t>(a)], out.cols[static_cast<std::size_t>(b)]);
-  out.minor = nmod_mat_det(W.m);
+      nmod_mat_entry(W.v, a, b) = nmod_mat_entry(A.v, out.rows[static_cast<std::size_t>(a)], out.cols[static_cast<std::size_t>(b)]);
+  out.minor = nmod_mat_det(W.v);
   if (out.minor == 0) out.rank = 0;  // cannot happen; never claim without a witness
   return out;
 }
 
 // Exact right kernel over Q[t] when degrees are moderate; returns nullity or -1 if skipped.
 long kernel_dimension(const poly_matrix& M, const rank_options& opt, std::string& witness) {
-  if (M.rows > opt.max_kernel_size || M.cols > opt.max_kernel_size) return -1;
+  const auto rows = static_cast<slong>(M.rows), cols = static_cast<slong>(M.cols);
+  if (rows > opt.max_kernel_size || cols > opt.max_kernel_size) return -1;
   long maxdeg = 0;
-  for (const auto& e : M.e)
+  for (const auto& e : M.entries)
     for (const auto& [ex, co] : e) {
       if (ex < 0 || ex > opt.max_kernel_degree) return -1;
       maxdeg = std::max(maxdeg, ex.convert_to<long>());
     }
-  fmpz_poly_mat_guard A(M.rows, M.cols);
-  fmpz_t c;
-  fmpz_init(c);
-  for (Eigen::Index i = 0; i < M.rows; ++i)
-    for (Eigen::Index j = 0; j < M.cols; ++j)
-      for (const auto& [ex, co] : M.at(i, j)) {
-        fmpz_set_mpz(c, co.backend().data());
-        fmpz_poly_set_coeff_fmpz(fmpz_poly_mat_entry(A.m, i, j), ex.convert_to<slong>(), c);
+  fmpz_poly_mat_var A(rows, cols);
+  fmpz_var c;
+  for (slong i = 0; i < rows; ++i)
+    for (slong j = 0; j < cols; ++j)
+      for (const auto& [ex, co] : M.at(static_cast<std::size_t>(i), static_cast<std::size_t>(j))) {
+        fmpz_set_mpz(c.v, co.backend().data());
+        fmpz_poly_set_coeff_fmpz(fmpz_poly_mat_entry(A.v, i, j), ex.convert_to<slong>(), c.v);
       }
-  fmpz_clear(c);
-  fmpz_poly_mat_guard N(M.cols, M.cols);
-  const slong nullity = fmpz_poly_mat_nullspace(N.m, A.m);
+  fmpz_poly_mat_var N(cols, cols);
+  const slong nullity = fmpz_poly_mat_nullspace(N.v, A.v);
   // Verify: A·N_k = 0 for the first `nullity` columns, and those columns are independent.
-  fmpz_poly_mat_guard K(M.cols, nullity);
-  for (slong i = 0; i < M.cols; ++i)
-    for (slong k = 0; k < nullity; ++k) fmpz_poly_set(fmpz_poly_mat_entry(K.m, i, k), fmpz_poly_mat_entry(N.m, i, k));
-  fmpz_poly_mat_guard P(M.rows, nullity);
-  if (nullity > 0) fmpz_poly_mat_mul(P.m, A.m, K.m);
-  const bool zero = nullity == 0 || fmpz_poly_mat_is_zero(P.m);
-  const slong rk = nullity == 0 ? 0 : fmpz_poly_mat_rank(K.m);
+  fmpz_poly_mat_var K(cols, nullity);
+  for (slong i = 0; i < cols; ++i)
+    for (slong k = 0; k < nullity; ++k) fmpz_poly_set(fmpz_poly_mat_entry(K.v, i, k), fmpz_poly_mat_entry(N.v, i, k));
+  fmpz_poly_mat_var P(rows, nullity);
+  if (nullity > 0) fmpz_poly_mat_mul(P.v, A.v, K.v);
+  const bool zero = nullity == 0 || fmpz_poly_mat_is_zero(P.v);
+  const slong rk = nullity == 0 ? 0 : fmpz_poly_mat_rank(K.v);
   if (!zero || rk != nullity) return -1;  // never claim an unverified kernel
   std::ostringstream os;
   os << "exact kernel over Q[t]: " << nullity << " independent polynomial vectors N(t) (degree <= " << maxdeg
@@ -188,23 +150,6 @@ std::size_t row_classes(const std::vector<std::vector<mpz_int>>& e, const std::v
 
 }  // namespace
 
-layer_object parse_layer_object(const std::string& s) {
-  if (s == "scores") return layer_object::scores;
-  if (s == "attention") return layer_object::attention;
-  if (s == "output") return layer_object::output;
-  if (s == "residual") return layer_object::residual;
-  throw input_error("unknown object '" + s + "' (expected scores, attention, output or residual)");
-}
-
-const char* to_string(layer_object o) {
-  switch (o) {
-    case layer_object::scores: return "scores";
-    case layer_object::attention: return "attention";
-    case layer_object::output: return "output";
-    default: return "residual";
-  }
-}
-
 rank_interval exact_rank_rational(const matrix<mpq_rational>& M) {
   rank_interval r;
   if (M.size() == 0) {
@@ -212,136 +157,49 @@ rank_interval exact_rank_rational(const matrix<mpq_rational>& M) {
     return r;
   }
   const mpz_int l = lcm_of_denominators(M, nullptr);
-  fmpz_mat_t A;
-  fmpz_mat_init(A, M.rows(), M.cols());
+  fmpz_mat_var A(M.rows(), M.cols());
   for (Eigen::Index i = 0; i < M.rows(); ++i)
     for (Eigen::Index j = 0; j < M.cols(); ++j) {
       const mpz_int v = as_integer(mpq_rational(M(i, j) * mpq_rational(l)));
-      fmpz_set_mpz(fmpz_mat_entry(A, i, j), v.backend().data());
+      fmpz_set_mpz(fmpz_mat_entry(A.v, i, j), v.backend().data());
     }
-  const slong rk = fmpz_mat_rank(A);
-  fmpz_mat_clear(A);
+  const slong rk = fmpz_mat_rank(A.v);
   r.lo = r.hi = static_cast<std::size_t>(rk);
   r.lo_witness = r.hi_witness = "exact elimination over Q (FLINT fmpz_mat_rank)";
   return r;
 }
 
-rank_interval layer_rank(const matrix<mpq_rational>& B, const mask& M, layer_object object,
-                         const std::optional<matrix<mpq_rational>>& V, const std::optional<matrix<mpq_rational>>& X,
-                         const rank_options& opt) {
-  if (object == layer_object::scores) return exact_rank_rational(B);
-  M.check_shape(B.rows(), B.cols());
-  const Eigen::Index m = B.rows(), n = B.cols();
-  if ((object == layer_object::output || object == layer_object::residual) && !V)
-    throw input_error(std::string("the ") + to_string(object) + " rank needs values V");
-  if (V && V->rows() != n)
-    throw input_error("V has " + std::to_string(V->rows()) + " rows but there are " + std::to_string(n) + " keys");
-  if (object == layer_object::residual) {
-    if (!X) throw input_error("the residual rank needs X");
-    if (X->rows() != m || X->cols() != V->cols())
-      throw input_error("X must have shape (" + std::to_string(m) + ", " + std::to_string(V->cols()) + ")");
-  }
-  // Integer exponents on the support, shifted per row to start at 0.
-  const mpz_int q = lcm_of_denominators(B, &M);
-  std::vector<std::vector<mpz_int>> e(static_cast<std::size_t>(m), std::vector<mpz_int>(static_cast<std::size_t>(n)));
-  std::vector<std::vector<bool>> s(static_cast<std::size_t>(m), std::vector<bool>(static_cast<std::size_t>(n), false));
-  for (Eigen::Index i = 0; i < m; ++i) {
-    bool any = false;
-    mpz_int lo = 0;
-    for (Eigen::Index j = 0; j < n; ++j) {
-      if (!M.allows(i, j)) continue;
-      const auto ii = static_cast<std::size_t>(i), jj = static_cast<std::size_t>(j);
-      s[ii][jj] = true;
-      e[ii][jj] = as_integer(mpq_rational(B(i, j) * mpq_rational(q)));
-      if (!any || e[ii][jj] < lo) lo = e[ii][jj];
-      any = true;
-    }
-    if (!any) throw input_error("row " + std::to_string(i) + " is fully masked: softmax is undefined");
-    for (Eigen::Index j = 0; j < n; ++j)
-      if (s[static_cast<std::size_t>(i)][static_cast<std::size_t>(j)]) e[static_cast<std::size_t>(i)][static_cast<std::size_t>(j)] -= lo;
-  }
-  // Divide the exponents by their gcd G: t ↦ t^G maps one transcendental number to another
-  // (t^G = e^{G·c/q}), so the rank over Q(t) is unchanged, while the degrees (and the exact
-  // kernel's cost) shrink: scores multiplied by 10^4 get the same polynomials as the original.
-  mpz_int G = 0;
-  for (std::size_t i = 0; i < e.size(); ++i)
-    for (std::size_t j = 0; j < e[i].size(); ++j)
-      if (s[i][j] && e[i][j] != 0) G = G == 0 ? mpz_int(e[i][j]) : mpz_int(boost::multiprecision::gcd(G, e[i][j]));
-  if (G > 1)
-    for (std::size_t i = 0; i < e.size(); ++i)
-      for (std::size_t j = 0; j < e[i].size(); ++j)
-        if (s[i][j]) e[i][j] /= G;
-  // The polynomial matrix whose rank over Q(t) is the answer.
-  poly_matrix P;
-  P.rows = m;
-  std::size_t hi = 0;
-  std::string hi_witness;
-  if (object == layer_object::attention) {
-    P.cols = n;
-    P.e.resize(static_cast<std::size_t>(m * n));
-    for (Eigen::Index i = 0; i < m; ++i)
-      for (Eigen::Index j = 0; j < n; ++j)
-        if (s[static_cast<std::size_t>(i)][static_cast<std::size_t>(j)]) P.at(i, j)[e[static_cast<std::size_t>(i)][static_cast<std::size_t>(j)]] = 1;
-    // Structure: proportional rows / columns of E.
-    std::vector<std::vector<mpz_int>> et(static_cast<std::size_t>(n), std::vector<mpz_int>(static_cast<std::size_t>(m)));
-    std::vector<std::vector<bool>> st(static_cast<std::size_t>(n), std::vector<bool>(static_cast<std::size_t>(m)));
-    for (std::size_t i = 0; i < static_cast<std::size_t>(m); ++i)
-      for (std::size_t j = 0; j < static_cast<std::size_t>(n); ++j) { et[j][i] = e[i][j]; st[j][i] = s[i][j]; }
-    const std::size_t rc = row_classes(e, s), cc = row_classes(et, st);
-    hi = std::min<std::size_t>({static_cast<std::size_t>(m), static_cast<std::size_t>(n), rc, cc});
-    hi_witness = "structure: min(rows, cols, " + std::to_string(rc) + " distinct row patterns, " + std::to_string(cc) +
-                 " distinct column patterns of E) = " + std::to_string(hi);
-  } else {
-    const Eigen::Index d = V->cols();
-    const mpz_int L = boost::multiprecision::lcm(lcm_of_denominators(*V, nullptr),
-                                                 X ? lcm_of_denominators(*X, nullptr) : mpz_int(1));
-    P.cols = d;
-    P.e.resize(static_cast<std::size_t>(m * d));
-    for (Eigen::Index i = 0; i < m; ++i)
-      for (Eigen::Index k = 0; k < d; ++k) {
-        poly& p = P.at(i, k);
-        for (Eigen::Index j = 0; j < n; ++j) {
-          if (!s[static_cast<std::size_t>(i)][static_cast<std::size_t>(j)]) continue;
-          mpq_rational c = (*V)(j, k);
-          if (X) c += (*X)(i, k);  // D(t) X + E(t) V: coefficient of t^{e_ij} is X_ik + V_jk
-          const mpz_int ci = as_integer(mpq_rational(c * mpq_rational(L)));
-          if (ci == 0) continue;
-          auto& slot = p[e[static_cast<std::size_t>(i)][static_cast<std::size_t>(j)]];
-          slot += ci;
-          if (slot == 0) p.erase(e[static_cast<std::size_t>(i)][static_cast<std::size_t>(j)]);
-        }
+namespace {
+
+// Upper bound from structure: for the attention object, proportional rows / columns of E;
+// for output, min(rows, cols, rank V); for residual, min(rows, cols).
+std::pair<std::size_t, std::string> structural_upper_bound(const layer_model& layer, const layer_exponents& ex,
+                                                           const poly_matrix& P) {
+  const std::size_t m = P.rows, d = P.cols;
+  if (layer.object == layer_object::attention) {
+    const std::size_t n = d;
+    std::vector<std::vector<mpz_int>> et(n, std::vector<mpz_int>(m));
+    std::vector<std::vector<bool>> st(n, std::vector<bool>(m));
+    for (std::size_t i = 0; i < m; ++i)
+      for (std::size_t j = 0; j < n; ++j) {
+        et[j][i] = ex.e[i][j];
+        st[j][i] = ex.support[i][j];
       }
-    if (object == layer_object::output) {
-      const std::size_t rv = exact_rank_rational(*V).hi;
-      hi = std::min<std::size_t>({static_cast<std::size_t>(m), static_cast<std::size_t>(d), rv});
-      hi_witness = "structure: rank(AV) <= min(rows, cols, rank V = " + std::to_string(rv) + ") = " + std::to_string(hi);
-    } else {
-      hi = std::min<std::size_t>(static_cast<std::size_t>(m), static_cast<std::size_t>(d));
-      hi_witness = "structure: min(rows, cols) = " + std::to_string(hi);
-    }
+    const std::size_t rc = row_classes(ex.e, ex.support), cc = row_classes(et, st);
+    const std::size_t hi = std::min<std::size_t>({m, n, rc, cc});
+    return {hi, "structure: min(rows, cols, " + std::to_string(rc) + " distinct row patterns, " + std::to_string(cc) +
+                    " distinct column patterns of E) = " + std::to_string(hi)};
   }
-  rank_interval out;
-  out.hi = hi;
-  out.hi_witness = hi_witness;
-  flint_rand_guard rnd(opt.seed);
-  modular_rank best;
-  auto try_lower = [&](int times) {
-    for (int k = 0; k < times && static_cast<std::size_t>(best.rank) < out.hi; ++k) {
-      modular_rank r = evaluate_rank(P, rnd.s);
-      if (r.rank > best.rank || best.p == 0) best = r;
-    }
-  };
-  try_lower(opt.evaluations);
-  if (static_cast<std::size_t>(best.rank) < out.hi) {
-    std::string w;
-    const long nullity = kernel_dimension(P, opt, w);
-    if (nullity >= 0 && static_cast<std::size_t>(P.cols - nullity) < out.hi) {
-      out.hi = static_cast<std::size_t>(P.cols - nullity);
-      out.hi_witness = w;
-    }
-    try_lower(4 * opt.evaluations);  // a rank drop at a random point is unlikely; retry
+  if (layer.object == layer_object::output) {
+    const std::size_t rv = exact_rank_rational(*layer.V).hi;
+    const std::size_t hi = std::min<std::size_t>({m, d, rv});
+    return {hi, "structure: rank(AV) <= min(rows, cols, rank V = " + std::to_string(rv) + ") = " + std::to_string(hi)};
   }
-  out.lo = static_cast<std::size_t>(best.rank);
+  const std::size_t hi = std::min(m, d);
+  return {hi, "structure: min(rows, cols) = " + std::to_string(hi)};
+}
+
+std::string lower_witness(const modular_rank& best, const mpz_int& q, const mpz_int& G) {
   std::ostringstream os;
   if (best.rank == 0) {
     os << "trivial (rank >= 0)";
@@ -351,9 +209,51 @@ rank_interval layer_rank(const matrix<mpq_rational>& B, const mask& M, layer_obj
        << "); with q = " << q.str() << (G > 1 ? " and exponents divided by their gcd " + G.str() + ", t = exp(" + G.str() + "c/q)" : std::string(", t = exp(c/q)"))
        << " (c != 0 algebraic) is transcendental (Hermite-Lindemann)";
   }
-  out.lo_witness = os.str();
+  return os.str();
+}
+
+}  // namespace
+
+rank_interval layer_rank(const layer_model& layer, const rank_options& opt) {
+  if (layer.object == layer_object::scores) return exact_rank_rational(layer.B);
+  layer.validate();
+  layer_exponents ex = row_normalized_exponents(layer);
+  // Divide the exponents by their gcd G: t ↦ t^G maps one transcendental number to another
+  // (t^G = e^{G·c/q}), so the rank over Q(t) is unchanged, while the degrees (and the exact
+  // kernel's cost) shrink: scores multiplied by 10^4 get the same polynomials as the original.
+  const mpz_int G = ex.gcd();
+  if (G > 1) ex.divide_by(G);
+  const poly_matrix P = build_layer_matrix(layer, ex);  // the matrix whose rank over Q(t) is the answer
+  rank_interval out;
+  std::tie(out.hi, out.hi_witness) = structural_upper_bound(layer, ex, P);
+  flint_rand_var rnd(opt.seed);
+  modular_rank best;
+  auto try_lower = [&](int times) {
+    for (int k = 0; k < times && static_cast<std::size_t>(best.rank) < out.hi; ++k) {
+      modular_rank r = evaluate_rank(P, rnd.v);
+      if (r.rank > best.rank || best.p == 0) best = r;
+    }
+  };
+  try_lower(opt.evaluations);
+  if (static_cast<std::size_t>(best.rank) < out.hi) {
+    std::string w;
+    const long nullity = kernel_dimension(P, opt, w);
+    if (nullity >= 0 && P.cols - static_cast<std::size_t>(nullity) < out.hi) {
+      out.hi = P.cols - static_cast<std::size_t>(nullity);
+      out.hi_witness = w;
+    }
+    try_lower(4 * opt.evaluations);  // a rank drop at a random point is unlikely; retry
+  }
+  out.lo = static_cast<std::size_t>(best.rank);
+  out.lo_witness = lower_witness(best, ex.q, G);
   if (out.lo > out.hi) throw std::logic_error("attention rank: lower bound exceeds upper bound (bug)");
   return out;
+}
+
+rank_interval layer_rank(const matrix<mpq_rational>& B, const mask& M, layer_object object,
+                         const std::optional<matrix<mpq_rational>>& V, const std::optional<matrix<mpq_rational>>& X,
+                         const rank_options& opt) {
+  return layer_rank(layer_model{B, M, object, V, X}, opt);
 }
 
 }  // namespace attncert

@@ -1,6 +1,8 @@
 // Parameter-family ranks by exact root isolation: see attncert/rank/family.hpp.
 #include "attncert/rank/family.hpp"
 
+#include "attncert/number/c_handles.hpp"
+
 #include <flint/flint.h>
 #include <flint/fmpq.h>
 #include <flint/fmpq_poly.h>
@@ -14,65 +16,43 @@
 #include <functional>
 #include <sstream>
 
+#include "attncert/number/ziv.hpp"
+
 namespace attncert::proofs {
 
 namespace {
 
+// An integer polynomial in FLINT, converted from and to int_poly.
 struct zpoly {
-  fmpz_poly_t p;
-  zpoly() { fmpz_poly_init(p); }
+  fmpz_poly_var owned;
+  fmpz_poly_struct* const p = owned.v;
+  zpoly() = default;
   explicit zpoly(const int_poly& v) {
-    fmpz_poly_init(p);
-    fmpz_t c;
-    fmpz_init(c);
+    fmpz_var c;
     for (std::size_t k = 0; k < v.size(); ++k) {
-      fmpz_set_mpz(c, v[k].backend().data());
-      fmpz_poly_set_coeff_fmpz(p, static_cast<slong>(k), c);
+      fmpz_set_mpz(c.v, v[k].backend().data());
+      fmpz_poly_set_coeff_fmpz(p, static_cast<slong>(k), c.v);
     }
-    fmpz_clear(c);
   }
-  zpoly(const zpoly&) = delete;
-  zpoly& operator=(const zpoly&) = delete;
-  ~zpoly() { fmpz_poly_clear(p); }
   int_poly get() const {
     int_poly v(static_cast<std::size_t>(fmpz_poly_length(p)));
-    mpz_t t;
-    mpz_init(t);
+    mpz_int t;
     for (slong k = 0; k < fmpz_poly_length(p); ++k) {
-      fmpz_get_mpz(t, fmpz_poly_get_coeff_ptr(p, k));
-      v[static_cast<std::size_t>(k)] = mpz_int(t);
+      fmpz_get_mpz(t.backend().data(), fmpz_poly_get_coeff_ptr(p, k));
+      v[static_cast<std::size_t>(k)] = t;
     }
-    mpz_clear(t);
     return v;
   }
 };
 
-struct pmat {
-  fmpz_poly_mat_t m;
-  pmat(slong r, slong c) { fmpz_poly_mat_init(m, r, c); }
-  pmat(const pmat&) = delete;
-  pmat& operator=(const pmat&) = delete;
-  ~pmat() { fmpz_poly_mat_clear(m); }
-};
+using pmat = fmpz_poly_mat_var;
 
 void load(pmat& A, const poly_family& F) {
   for (Eigen::Index i = 0; i < F.rows; ++i)
     for (Eigen::Index j = 0; j < F.cols; ++j) {
       zpoly e(F.at(i, j));
-      fmpz_poly_set(fmpz_poly_mat_entry(A.m, i, j), e.p);
+      fmpz_poly_set(fmpz_poly_mat_entry(A.v, i, j), e.p);
     }
-}
-
-mpz_int lcm_den(const matrix<mpq_rational>& M, const mask* support) {
-  mpz_int l = 1;
-  for (Eigen::Index i = 0; i < M.rows(); ++i)
-    for (Eigen::Index j = 0; j < M.cols(); ++j)
-      if (!support || support->allows(i, j)) l = boost::multiprecision::lcm(l, denominator(M(i, j)));
-  return l;
-}
-
-void trim(int_poly& p) {
-  while (!p.empty() && p.back() == 0) p.pop_back();
 }
 
 std::size_t msb_or_zero(const mpz_int& c) { return c == 0 ? 0 : mpz_sizeinbase(c.backend().data(), 2); }
@@ -85,11 +65,9 @@ void primitive_positive(zpoly& z) {
 
 // mpfr value -> exact rational
 mpq_rational to_rational(const mpfr_t x) {
-  mpz_t m;
-  mpz_init(m);
-  const mpfr_exp_t e = mpfr_get_z_2exp(m, x);
-  mpq_rational r{mpz_int(m)};
-  mpz_clear(m);
+  mpz_int m;
+  const mpfr_exp_t e = mpfr_get_z_2exp(m.backend().data(), x);
+  mpq_rational r{m};
   if (e >= 0) {
     mpz_int p2 = 1;
     p2 <<= static_cast<unsigned>(e);  // |e| < 2^15 here: ends are limited to |a/q| <= 10^4
@@ -106,21 +84,14 @@ mpq_rational to_rational(const mpfr_t x) {
 std::pair<mpq_rational, mpq_rational> exp_enclosure(const mpq_rational& a, const mpz_int& q, unsigned bits) {
   check_end_magnitude(a, q);
   check_deadline();
-  mpfi_t x;
-  mpfi_init2(x, bits);
+  mpfi_var x(bits);
   mpq_rational t = a / mpq_rational(q);
-  mpfi_set_q(x, t.backend().data());
-  mpfi_exp(x, x);
-  mpfr_t lo, hi;
-  mpfr_init2(lo, bits);
-  mpfr_init2(hi, bits);
-  mpfi_get_left(lo, x);
-  mpfi_get_right(hi, x);
-  auto out = std::make_pair(to_rational(lo), to_rational(hi));
-  mpfr_clear(lo);
-  mpfr_clear(hi);
-  mpfi_clear(x);
-  return out;
+  mpfi_set_q(x.v, t.backend().data());
+  mpfi_exp(x.v, x.v);
+  mpfr_var lo(bits), hi(bits);
+  mpfi_get_left(lo.v, x.v);
+  mpfi_get_right(hi.v, x.v);
+  return std::make_pair(to_rational(lo.v), to_rational(hi.v));
 }
 
 std::string mpfr_decimal(const mpfr_t x, int digits, mpfr_rnd_t rnd) {
@@ -144,19 +115,14 @@ bool certainly_no_zero_on(const int_poly& p, const mpq_rational& lo, const mpq_r
   std::size_t cbits = 0;
   for (const auto& c : p) cbits = std::max(cbits, static_cast<std::size_t>(msb_or_zero(c)));
   const mpfr_prec_t prec = static_cast<mpfr_prec_t>(std::min<std::size_t>(2 * bits + cbits + 64, 1u << 20));
-  mpfi_t x, acc;
-  mpfi_init2(x, prec);
-  mpfi_init2(acc, prec);
-  mpfi_interv_q(x, lo.backend().data(), hi.backend().data());
-  mpfi_set_z(acc, p.back().backend().data());
+  mpfi_var x(prec), acc(prec);
+  mpfi_interv_q(x.v, lo.backend().data(), hi.backend().data());
+  mpfi_set_z(acc.v, p.back().backend().data());
   for (std::size_t k = p.size() - 1; k-- > 0;) {
-    mpfi_mul(acc, acc, x);
-    mpfi_add_z(acc, acc, p[k].backend().data());
+    mpfi_mul(acc.v, acc.v, x.v);
+    mpfi_add_z(acc.v, acc.v, p[k].backend().data());
   }
-  const bool ok = !mpfi_nan_p(acc) && !mpfi_has_zero(acc);
-  mpfi_clear(x);
-  mpfi_clear(acc);
-  return ok;
+  return !mpfi_nan_p(acc.v) && !mpfi_has_zero(acc.v);
 }
 
 void for_each_subset(long n, long k, const std::function<bool(const std::vector<long>&)>& f) {
@@ -194,83 +160,54 @@ bool shares_root(const root_interval& r, const int_poly& g, const int_poly& h) {
 }  // namespace
 
 // ---- building the family -------------------------------------------------------------
+namespace {
+
+layer_model as_layer(const family_input& in, layer_object object) { return layer_model{in.S0, in.M, object, in.V, in.X}; }
+
+// The polynomials' degrees are the exponent spreads of the rows: refuse the family when one
+// is above 1000 (family_too_large), naming the first entry beyond it.
+void check_exponent_spread(const layer_exponents& ex) {
+  for (std::size_t i = 0; i < ex.e.size(); ++i)
+    for (std::size_t j = 0; j < ex.e[i].size(); ++j) {
+      const mpz_int& d = ex.e[i][j];
+      if (!ex.on(i, j) || d <= 1000) continue;
+      throw family_too_large("the exponent spread q*(max - min) of row " + std::to_string(i) + " is " + (d > mpz_int(1) << 64 ? std::string("above 2^64") : d.str()) +
+                             " (q = " + (ex.q > mpz_int(1) << 64 ? std::string("above 2^64") : ex.q.str()) +
+                             "), above the limit 1000: the polynomials in u = e^{a/q} would be too large");
+    }
+}
+
+int_poly dense(const sparse_poly& p) {
+  int_poly out;
+  if (p.empty()) return out;
+  out.resize(p.rbegin()->first.convert_to<std::size_t>() + 1);
+  for (const auto& [exponent, coefficient] : p) out[exponent.convert_to<std::size_t>()] = coefficient;
+  return out;
+}
+
+}  // namespace
+
 poly_family build_family(const family_input& in) {
   if (in.object == layer_object::scores) throw input_error("build_family: the scores object has no exponential family");
-  const matrix<mpq_rational>& B = in.S0;
-  const Eigen::Index m = B.rows(), n = B.cols();
-  in.M.check_shape(m, n);
-  if ((in.object == layer_object::output || in.object == layer_object::residual) && !in.V)
-    throw input_error(std::string("the ") + to_string(in.object) + " rank needs values V");
-  if (in.V && in.V->rows() != n)
-    throw input_error("V has " + std::to_string(in.V->rows()) + " rows but there are " + std::to_string(n) + " keys");
-  if (in.object == layer_object::residual) {
-    if (!in.X) throw input_error("the residual rank needs X");
-    if (in.X->rows() != m || in.X->cols() != in.V->cols())
-      throw input_error("X must have shape (" + std::to_string(m) + ", " + std::to_string(in.V->cols()) + ")");
-  }
+  const layer_model layer = as_layer(in, in.object);
+  layer.validate();
+  const layer_exponents ex = row_normalized_exponents(layer);
+  check_exponent_spread(ex);
+  const layer_polynomial_matrix P = build_layer_matrix(layer, ex);
   poly_family F;
-  F.q = lcm_den(B, &in.M);
-  std::vector<std::vector<long>> e(static_cast<std::size_t>(m), std::vector<long>(static_cast<std::size_t>(n), 0));
-  for (Eigen::Index i = 0; i < m; ++i) {
-    bool any = false;
-    mpz_int lo = 0;
-    std::vector<mpz_int> row(static_cast<std::size_t>(n));
-    for (Eigen::Index j = 0; j < n; ++j) {
-      if (!in.M.allows(i, j)) continue;
-      row[static_cast<std::size_t>(j)] = numerator(mpq_rational(B(i, j) * mpq_rational(F.q)));
-      if (!any || row[static_cast<std::size_t>(j)] < lo) lo = row[static_cast<std::size_t>(j)];
-      any = true;
-    }
-    if (!any) throw input_error("row " + std::to_string(i) + " is fully masked: softmax is undefined");
-    for (Eigen::Index j = 0; j < n; ++j)
-      if (in.M.allows(i, j)) {
-        const mpz_int d = row[static_cast<std::size_t>(j)] - lo;
-        if (d > 1000)
-          throw family_too_large("the exponent spread q*(max - min) of row " + std::to_string(i) + " is " + (d > mpz_int(1) << 64 ? std::string("above 2^64") : d.str()) +
-                                 " (q = " + (F.q > mpz_int(1) << 64 ? std::string("above 2^64") : F.q.str()) +
-                                 "), above the limit 1000: the polynomials in u = e^{a/q} would be too large");
-        e[static_cast<std::size_t>(i)][static_cast<std::size_t>(j)] = d.convert_to<long>();
-      }
-  }
-  F.rows = m;
-  auto add = [](int_poly& p, long k, const mpz_int& c) {
-    if (p.size() <= static_cast<std::size_t>(k)) p.resize(static_cast<std::size_t>(k) + 1);
-    p[static_cast<std::size_t>(k)] += c;
-  };
-  if (in.object == layer_object::attention) {
-    F.cols = n;
-    F.entries.assign(static_cast<std::size_t>(m * n), {});
-    for (Eigen::Index i = 0; i < m; ++i)
-      for (Eigen::Index j = 0; j < n; ++j)
-        if (in.M.allows(i, j)) add(F.entries[static_cast<std::size_t>(i * n + j)], e[static_cast<std::size_t>(i)][static_cast<std::size_t>(j)], 1);
-  } else {
-    const matrix<mpq_rational>& V = *in.V;
-    const Eigen::Index d = V.cols();
-    const bool residual = in.object == layer_object::residual;  // X enters only the residual
-    mpz_int L = lcm_den(V, nullptr);
-    if (residual) L = boost::multiprecision::lcm(L, lcm_den(*in.X, nullptr));
-    F.value_scale = L;
-    F.cols = d;
-    F.entries.assign(static_cast<std::size_t>(m * d), {});
-    for (Eigen::Index i = 0; i < m; ++i)
-      for (Eigen::Index k = 0; k < d; ++k) {
-        int_poly& p = F.entries[static_cast<std::size_t>(i * d + k)];
-        for (Eigen::Index j = 0; j < n; ++j) {
-          if (!in.M.allows(i, j)) continue;
-          mpq_rational c = V(j, k);
-          if (residual) c += (*in.X)(i, k);  // (D X + E V)_ik = Σ_j u^{e_ij} (X_ik + V_jk)
-          add(p, e[static_cast<std::size_t>(i)][static_cast<std::size_t>(j)], numerator(mpq_rational(c * mpq_rational(L))));
-        }
-      }
-  }
-  for (auto& p : F.entries) trim(p);
+  F.q = ex.q;
+  F.value_scale = P.value_scale;
+  F.rows = static_cast<Eigen::Index>(P.rows);
+  F.cols = static_cast<Eigen::Index>(P.cols);
+  F.entries.reserve(P.entries.size());
+  for (const auto& p : P.entries) F.entries.push_back(dense(p));
   return F;
 }
 
 std::size_t generic_rank(const poly_family& F) {
   pmat A(F.rows, F.cols);
   load(A, F);
-  return static_cast<std::size_t>(fmpz_poly_mat_rank(A.m));
+  return static_cast<std::size_t>(fmpz_poly_mat_rank(A.v));
 }
 
 int_poly minor_polynomial(const poly_family& F, const std::vector<long>& rows, const std::vector<long>& cols) {
@@ -279,10 +216,10 @@ int_poly minor_polynomial(const poly_family& F, const std::vector<long>& rows, c
   for (slong a = 0; a < k; ++a)
     for (slong b = 0; b < k; ++b) {
       zpoly e(F.at(rows[static_cast<std::size_t>(a)], cols[static_cast<std::size_t>(b)]));
-      fmpz_poly_set(fmpz_poly_mat_entry(A.m, a, b), e.p);
+      fmpz_poly_set(fmpz_poly_mat_entry(A.v, a, b), e.p);
     }
   zpoly d;
-  fmpz_poly_mat_det(d.p, A.m);
+  fmpz_poly_mat_det(d.p, A.v);
   return d.get();
 }
 
@@ -290,20 +227,20 @@ std::vector<std::vector<int_poly>> kernel_basis(const poly_family& F) {
   pmat A(F.rows, F.cols);
   load(A, F);
   pmat N(F.cols, F.cols);
-  const slong nullity = fmpz_poly_mat_nullspace(N.m, A.m);
+  const slong nullity = fmpz_poly_mat_nullspace(N.v, A.v);
   std::vector<std::vector<int_poly>> out;
   if (nullity == 0) return out;
   pmat K(F.cols, nullity), P(F.rows, nullity);
   for (slong i = 0; i < F.cols; ++i)
-    for (slong k = 0; k < nullity; ++k) fmpz_poly_set(fmpz_poly_mat_entry(K.m, i, k), fmpz_poly_mat_entry(N.m, i, k));
-  fmpz_poly_mat_mul(P.m, A.m, K.m);
-  if (!fmpz_poly_mat_is_zero(P.m) || fmpz_poly_mat_rank(K.m) != nullity)
+    for (slong k = 0; k < nullity; ++k) fmpz_poly_set(fmpz_poly_mat_entry(K.v, i, k), fmpz_poly_mat_entry(N.v, i, k));
+  fmpz_poly_mat_mul(P.v, A.v, K.v);
+  if (!fmpz_poly_mat_is_zero(P.v) || fmpz_poly_mat_rank(K.v) != nullity)
     throw std::logic_error("kernel_basis: FLINT kernel failed verification (bug)");
   for (slong k = 0; k < nullity; ++k) {
     std::vector<int_poly> v;
     for (slong i = 0; i < F.cols; ++i) {
       zpoly e;
-      fmpz_poly_set(e.p, fmpz_poly_mat_entry(K.m, i, k));
+      fmpz_poly_set(e.p, fmpz_poly_mat_entry(K.v, i, k));
       v.push_back(e.get());
     }
     out.push_back(v);
@@ -332,50 +269,35 @@ int_poly squarefree_part(const int_poly& p) {
 
 std::vector<int_poly> sturm_sequence(const int_poly& p) {
   std::vector<int_poly> s;
-  fmpq_poly_t a, b, r;
-  fmpq_poly_init(a);
-  fmpq_poly_init(b);
-  fmpq_poly_init(r);
+  fmpq_poly_var a, b, r;
   {
     zpoly P(p);
-    fmpq_poly_set_fmpz_poly(a, P.p);
-    fmpq_poly_derivative(b, a);
+    fmpq_poly_set_fmpz_poly(a.v, P.p);
+    fmpq_poly_derivative(b.v, a.v);
   }
   auto push = [&](const fmpq_poly_t x) {
     zpoly z;
     fmpq_poly_get_numerator(z.p, x);  // the denominator is > 0: signs preserved
-    fmpz_t c;
-    fmpz_init(c);
-    fmpz_poly_content(c, z.p);  // >= 0 (FLINT's primitive_part would flip the sign)
-    if (!fmpz_is_zero(c)) fmpz_poly_scalar_divexact_fmpz(z.p, z.p, c);
-    fmpz_clear(c);
+    fmpz_var c;
+    fmpz_poly_content(c.v, z.p);  // >= 0 (FLINT's primitive_part would flip the sign)
+    if (!fmpz_is_zero(c.v)) fmpz_poly_scalar_divexact_fmpz(z.p, z.p, c.v);
     s.push_back(z.get());
   };
-  push(a);
-  bool out_of_time = false;
-  while (!fmpq_poly_is_zero(b)) {
-    try {
-      check_deadline();
-    } catch (const time_limit_reached&) {  // free the raw FLINT polynomials below, then rethrow
-      out_of_time = true;
-      break;
-    }
-    push(b);
+  push(a.v);
+  while (!fmpq_poly_is_zero(b.v)) {
+    check_deadline();  // throws time_limit_reached; the owners free the polynomials
+    push(b.v);
     {
       // continue with the primitive integer version of b: positive rescalings of a Sturm
       // sequence are one, and the coefficients stay small
       zpoly z(s.back());
-      fmpq_poly_set_fmpz_poly(b, z.p);
+      fmpq_poly_set_fmpz_poly(b.v, z.p);
     }
-    fmpq_poly_rem(r, a, b);
-    fmpq_poly_neg(r, r);
-    fmpq_poly_swap(a, b);
-    fmpq_poly_swap(b, r);
+    fmpq_poly_rem(r.v, a.v, b.v);
+    fmpq_poly_neg(r.v, r.v);
+    fmpq_poly_swap(a.v, b.v);
+    fmpq_poly_swap(b.v, r.v);
   }
-  fmpq_poly_clear(a);
-  fmpq_poly_clear(b);
-  fmpq_poly_clear(r);
-  if (out_of_time) check_deadline();  // throws time_limit_reached
   return s;
 }
 
@@ -548,16 +470,16 @@ placement place_root(root_interval& r, const int_poly& g, const a_range& range, 
     // u_e = e^{a_e/q} is transcendental (a_e ≠ 0 rational), never a root: refine r until it is
     // no wider than the enclosure of u_e, then raise the precision (the Ziv pattern), up to
     // max_bits.  Separation is then a matter of precision only (no fixed bisection budget).
-    for (unsigned bits = 64; bits <= max_bits; bits *= 2) {
+    const auto out = ziv_escalate(precision_schedule::doubling_within(64, max_bits), [&](unsigned bits) {
       const auto [l, h] = exp_enclosure(*end, q, bits);
       while (true) {
-        if (r.hi < l) return is_lo ? placement::outside : placement::inside;
-        if (r.lo > h) return is_lo ? placement::inside : placement::outside;
-        if (r.exact() || r.hi - r.lo <= h - l) break;
+        if (r.hi < l) return ziv_decided(is_lo ? placement::outside : placement::inside);
+        if (r.lo > h) return ziv_decided(is_lo ? placement::inside : placement::outside);
+        if (r.exact() || r.hi - r.lo <= h - l) return ziv_more(placement::unknown);
         refine(r, g);
       }
-    }
-    return placement::unknown;
+    });
+    return out.value;
   };
   const placement a = side(range.lo, range.lo_open, true);
   if (a == placement::outside) return a;
@@ -567,21 +489,14 @@ placement place_root(root_interval& r, const int_poly& g, const a_range& range, 
 }
 
 std::pair<std::string, std::string> a_enclosure(const root_interval& r, const mpz_int& q, unsigned bits, int digits) {
-  mpfi_t x;
-  mpfi_init2(x, bits);
-  mpfi_interv_q(x, r.lo.backend().data(), r.hi.backend().data());
-  mpfi_log(x, x);
-  mpfi_mul_z(x, x, q.backend().data());
-  mpfr_t lo, hi;
-  mpfr_init2(lo, bits);
-  mpfr_init2(hi, bits);
-  mpfi_get_left(lo, x);
-  mpfi_get_right(hi, x);
-  auto out = std::make_pair(mpfr_decimal(lo, digits, MPFR_RNDD), mpfr_decimal(hi, digits, MPFR_RNDU));
-  mpfr_clear(lo);
-  mpfr_clear(hi);
-  mpfi_clear(x);
-  return out;
+  mpfi_var x(bits);
+  mpfi_interv_q(x.v, r.lo.backend().data(), r.hi.backend().data());
+  mpfi_log(x.v, x.v);
+  mpfi_mul_z(x.v, x.v, q.backend().data());
+  mpfr_var lo(bits), hi(bits);
+  mpfi_get_left(lo.v, x.v);
+  mpfi_get_right(hi.v, x.v);
+  return std::make_pair(mpfr_decimal(lo.v, digits, MPFR_RNDD), mpfr_decimal(hi.v, digits, MPFR_RNDU));
 }
 
 std::vector<std::string> to_strings(const int_poly& p) {
@@ -690,23 +605,14 @@ family_rank_result family_rank(const poly_family& F, const a_range& range, unsig
 }
 
 std::vector<int_poly> row_normalizers(const family_input& in) {
-  const matrix<mpq_rational>& B = in.S0;
-  in.M.check_shape(B.rows(), B.cols());
-  const mpz_int q = lcm_den(B, &in.M);
+  in.M.check_shape(in.S0.rows(), in.S0.cols());
+  const layer_exponents ex = row_normalized_exponents(as_layer(in, layer_object::attention));
   std::vector<int_poly> out;
-  for (Eigen::Index i = 0; i < B.rows(); ++i) {
-    std::vector<mpz_int> e;
-    for (Eigen::Index j = 0; j < B.cols(); ++j)
-      if (in.M.allows(i, j)) e.push_back(numerator(mpq_rational(B(i, j) * mpq_rational(q))));
-    if (e.empty()) throw input_error("row " + std::to_string(i) + " is fully masked: softmax is undefined");
-    const mpz_int lo = *std::min_element(e.begin(), e.end());
-    int_poly d;
-    for (const auto& x : e) {
-      const long k = mpz_int(x - lo).convert_to<long>();
-      if (d.size() <= static_cast<std::size_t>(k)) d.resize(static_cast<std::size_t>(k) + 1);
-      d[static_cast<std::size_t>(k)] += 1;
-    }
-    out.push_back(d);
+  for (std::size_t i = 0; i < ex.e.size(); ++i) {
+    sparse_poly d;
+    for (std::size_t j = 0; j < ex.e[i].size(); ++j)
+      if (ex.on(i, j)) d[ex.e[i][j]] += 1;
+    out.push_back(dense(d));
   }
   return out;
 }
@@ -731,11 +637,11 @@ sign_analysis analyze_sign(const int_poly& H, const a_range& range, const mpz_in
   };
   // Enclosure [l, h] of e^{a/q} (a ≠ 0) with no root of H in it.
   auto end_cut = [&](const mpq_rational& a, std::pair<mpq_rational, mpq_rational>& out) {
-    for (unsigned bits = 64; bits <= max_bits; bits *= 2) {
-      out = exp_enclosure(a, q, bits);
-      if (no_root_in(out.first, out.second, bits)) return true;
-    }
-    return false;
+    return ziv_escalate(precision_schedule::doubling_within(64, max_bits), [&](unsigned bits) {
+             out = exp_enclosure(a, q, bits);
+             return no_root_in(out.first, out.second, bits) ? ziv_decided(true) : ziv_more(false);
+           })
+        .decided;
   };
   if (range.is_point()) {
     const mpq_rational a = *range.lo;

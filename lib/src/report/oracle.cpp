@@ -1,4 +1,4 @@
-// lib/src/report/oracle.cpp — tensors from .npy, and the report of `attncert oracle`.
+// lib/src/report/oracle.cpp — the report of `attncert oracle` (JSON and text).
 #include "attncert/report/oracle.hpp"
 
 #include <cmath>
@@ -11,12 +11,6 @@
 namespace attncert::oracle {
 
 namespace {
-
-std::string shape_text(const std::vector<std::size_t>& s) {
-  std::string t = "(";
-  for (std::size_t i = 0; i < s.size(); ++i) t += (i ? ", " : "") + std::to_string(s[i]);
-  return t + (s.size() == 1 ? ",)" : ")");
-}
 
 // Numbers that need more than 17 digits are not needed here: every figure is a binary64
 // value, printed with 17 significant digits (round-trips); non-finite values as strings.
@@ -33,55 +27,6 @@ std::string fmt(double x, int prec = 4) {
 }
 
 }  // namespace
-
-tensor4 to_tensor4(const io::npy_array& a, const std::string& what) {
-  tensor4 t;
-  const auto& s = a.shape;
-  if (a.type == io::dtype::b1) throw input_error(what + ": a bool array cannot be " + what);
-  if (s.size() == 2) {
-    t.n = s[0];
-    t.d = s[1];
-  } else if (s.size() == 3) {
-    t.H = s[0];
-    t.n = s[1];
-    t.d = s[2];
-  } else if (s.size() == 4) {
-    t.B = s[0];
-    t.H = s[1];
-    t.n = s[2];
-    t.d = s[3];
-  } else {
-    throw input_error(what + ": shape " + shape_text(s) + " is not (n, d), (h, n, d) or (b, h, n, d)");
-  }
-  if (t.B == 0 || t.H == 0 || t.n == 0 || t.d == 0) throw input_error(what + ": empty tensor, shape " + shape_text(s));
-  t.values = a.values;
-  return t;
-}
-
-bool_mask to_bool_mask(const io::npy_array& a, const std::string& what) {
-  if (a.type != io::dtype::b1) throw input_error(what + ": a mask must be a bool array (true = may attend)");
-  const auto& s = a.shape;
-  bool_mask m;
-  if (s.size() == 2) {
-    m.nq = s[0];
-    m.nk = s[1];
-  } else if (s.size() == 3) {
-    m.mh = s[0];
-    m.nq = s[1];
-    m.nk = s[2];
-  } else if (s.size() == 4) {
-    m.mb = s[0];
-    m.mh = s[1];
-    m.nq = s[2];
-    m.nk = s[3];
-  } else {
-    throw input_error(what + ": mask shape " + shape_text(s) + " is not (n_q, n_k), (h, n_q, n_k) or (b, h, n_q, n_k)");
-  }
-  if (m.mb == 0 || m.mh == 0 || m.nq == 0 || m.nk == 0) throw input_error(what + ": empty mask, shape " + shape_text(s));
-  m.allowed.resize(a.values.size());
-  for (std::size_t i = 0; i < a.values.size(); ++i) m.allowed[i] = a.values[i] != 0;
-  return m;
-}
 
 nlohmann::json oracle_report(const oracle_report_input& in) {
   const oracle_result& r = *in.result;

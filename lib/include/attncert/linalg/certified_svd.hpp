@@ -50,6 +50,7 @@
 #include "attncert/linalg/matrix.hpp"
 #include "attncert/number/interval.hpp"
 #include "attncert/number/precision_guard.hpp"
+#include "attncert/number/ziv.hpp"
 
 namespace attncert {
 
@@ -294,15 +295,17 @@ inline singular_value_enclosures certified_singular_values(const matrix<mpq_rati
   if (start_bits > cap_bits)
     throw input_error("certified_singular_values: start precision " + std::to_string(start_bits) +
                       " exceeds the cap " + std::to_string(cap_bits));
-  for (unsigned bits = start_bits;; bits = (bits > cap_bits / 2) ? cap_bits : 2 * bits) {
-    singular_value_enclosures r;
-    {
-      precision_guard g(bits);
-      r = certified_singular_values(from_rational_matrix<mpfi_float>(A));
-      r.bits = g.bits();
-    }
-    if (r.certified_positive >= stop_at_positive || bits >= cap_bits) return r;
-  }
+  return ziv_escalate(precision_schedule{start_bits, cap_bits}, [&](unsigned bits) {
+           singular_value_enclosures r;
+           {
+             precision_guard g(bits);
+             r = certified_singular_values(from_rational_matrix<mpfi_float>(A));
+             r.bits = g.bits();
+           }
+           const bool enough = r.certified_positive >= stop_at_positive;
+           return ziv_step<singular_value_enclosures>{std::move(r), enough};
+         })
+      .value;
 }
 
 }  // namespace attncert

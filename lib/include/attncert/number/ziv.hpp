@@ -21,7 +21,16 @@ namespace attncert {
 struct precision_schedule {
   unsigned start = 64;
   unsigned cap = 4096;
-  unsigned next(unsigned bits) const { return bits >= cap / 2 ? cap : 2 * bits; }
+  unsigned next(unsigned bits) const { return bits > cap / 2 ? cap : 2 * bits; }
+  /// start, 2·start, 4·start, ... up to the largest of them <= cap (the cap itself is not
+  /// tried unless it is start·2^k).  The provers of certify use this schedule because the
+  /// independent checker (verify/) escalates over the same precisions: whatever the prover
+  /// decided at some precision, the checker reaches too.
+  static precision_schedule doubling_within(unsigned start, unsigned cap) {
+    unsigned last = start;
+    while (last <= cap / 2) last *= 2;
+    return {start, last};
+  }
 };
 
 /// What one step returns: a value and whether it decides the question.

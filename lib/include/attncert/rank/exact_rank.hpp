@@ -28,6 +28,7 @@
 
 #include "attncert/attention/mask.hpp"
 #include "attncert/linalg/matrix.hpp"
+#include "attncert/rank/layer.hpp"
 
 namespace attncert {
 
@@ -38,12 +39,6 @@ struct rank_interval {
   std::string hi_witness;  ///< why rank ≤ hi
   bool exact() const { return lo == hi; }
 };
-
-/// Which object of the layer.
-enum class layer_object { scores, attention, output, residual };
-
-layer_object parse_layer_object(const std::string& s);
-const char* to_string(layer_object o);
 
 /// Limits of the kernel (upper-bound) computation.
 struct rank_options {
@@ -62,6 +57,8 @@ rank_interval exact_rank_rational(const matrix<mpq_rational>& M);
 /// the output).  For `scores` the mask is ignored (the rank of c·B, as a matrix).
 /// Errors (input_error): shape mismatches, a fully masked row (softmax undefined).
 /// Guarantee: the exact rank lies in [lo, hi]; the witnesses are checkable.
+rank_interval layer_rank(const layer_model& layer, const rank_options& opt = {});
+/// The same, for the layer (B, M, object, V, X).
 rank_interval layer_rank(const matrix<mpq_rational>& B, const mask& M, layer_object object,
                          const std::optional<matrix<mpq_rational>>& V = std::nullopt,
                          const std::optional<matrix<mpq_rational>>& X = std::nullopt, const rank_options& opt = {});

@@ -28,7 +28,7 @@
 
 namespace attncert::proofs {
 
-using mpz_int = boost::multiprecision::number<boost::multiprecision::gmp_int, boost::multiprecision::et_off>;
+using attncert::mpz_int;
 /// An integer polynomial, coefficients from degree 0 upwards, no trailing zeros (0 = {}).
 using int_poly = std::vector<mpz_int>;
 

@@ -1,5 +1,5 @@
-// attncert/report/oracle.hpp — inputs and reports of `attncert oracle`: tensors from
-// .npy arrays, the JSON report (one data model) and its text rendering.
+// attncert/report/oracle.hpp — the report of `attncert oracle`: the JSON report (one data
+// model) and its text rendering.  (Tensors from .npy arrays: oracle/request.hpp.)
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -10,16 +10,9 @@
 
 #include "attncert/oracle/oracle.hpp"
 #include "attncert/io/npy.hpp"
+#include "attncert/oracle/request.hpp"
 
 namespace attncert::oracle {
-
-/// A (n, d), (h, n, d) or (b, h, n, d) array as a tensor4.  Errors: input_error naming `what`
-/// for other ranks or an empty dimension.
-tensor4 to_tensor4(const io::npy_array& a, const std::string& what);
-
-/// A boolean mask of shape (nq, nk), (h, nq, nk) or (b, h, nq, nk) (dtype bool; true = the key
-/// may be attended, as PyTorch's boolean attn_mask).  Errors: input_error naming `what`.
-bool_mask to_bool_mask(const io::npy_array& a, const std::string& what);
 
 /// Everything the report shows.
 struct oracle_report_input {

@@ -1,0 +1,91 @@
+// lib/src/oracle/internal.hpp — what the oracle's files share (not installed, not API):
+// RAII wrappers of the MPFR / MPFI C types, rounding to the target formats, the exact scale,
+// per-head data and the MPFI enclosure of one row.  See attncert/oracle/oracle.hpp.
+#pragma once
+
+#include <gmp.h>
+#include <mpfi.h>
+#include <mpfr.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "attncert/number/c_handles.hpp"
+#include "attncert/oracle/oracle.hpp"
+
+namespace attncert::oracle::internal {
+
+constexpr double inf = std::numeric_limits<double>::infinity();
+constexpr unsigned first_mpfi_bits = 128;  ///< first precision of the Ziv stage
+constexpr unsigned cap_limit = 1u << 16;   ///< largest accepted --max-precision
+
+using attncert::mpfi_var;  // RAII owners: number/c_handles.hpp
+using attncert::mpfr_var;
+
+/// "(b, h, i, k)".
+std::string index_text(std::size_t b, std::size_t h, std::size_t i, std::size_t k);
+
+// ---- rounding to the target (rounding.cpp) -------------------------------------------------
+
+/// RN of a binary64 number to a narrower target (one correct rounding).
+double rn_from_double(double s, target_format t) noexcept;
+/// RN_t(s + eps) for an eps of sign `dir` below one binary64 ulp of s (rounding.cpp).
+double round_dir(double s, int dir, target_format t) noexcept;
+/// RN of an MPFR number to the target, with gradual underflow and overflow.
+double round_mpfr_to_target(mpfr_srcptr x, target_format t);
+/// Whether two target numbers are adjacent (or equal).
+bool adjacent_or_equal(double a, double b, target_format t);
+
+// ---- the exact scale (ziv_stage.cpp) -----------------------------------------------------------
+
+struct scale_value {
+  bool inv_sqrt_d = true;
+  mpq_t q;
+  unsigned d = 1;
+  double hi = 0, lo = 0, rad = 0;  // |s - (hi + lo)| <= rad
+  int sign = 1;
+  scale_value() { mpq_init(q); }
+  ~scale_value() { mpq_clear(q); }
+  scale_value(const scale_value&) = delete;
+  scale_value& operator=(const scale_value&) = delete;
+  void enclose(mpfi_ptr out) const {
+    if (inv_sqrt_d) {
+      mpfi_set_ui(out, d);
+      mpfi_sqrt(out, out);
+      mpfi_ui_div(out, 1, out);
+    } else {
+      mpfi_set_q(out, q);
+    }
+  }
+};
+
+/// Sets sv from the request's scale; a scale the fast path cannot use gets rad = inf.
+void init_scale(scale_value& sv, const scale_spec& spec, std::size_t d);
+
+// ---- per-head data -----------------------------------------------------------------------------
+
+struct head_data {
+  std::vector<double> KT;                    // d × nk
+  std::vector<std::uint8_t> k_finite, v_finite;  // per key
+};
+
+// ---- the MPFI stage for one row ----------------------------------------------------------------
+
+struct mpfi_row_ctx {
+  const double* q;
+  const double* K;
+  const double* V;
+  const std::uint8_t* allowed;
+  std::size_t nk, d, dv;
+  const scale_value* scale;
+};
+
+/// Encloses o_k for k in `ks` at `prec` bits: out[idx] receives the enclosure of o_{ks[idx]}.
+void mpfi_row(const mpfi_row_ctx& c, const std::vector<std::size_t>& ks, mpfr_prec_t prec, std::vector<mpfi_var*>& out);
+/// t_hi, t_lo, t_rad from an MPFI enclosure: |o - (hi + lo)| <= rad.
+void enclosure_to_dd(mpfi_srcptr o, double& hi, double& lo, double& rad);
+
+}  // namespace attncert::oracle::internal
