@@ -123,6 +123,7 @@ bool zero_between_sample_and_u0(const zpoly& g, const Q& s, const Q& l, const Q&
 // The sign of H at the point a0 of the claim equals its sign at the sample s: s = 1 when
 // a0 = 0; otherwise no zero of H lies between s and the transcendental u0 = e^{a0/q}.
 void check_sign_at_point(const zpoly& H, const Q& a0, const Q& s, const Z& q, const std::string& w) {
+  check(s > 0, w + ": a sample is a value of u = e^{a/q} > 0");
   if (a0 == 0) {
     check(s == 1, w + ": at a = 0 the sample is u = 1");
     return;

@@ -326,6 +326,11 @@ void verify_numerical_rank(const nlohmann::json& cert, const nlohmann::json& cl,
   const std::string rel = field(cl, "relation", "/claim").get<std::string>();
   const std::size_t value = integer<std::size_t>(field(cl, "value", "/claim"), "/claim/value");
   const bool ok = rel == "=" ? rank == value : rel == "<=" ? rank <= value : rel == ">=" ? rank >= value : throw malformed("/claim/relation");
+  if (!ok)
+    check(integer<std::size_t>(field(field(cert, "counterexample", ""), "numerical_rank", "/counterexample"), "/counterexample/numerical_rank") == rank,
+          "/counterexample/numerical_rank: the re-derived rank is " + std::to_string(rank));
+  else
+    check(!cert.contains("counterexample"), "/counterexample: present although the claim holds");
   const std::string verdict = ok ? "CERTIFIED" : "REFUTED";
   check(field(cert, "verdict", "").get<std::string>() == verdict, "/verdict: the re-derived verdict is " + verdict);
   note("numerical rank " + std::to_string(rank) + " re-derived from eigenvalue counts of the Gram matrix (Faddeev-LeVerrier, "

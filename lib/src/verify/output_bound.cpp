@@ -94,6 +94,7 @@ void verify_output_bound(const nlohmann::json& cert, const nlohmann::json& cl, c
   }
   const nlohmann::json& ob = field(cert, "output_bound", "");
   check(exact_number(field(ob, "mu", "/output_bound"), "/output_bound/mu") == mu, "/output_bound/mu: max_j ||v_j||^2 is " + mu.str());
+  check(exact_number(field(ob, "L", "/output_bound"), "/output_bound/L") == Q(L), "/output_bound/L: the common denominator of V is " + L.str());
   const nlohmann::json& dj = field(ob, "delta", "/output_bound");
   if (!dj.is_array() || dj.size() != n) throw malformed("/output_bound/delta: one per key");
   // δ_j = N̂_j D − N_j D̂ (Â_ij − A_ij = δ_j / (D D̂)); the sign at u0 from a checked sample
@@ -116,6 +117,8 @@ void verify_output_bound(const nlohmann::json& cert, const nlohmann::json& cl, c
   const int gsign = check_polynomial_with_sign(field(ob, "G", "/output_bound"), G, a0, x.q, "/output_bound/G", "differs from the recomputed bound^2 - error^2");
   note("row " + std::to_string(row) + ": differences, signs, |.|_1, the error and bound^2 - error^2 recomputed; its sign at a = " + a0.str() +
        " is " + std::to_string(gsign));
+  // a refuted bound's counterexample is the claim's point itself: nothing more is stated
+  check(!cert.contains("counterexample"), "/counterexample: an output-bound certificate states none (the point is the claim's)");
   check_verdict(cert, gsign >= 0, note);
 }
 

@@ -14,6 +14,7 @@ namespace {
 // The ratio P/R of the claim's quantity, recomputed from M(u), and its name for the notes.
 struct ratio {
   zpoly P, R;
+  std::string kind;  // /ratio/kind: "determinant" or "entry"
   std::string what;
 };
 
@@ -27,12 +28,14 @@ ratio ratio_of_claim(const nlohmann::json& cl, const rebuilt_claim& rc) {
     q.P = minor_of(F, all, all);  // det(object) = det M / (L^n Π D_i)
     q.R = {Z(1)};
     for (const auto& d : rc.row_sums) q.R = mul(q.R, mul(zpoly{rc.value_scale}, d));
+    q.kind = "determinant";
     q.what = "det(" + rc.object + ")";
   } else {
     const long i = integer<long>(field(cl, "row", "/claim"), "/claim/row"), k = integer<long>(field(cl, "col", "/claim"), "/claim/col");
     if (i < 0 || k < 0 || i >= F.rows || k >= F.cols) throw malformed("/claim/row: entry outside the matrix");
     q.P = F.at(i, k);  // entry = M_ik / (L D_i)
     q.R = mul(zpoly{rc.value_scale}, rc.row_sums[static_cast<std::size_t>(i)]);
+    q.kind = "entry";
     q.what = rc.object + "[" + std::to_string(i) + "][" + std::to_string(k) + "]";
   }
   return q;
@@ -190,10 +193,13 @@ void check_ratio_counterexample(const nlohmann::json& cert, const nlohmann::json
 void verify_ratio(const nlohmann::json& cert, const nlohmann::json& cl, const rebuilt_claim& rc, const note_fn& note) {
   const ratio rq = ratio_of_claim(cl, rc);
   const nlohmann::json& dj = field(cert, "ratio", "");
+  check(field(dj, "kind", "/ratio").get<std::string>() == rq.kind, "/ratio/kind: the claim's quantity is a " + rq.kind);
   check(integer_polynomial(field(dj, "P", "/ratio"), "/ratio/P") == rq.P, "/ratio/P: differs from the recomputed numerator");
   check(integer_polynomial(field(dj, "R", "/ratio"), "/ratio/R") == rq.R, "/ratio/R: differs from the recomputed denominator");
   note(rq.what + " = P(u)/R(u), R > 0: P (degree " + std::to_string(rq.P.empty() ? 0 : rq.P.size() - 1) + ") and R recomputed from the claim");
   const auto want = conditions_of_claim(cl);
+  // the claim's range, read even where no condition needs it (H identically zero)
+  if (!cl.contains("point")) (void)parse_range(field(cl, "range", "/claim").get<std::string>());
   const nlohmann::json& conds = field(dj, "conditions", "/ratio");
   if (!conds.is_array() || conds.size() != want.size()) throw malformed("/ratio/conditions: expected " + std::to_string(want.size()));
   bool ok = true;

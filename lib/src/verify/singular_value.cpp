@@ -151,7 +151,10 @@ void verify_singular_value(const nlohmann::json& cert, const nlohmann::json& cl,
   if (F.cols > 6) throw malformed("/claim: the checker handles singular values of at most 6 columns");
   const scaled_gram sg = scaled_gram_matrix(rc);
   const auto want = singular_value_conditions(cl);
-  const nlohmann::json& conds = field(field(cert, "singular_value", ""), "conditions", "/singular_value");
+  const nlohmann::json& svj = field(cert, "singular_value", "");
+  check(field(svj, "B", "/singular_value").get<std::string>() == gram_matrix_text,
+        std::string("/singular_value/B: the characteristic polynomials are of ") + gram_matrix_text);
+  const nlohmann::json& conds = field(svj, "conditions", "/singular_value");
   if (!conds.is_array() || conds.size() != want.size()) throw malformed("/singular_value/conditions: expected " + std::to_string(want.size()));
   bool ok = true;
   for (std::size_t t = 0; t < want.size(); ++t) {
@@ -159,6 +162,9 @@ void verify_singular_value(const nlohmann::json& cert, const nlohmann::json& cl,
     const nlohmann::json& e = conds[t];
     const auto& [cv, sense] = want[t];
     check(exact_number(field(e, "value", w), w + "/value") == cv && field(e, "sense", w).get<std::string>() == sense, w + ": not the condition the claim needs");
+    // decided by σ_k >= 0 alone: σ_k >= c <= 0 holds, σ_k <= c < 0 fails
+    const bool trivial = (sense == ">=" && cv <= 0) || (sense == "<=" && cv < 0);
+    check(field(e, "trivial", w).get<bool>() == trivial, w + "/trivial: the condition is " + (trivial ? "" : "not ") + "decided by the sign of sigma alone");
     bool holds;
     if (sense == ">=" && cv <= 0) {
       holds = true;
@@ -174,6 +180,14 @@ void verify_singular_value(const nlohmann::json& cert, const nlohmann::json& cl,
            std::to_string(positive) + " eigenvalue(s) above c^2, " + std::to_string(zero) + " at c^2 (Descartes, exact for real roots)");
     }
     ok = ok && holds;
+  }
+  // a refuted singular-value claim's counterexample is its point
+  if (!ok) {
+    const nlohmann::json& ce = field(cert, "counterexample", "");
+    check(exact_number(field(ce, "a", "/counterexample"), "/counterexample/a") == a0, "/counterexample/a: not the claim's point");
+    note("counterexample re-derived: the claim's point");
+  } else {
+    check(!cert.contains("counterexample"), "/counterexample: present although the claim holds");
   }
   check_verdict(cert, ok, note);
 }
