@@ -1,9 +1,10 @@
 // attncert/verify/certificate.hpp — the independent checker of `attncert certify`
 // certificates (`attncert verify-certificate`).
 //
-// Independence: lib/src/verify/certificate.cpp includes no other attncert header and calls
-// no attncert function; it shares only the number libraries (GMP through
-// Boost.Multiprecision, MPFR, MPFI) and the JSON parser.  It rebuilds the polynomial matrix
+// Independence, by construction: lib/src/verify/ is its own library (CMake target
+// attncert_verify) compiled with an include path that holds only this module's headers, linked
+// only with the number libraries (GMP through Boost.Multiprecision, MPFR, MPFI) and the JSON
+// parser; the CTest verify.independence fails if that ever changes.  It rebuilds the polynomial matrix
 // M(u) from the claim's own data (S0, mask, V, X), recomputes every stated polynomial (minors
 // by Laplace expansion over ℤ[u], the gcd by Euclid over ℚ, the Sturm sequence), re-derives
 // the Sturm sign-variation counts, checks kernel vectors by polynomial multiplication, and
@@ -42,5 +43,27 @@ nlohmann::json parse_certificate_text(const std::string& text);
 /// stated verdict follows from them.  Small matrices only (minors by Laplace expansion; the
 /// rank at a drop enumerates all minors of one size): size ≤ 8.
 verification verify_certificate(const nlohmann::json& certificate, const verify_options& options = {});
+
+/// A certificate field whose value does not enter the verdict: descriptive text that no check
+/// could re-derive, or claim data the claimed quantity never reads.  `path` is a JSON pointer
+/// with every array index written `#` (e.g. "/counterexample/why"); `quantity`, when not empty,
+/// restricts the entry to certificates whose claim has that quantity; `when` restricts it
+/// further: "" always, "masked" only the entries /claim/S0/i/j (or S_hat0) that the claim's mask
+/// removes, "other_rows" only the rows i other than /claim/row.
+struct irrelevant_field {
+  std::string path;
+  std::string quantity;
+  std::string when;
+  std::string reason;
+};
+
+/// The one list of verdict-irrelevant fields (documented in proofs/README.md, "Certificates").
+/// Every other field of a certificate is a stated fact that verify_certificate re-derives
+/// (tests/verify/tampering.cpp).
+const std::vector<irrelevant_field>& verdict_irrelevant_fields();
+
+/// Is the field at `pointer` (a JSON pointer into `certificate`, e.g. "/claim/S0/0/2") one of
+/// verdict_irrelevant_fields()?  False for anything it cannot read.
+bool verdict_irrelevant(const nlohmann::json& certificate, const std::string& pointer);
 
 }  // namespace attncert::proofs
