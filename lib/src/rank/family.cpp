@@ -617,6 +617,134 @@ std::vector<int_poly> row_normalizers(const family_input& in) {
   return out;
 }
 
+namespace {
+
+// The steps of analyze_sign, sharing H, its squarefree part g and g's Sturm sequence.
+class sign_analyzer {
+ public:
+  sign_analyzer(const int_poly& H, const mpz_int& q, unsigned max_bits, sign_analysis& res)
+      : H_(H), q_(q), max_bits_(max_bits), res_(res) {}
+
+  // A point range a₀: one sample on the same side of every root as u₀ = e^{a₀/q}.
+  void analyze_point(const mpq_rational& a) {
+    if (a == 0) {
+      res_.samples = {mpq_rational(1)};
+      res_.signs = {sign_at(H_, mpq_rational(1))};
+    } else {
+      std::pair<mpq_rational, mpq_rational> c;
+      if (!end_cut(a, c)) {
+        res_.why_undecided = "could not separate e^{a/q} from the roots at " + std::to_string(max_bits_) + " bits";
+        return;
+      }
+      res_.samples = {c.first};
+      res_.signs = {sign_at(H_, c.first)};
+    }
+    res_.decided = true;
+  }
+
+  // The image of the range is (low, high) (plus u = 1 when an end is a closed 0); each
+  // finite end a ≠ 0 is replaced by a rational cut on the same side of every root.
+  bool image_cuts(const a_range& range, mpq_rational& low, std::optional<mpq_rational>& high) {
+    low = 0;
+    std::pair<mpq_rational, mpq_rational> c;
+    if (range.lo) {
+      if (*range.lo == 0) low = 1;
+      else if (!end_cut(*range.lo, c)) return cuts_undecided();
+      else low = c.second;
+    }
+    if (range.hi) {
+      if (*range.hi == 0) high = mpq_rational(1);
+      else if (!end_cut(*range.hi, c)) return cuts_undecided();
+      else high = c.first;
+    }
+    return true;
+  }
+
+  // The roots of g inside the cuts, isolated strictly inside them (so that every segment has
+  // an interior sample point); the root u = 1 exactly when the range contains a = 0.
+  bool place_roots(const a_range& range, const mpq_rational& low, const std::optional<mpq_rational>& high) {
+    const int_poly& g = res_.sqfree;
+    const bool one_is_root = sign_at(g, mpq_rational(1)) == 0;
+    for (auto r : isolate_positive_roots(g)) {
+      if (one_is_root && r.lo <= 1 && 1 <= r.hi) r.lo = r.hi = 1;  // the root u = 1 (a = 0), exactly
+      if (r.exact() && r.lo == 1 && (low == 1 || (high && *high == 1))) {
+        if (range.contains(mpq_rational(0))) res_.roots.push_back(r);
+        continue;
+      }
+      // refine until on one side of each cut (cuts are not roots, so this terminates)
+      bool placed = false;
+      for (int k = 0; k < 20000 && !placed; ++k) {
+        const bool below = r.hi <= low, above = high && r.lo >= *high;
+        const bool inside = r.lo >= low && (!high || r.hi <= *high);
+        if (inside && !below && !above) {
+          while (!r.exact() && (r.lo <= low || (high && r.hi >= *high))) refine(r, g);
+          res_.roots.push_back(r);
+        }
+        placed = below || above || inside;
+        if (!placed) refine(r, g);
+      }
+      if (!placed) {
+        res_.why_undecided = "a root could not be placed relative to a range end";
+        return false;
+      }
+    }
+    return true;
+  }
+
+  // One sample between consecutive boundaries (cuts and roots), and the sign of H there.
+  void sample_segments(const mpq_rational& low, const std::optional<mpq_rational>& high) {
+    std::vector<std::pair<mpq_rational, mpq_rational>> bounds;  // (left end, right end) of each boundary
+    const auto& roots = res_.roots;
+    const bool root_at_low = !roots.empty() && roots.front().exact() && roots.front().lo == low;
+    if (!root_at_low) bounds.push_back({low, low});
+    for (const auto& r : roots) bounds.push_back({r.lo, r.hi});
+    const bool root_at_high = high && !roots.empty() && roots.back().exact() && roots.back().lo == *high;
+    for (std::size_t k = 0; k + 1 < bounds.size(); ++k) res_.samples.push_back((bounds[k].second + bounds[k + 1].first) / 2);
+    if (high && !root_at_high) res_.samples.push_back((bounds.back().second + *high) / 2);
+    if (!high) res_.samples.push_back(bounds.back().second + 1);
+    for (const auto& x : res_.samples) {
+      res_.signs.push_back(sign_at(H_, x));
+      if (res_.signs.back() == 0) throw std::logic_error("analyze_sign: a sample is a root (bug)");
+    }
+    res_.decided = true;
+  }
+
+ private:
+  bool cuts_undecided() {
+    res_.why_undecided = "could not separate a range end from the roots at " + std::to_string(max_bits_) + " bits";
+    return false;
+  }
+
+  // Filter, then exact: g has no root in [l, h].  The Sturm sequence is built only when the
+  // interval filter cannot decide (it costs O(deg^2) big polynomials; a point claim of degree
+  // 4000 is then decided by the filter alone).
+  bool no_root_in(const mpq_rational& l, const mpq_rational& h, unsigned bits) {
+    const int_poly& g = res_.sqfree;
+    if (g.size() <= 1) return true;
+    if (certainly_no_zero_on(g, l, h, bits)) return true;
+    if (sign_at(g, l) == 0 || sign_at(g, h) == 0) return false;
+    if (!sturm_) sturm_ = sturm_sequence(g);
+    return sign_variations(*sturm_, l) - sign_variations(*sturm_, h) == 0;
+  }
+
+  // Enclosure [l, h] of e^{a/q} (a ≠ 0) with no root of H in it.
+  bool end_cut(const mpq_rational& a, std::pair<mpq_rational, mpq_rational>& out) {
+    return ziv_escalate(precision_schedule::doubling_within(64, max_bits_), [&](unsigned bits) {
+             out = exp_enclosure(a, q_, bits);
+             return no_root_in(out.first, out.second, bits) ? ziv_decided(true) : ziv_more(false);
+           })
+        .decided;
+  }
+
+  const int_poly& H_;
+  const mpz_int& q_;
+  const unsigned max_bits_;
+  sign_analysis& res_;
+  std::optional<std::vector<int_poly>> sturm_;
+};
+
+}  // namespace
+
 sign_analysis analyze_sign(const int_poly& H, const a_range& range, const mpz_int& q, unsigned max_bits) {
   sign_analysis res;
   if (H.empty()) {
@@ -624,106 +752,14 @@ sign_analysis analyze_sign(const int_poly& H, const a_range& range, const mpz_in
     return res;
   }
   res.sqfree = squarefree_part(H);
-  const int_poly& g = res.sqfree;
-  // The Sturm sequence only when the interval filter cannot decide (it costs O(deg^2) big
-  // polynomials; a point claim of degree 4000 is then decided by the filter alone).
-  std::optional<std::vector<int_poly>> sturm_g;
-  auto no_root_in = [&](const mpq_rational& l, const mpq_rational& h, unsigned bits) {
-    if (g.size() <= 1) return true;
-    if (certainly_no_zero_on(g, l, h, bits)) return true;
-    if (sign_at(g, l) == 0 || sign_at(g, h) == 0) return false;
-    if (!sturm_g) sturm_g = sturm_sequence(g);
-    return sign_variations(*sturm_g, l) - sign_variations(*sturm_g, h) == 0;
-  };
-  // Enclosure [l, h] of e^{a/q} (a ≠ 0) with no root of H in it.
-  auto end_cut = [&](const mpq_rational& a, std::pair<mpq_rational, mpq_rational>& out) {
-    return ziv_escalate(precision_schedule::doubling_within(64, max_bits), [&](unsigned bits) {
-             out = exp_enclosure(a, q, bits);
-             return no_root_in(out.first, out.second, bits) ? ziv_decided(true) : ziv_more(false);
-           })
-        .decided;
-  };
+  sign_analyzer step(H, q, max_bits, res);
   if (range.is_point()) {
-    const mpq_rational a = *range.lo;
-    if (a == 0) {
-      res.samples = {mpq_rational(1)};
-      res.signs = {sign_at(H, mpq_rational(1))};
-    } else {
-      std::pair<mpq_rational, mpq_rational> c;
-      if (!end_cut(a, c)) {
-        res.why_undecided = "could not separate e^{a/q} from the roots at " + std::to_string(max_bits) + " bits";
-        return res;
-      }
-      res.samples = {c.first};
-      res.signs = {sign_at(H, c.first)};
-    }
-    res.decided = true;
+    step.analyze_point(*range.lo);
     return res;
   }
-  // Cuts: the image is (low, high) (plus u = 1 when an end is a closed 0).
-  mpq_rational low = 0;
+  mpq_rational low;
   std::optional<mpq_rational> high;
-  if (range.lo) {
-    if (*range.lo == 0) low = 1;
-    else {
-      std::pair<mpq_rational, mpq_rational> c;
-      if (!end_cut(*range.lo, c)) {
-        res.why_undecided = "could not separate a range end from the roots at " + std::to_string(max_bits) + " bits";
-        return res;
-      }
-      low = c.second;
-    }
-  }
-  if (range.hi) {
-    if (*range.hi == 0) high = mpq_rational(1);
-    else {
-      std::pair<mpq_rational, mpq_rational> c;
-      if (!end_cut(*range.hi, c)) {
-        res.why_undecided = "could not separate a range end from the roots at " + std::to_string(max_bits) + " bits";
-        return res;
-      }
-      high = c.first;
-    }
-  }
-  const bool one_is_root = sign_at(g, mpq_rational(1)) == 0;
-  for (auto r : isolate_positive_roots(g)) {
-    if (one_is_root && r.lo <= 1 && 1 <= r.hi) r.lo = r.hi = 1;  // the root u = 1 (a = 0), exactly
-    if (r.exact() && r.lo == 1 && (low == 1 || (high && *high == 1))) {
-      if (range.contains(mpq_rational(0))) res.roots.push_back(r);
-      continue;
-    }
-    // refine until on one side of each cut (cuts are not roots, so this terminates)
-    bool placed = false;
-    for (int k = 0; k < 20000 && !placed; ++k) {
-      const bool below = r.hi <= low, above = high && r.lo >= *high;
-      const bool inside = r.lo >= low && (!high || r.hi <= *high);
-      if (inside && !below && !above) {
-        // strictly inside the cuts, so that every segment has an interior sample point
-        while (!r.exact() && (r.lo <= low || (high && r.hi >= *high))) refine(r, g);
-        res.roots.push_back(r);
-      }
-      placed = below || above || inside;
-      if (!placed) refine(r, g);
-    }
-    if (!placed) {
-      res.why_undecided = "a root could not be placed relative to a range end";
-      return res;
-    }
-  }
-  // Samples between consecutive boundaries.
-  std::vector<std::pair<mpq_rational, mpq_rational>> bounds;  // (left end, right end) of each boundary
-  const bool root_at_low = !res.roots.empty() && res.roots.front().exact() && res.roots.front().lo == low;
-  if (!root_at_low) bounds.push_back({low, low});
-  for (const auto& r : res.roots) bounds.push_back({r.lo, r.hi});
-  const bool root_at_high = high && !res.roots.empty() && res.roots.back().exact() && res.roots.back().lo == *high;
-  for (std::size_t k = 0; k + 1 < bounds.size(); ++k) res.samples.push_back((bounds[k].second + bounds[k + 1].first) / 2);
-  if (high && !root_at_high) res.samples.push_back((bounds.back().second + *high) / 2);
-  if (!high) res.samples.push_back(bounds.back().second + 1);
-  for (const auto& x : res.samples) {
-    res.signs.push_back(sign_at(H, x));
-    if (res.signs.back() == 0) throw std::logic_error("analyze_sign: a sample is a root (bug)");
-  }
-  res.decided = true;
+  if (step.image_cuts(range, low, high) && step.place_roots(range, low, high)) step.sample_segments(low, high);
   return res;
 }
 
