@@ -32,8 +32,8 @@ poly_family scores_family(const family_input& in) {
 // The rank function over the claim's range, with the drop of the scores at a = 0 (S(0) = 0)
 // added to the family's drops.
 struct rank_function {
-  poly_family F;
-  family_rank_result fr;
+  poly_family family;
+  family_rank_result ranks;  ///< generic rank, minors, gcd and the family's drops
   std::vector<drop_point> drops;
 };
 
@@ -42,16 +42,16 @@ rank_function rank_over_range(const layer_claim& c, unsigned max_bits) {
   const bool scores = c.object == layer_object::scores;
   if (scores) {
     // a*S0: the same machinery on the constant matrix S0; rank 0 at a = 0.
-    r.F = scores_family(c.in);
-    r.fr = family_rank(r.F, c.range, max_bits);
+    r.family = scores_family(c.in);
+    r.ranks = family_rank(r.family, c.range, max_bits);
   } else {
-    r.F = build_claim_family(c.in);
+    r.family = build_claim_family(c.in);
     const a_range effective = c.algebraic_point.empty() ? c.range : a_range{};  // algebraic point: no roots can matter
-    r.fr = family_rank(r.F, effective, max_bits);
-    if (!c.algebraic_point.empty()) r.fr.drops.clear();  // u = e^{1/sqrt(d)} is transcendental: never a root of g
+    r.ranks = family_rank(r.family, effective, max_bits);
+    if (!c.algebraic_point.empty()) r.ranks.drops.clear();  // u = e^{1/sqrt(d)} is transcendental: never a root of g
   }
-  r.drops = r.fr.drops;
-  if (r.fr.decided && scores && c.range.contains(mpq_rational(0)) && r.fr.generic > 0) {
+  r.drops = r.ranks.drops;
+  if (r.ranks.decided && scores && c.range.contains(mpq_rational(0)) && r.ranks.generic > 0) {
     drop_point z;
     z.u.lo = z.u.hi = 1;
     z.a = {"0", "0"};
@@ -78,10 +78,10 @@ bool is_single_point(const layer_claim& c) { return c.range.is_point() || !c.alg
 nlohmann::json rank_counterexample(const layer_claim& c, const rank_function& r) {
   const bool point = is_single_point(c);
   const bool generic_present = !point || r.drops.empty();
-  if (generic_present && !relation_holds(c.rank_rel, r.fr.generic, c.rank_value)) {
+  if (generic_present && !relation_holds(c.rank_rel, r.ranks.generic, c.rank_value)) {
     const mpq_rational a = point ? *c.range.lo : generic_point(c.range);
     return {{"a", c.algebraic_point.empty() ? rational_string(a) : c.algebraic_point},
-            {"rank", r.fr.generic},
+            {"rank", r.ranks.generic},
             {"why", "u = e^{a/q} is not a root of the minors' gcd (a transcendental u is a root of no nonzero integer polynomial)"}};
   }
   for (const auto& d : r.drops)
@@ -98,7 +98,7 @@ std::string rank_summary(const layer_claim& c, claim_verdict verdict, const std:
   if (point && !r.drops.empty()) {
     os << " at " << c.range_text << " is " << r.drops[0].rank;
   } else {
-    os << " is " << r.fr.generic;
+    os << " is " << r.ranks.generic;
     if (!point) os << " for all a in " << c.range.describe();
     else os << " at " << (c.algebraic_point.empty() ? c.range_text : "a = " + c.algebraic_point);
     if (!r.drops.empty()) {
@@ -114,10 +114,10 @@ std::string rank_summary(const layer_claim& c, claim_verdict verdict, const std:
 
 // The upper bound of the rank: the dimensions, or a basis of the kernel over ℚ(u).
 nlohmann::json rank_upper_bound(const rank_function& r) {
-  const std::size_t dim = static_cast<std::size_t>(std::min(r.F.rows, r.F.cols));
-  if (r.fr.generic == dim) return {{"method", "dimensions"}};
+  const std::size_t dim = static_cast<std::size_t>(std::min(r.family.rows, r.family.cols));
+  if (r.ranks.generic == dim) return {{"method", "dimensions"}};
   nlohmann::json ks = nlohmann::json::array();
-  for (const auto& v : kernel_basis(r.F)) {
+  for (const auto& v : kernel_basis(r.family)) {
     nlohmann::json vj = nlohmann::json::array();
     for (const auto& p : v) vj.push_back(poly_json(p));
     ks.push_back(vj);
@@ -131,19 +131,19 @@ nlohmann::json rank_certificate(const layer_claim& c, const nlohmann::json& clai
   cl["relation"] = relation_text(c.rank_rel);
   cl["value"] = c.rank_value;
   nlohmann::json cert = certificate_header(cl, verdict);
-  cert["q"] = r.F.q.str();
-  cert["generic_rank"] = r.fr.generic;
+  cert["q"] = r.family.q.str();
+  cert["generic_rank"] = r.ranks.generic;
   cert["upper_bound"] = rank_upper_bound(r);
   nlohmann::json ms = nlohmann::json::array();
-  for (const auto& [rows, cols] : r.fr.minors) ms.push_back({{"rows", rows}, {"cols", cols}, {"poly", poly_json(minor_polynomial(r.F, rows, cols))}});
+  for (const auto& [rows, cols] : r.ranks.minors) ms.push_back({{"rows", rows}, {"cols", cols}, {"poly", poly_json(minor_polynomial(r.family, rows, cols))}});
   cert["minors"] = ms;
-  cert["gcd"] = poly_json(r.fr.g);
-  if (r.fr.g.size() > 1) cert["sturm"] = sturm_json(r.fr.g);
+  cert["gcd"] = poly_json(r.ranks.g);
+  if (r.ranks.g.size() > 1) cert["sturm"] = sturm_json(r.ranks.g);
   nlohmann::json dj = nlohmann::json::array();
   for (const auto& d : r.drops) {
     nlohmann::json x = {{"u", {rational_string(d.u.lo), rational_string(d.u.hi)}}, {"a", {d.a.first, d.a.second}}, {"rank", d.rank}};
     if (d.rank > 0 && !d.witness_rows.empty())
-      x["witness"] = {{"rows", d.witness_rows}, {"cols", d.witness_cols}, {"poly", poly_json(minor_polynomial(r.F, d.witness_rows, d.witness_cols))}};
+      x["witness"] = {{"rows", d.witness_rows}, {"cols", d.witness_cols}, {"poly", poly_json(minor_polynomial(r.family, d.witness_rows, d.witness_cols))}};
     dj.push_back(x);
   }
   cert["drops"] = dj;
@@ -166,8 +166,8 @@ certify_result prove_rank(const layer_claim& c, const nlohmann::json& claim, uns
   const std::string claim_text = layer_claim_text(c);
   res.report["claim"] = claim_text;
   const rank_function r = rank_over_range(c, max_bits);
-  if (!r.fr.decided) {
-    mark_undecided(res, "UNDECIDED: " + r.fr.why_undecided + " (precision cap " + std::to_string(max_bits) + " bits)", r.fr.why_undecided);
+  if (!r.ranks.decided) {
+    mark_undecided(res, "UNDECIDED: " + r.ranks.why_undecided + " (precision cap " + std::to_string(max_bits) + " bits)", r.ranks.why_undecided);
     res.report["precision_bits_reached"] = max_bits;
     return res;
   }
@@ -175,7 +175,7 @@ certify_result prove_rank(const layer_claim& c, const nlohmann::json& claim, uns
   res.verdict = counter.is_null() ? claim_verdict::certified : claim_verdict::refuted;
   res.summary = rank_summary(c, res.verdict, claim_text, r, counter);
   res.report["verdict"] = to_string(res.verdict);
-  res.report["generic_rank"] = r.fr.generic;
+  res.report["generic_rank"] = r.ranks.generic;
   nlohmann::json dj = nlohmann::json::array();
   for (const auto& d : r.drops) dj.push_back({{"a", {d.a.first, d.a.second}}, {"u", {rational_string(d.u.lo), rational_string(d.u.hi)}}, {"rank", d.rank}});
   res.report["drops"] = dj;

@@ -13,10 +13,10 @@ namespace attncert::proofs::detail {
 namespace {
 
 struct ratio {
-  int_poly P, R;
+  int_poly numer, denom;  ///< the quantity is numer(u) / denom(u), denom > 0
 };
 
-// P and R of the claimed entry or determinant.  Errors: an entry outside the matrix, a
+// numer and denom of the claimed entry or determinant.  Errors: an entry outside the matrix, a
 // determinant of a non-square matrix.
 ratio ratio_polynomials(const layer_claim& c, const poly_family& F) {
   const std::vector<int_poly> Ds = row_normalizers(c.in);
@@ -27,32 +27,32 @@ ratio ratio_polynomials(const layer_claim& c, const poly_family& F) {
       fail("/quantity", "entry (" + std::to_string(c.row) + ", " + std::to_string(c.col) + ") is outside the " + std::to_string(F.rows) + "x" +
                             std::to_string(F.cols) + " " + to_string(c.object));
     // entry = M_ik / (L·D_i)
-    r.P = F.at(c.row, c.col);
-    r.R = poly_scale(Ds[static_cast<std::size_t>(c.row)], L);
+    r.numer = F.at(c.row, c.col);
+    r.denom = poly_scale(Ds[static_cast<std::size_t>(c.row)], L);
     return r;
   }
   if (F.rows != F.cols)
     fail("/quantity/object", "the determinant needs a square matrix, this one is " + std::to_string(F.rows) + "x" + std::to_string(F.cols));
   std::vector<long> all(static_cast<std::size_t>(F.rows));
   for (long i = 0; i < F.rows; ++i) all[static_cast<std::size_t>(i)] = i;
-  r.P = minor_polynomial(F, all, all);
+  r.numer = minor_polynomial(F, all, all);
   // det = det M / (L^n Π D_i)
-  r.R = {1};
+  r.denom = {1};
   for (const auto& d : Ds) {
-    int_poly t(r.R.size() + d.size() - 1);
-    for (std::size_t i = 0; i < r.R.size(); ++i)
-      for (std::size_t j = 0; j < d.size(); ++j) t[i + j] += r.R[i] * d[j] * L;
-    r.R = t;
+    int_poly t(r.denom.size() + d.size() - 1);
+    for (std::size_t i = 0; i < r.denom.size(); ++i)
+      for (std::size_t j = 0; j < d.size(); ++j) t[i + j] += r.denom[i] * d[j] * L;
+    r.denom = t;
   }
   return r;
 }
 
-// H = den(c)·P − num(c)·R has the sign of the quantity − c.
+// H = den(c)·numer − num(c)·denom has the sign of the quantity − c.
 int_poly difference_polynomial(const ratio& r, const mpq_rational& c) {
   const mpz_int num = numerator(c), den = denominator(c);
-  int_poly H(std::max(r.P.size(), r.R.size()));
-  for (std::size_t i = 0; i < r.P.size(); ++i) H[i] += den * r.P[i];
-  for (std::size_t i = 0; i < r.R.size(); ++i) H[i] -= num * r.R[i];
+  int_poly H(std::max(r.numer.size(), r.denom.size()));
+  for (std::size_t i = 0; i < r.numer.size(); ++i) H[i] += den * r.numer[i];
+  for (std::size_t i = 0; i < r.denom.size(); ++i) H[i] -= num * r.denom[i];
   while (!H.empty() && H.back() == 0) H.pop_back();
   return H;
 }
@@ -148,7 +148,7 @@ nlohmann::json ratio_certificate(const layer_claim& c, const nlohmann::json& cla
     e["samples"] = samples;
     cj.push_back(e);
   }
-  cert["ratio"] = {{"kind", entry ? "entry" : "determinant"}, {"P", poly_json(r.P)}, {"R", poly_json(r.R)}, {"conditions", cj}};
+  cert["ratio"] = {{"kind", entry ? "entry" : "determinant"}, {"P", poly_json(r.numer)}, {"R", poly_json(r.denom)}, {"conditions", cj}};
   if (verdict == claim_verdict::refuted) cert["counterexample"] = counter;
   return cert;
 }
