@@ -56,7 +56,7 @@ bool relation_holds(rank_relation r, std::size_t lhs, std::size_t rhs);
 struct real_relation {
   std::string text;  ///< "=", "<=", ">=", "within"
   mpq_rational value, tolerance;
-  /// "<= 1/2", "within" as "= 1/2 +- 1/10"-like text: "TEXT VALUE[ +- TOLERANCE]".
+  /// "TEXT VALUE", with " +- TOLERANCE" for within: "<= 1/2", "within 1/2 +- 1/10".
   std::string describe() const;
 };
 real_relation parse_real_relation(const nlohmann::json& relation, const nlohmann::json& value, const nlohmann::json* tolerance);
@@ -124,7 +124,8 @@ nlohmann::json certificate_header(nlohmann::json claim_section, claim_verdict ve
 certify_result undecided_result(const nlohmann::json& claim, const std::string& why);
 
 /// Turns a partly written result into UNDECIDED: summary `summary`, report verdict and `why`
-/// (the report keeps what was written, e.g. the claim text).
+/// (the report keeps what was written, e.g. the claim text, and gets no "summary" member:
+/// these reports keep the shape they have always had).
 certify_result& mark_undecided(certify_result& res, const std::string& summary, const std::string& why);
 
 nlohmann::json matrix_json(const matrix<mpq_rational>& m);
