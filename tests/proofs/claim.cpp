@@ -231,6 +231,58 @@ BOOST_AUTO_TEST_CASE(deep_nesting_is_rejected_while_parsing) {
   BOOST_CHECK_THROW(parse_claim_text(std::string(65, '[') + std::string(65, ']')), input_error);
 }
 
+// The one mask parser of claim files: "none", "causal", or a boolean matrix with entries
+// true/false or 0/1; anything else is rejected with the same list of accepted forms.
+BOOST_AUTO_TEST_CASE(claim_masks_accept_none_causal_and_boolean_matrices) {
+  auto rank_claim = [](const std::string& mask) {
+    return R"J({"objects": {"S": [[1, 2, 0], [3, 1, 1], [0, 2, 5]], "mask": )J" + mask +
+           R"J(}, "family": {"range": "(0, inf)"}, "quantity": {"kind": "rank", "object": "attention"}, "relation": "=", "value": 3})J";
+  };
+  const auto none = cert(rank_claim(R"J("none")J"));
+  BOOST_TEST(none.exit_code() == 0);
+  BOOST_TEST(none.certificate["claim"]["mask"] == "none");
+  const auto causal = cert(rank_claim(R"J("causal")J"));
+  BOOST_TEST(causal.exit_code() == 0);
+  BOOST_TEST(causal.certificate["claim"]["mask"] == "causal");
+  const json expected = json::parse("[[1, 0, 1], [1, 1, 0], [0, 1, 1]]");
+  const auto booleans = cert(rank_claim("[[true, false, true], [true, true, false], [false, true, true]]"));
+  BOOST_TEST(booleans.exit_code() != 2);
+  BOOST_TEST(booleans.certificate["claim"]["mask"] == expected);
+  const auto zero_one = cert(rank_claim("[[1, 0, 1], [1, 1, 0], [0, 1, 1]]"));
+  BOOST_TEST(zero_one.certificate == booleans.certificate);
+  BOOST_TEST(zero_one.exit_code() == booleans.exit_code());
+  // a lower-triangular matrix is the causal mask, verdict for verdict
+  BOOST_TEST(cert(rank_claim("[[1, 0, 0], [1, 1, 0], [1, 1, 1]]")).exit_code() == causal.exit_code());
+
+  const std::string forms = "expected \"none\", \"causal\" or a boolean matrix (rows of true/false or 0/1)";
+  const std::string bad_name = expect_error(rank_claim(R"J("upper")J"));
+  BOOST_TEST(bad_name == "/objects/mask: " + forms, bad_name);
+  const std::string bad_type = expect_error(rank_claim("3"));
+  BOOST_TEST(bad_type == "/objects/mask: " + forms, bad_type);
+  const std::string bad_entry = expect_error(rank_claim("[[1, 0, 1], [1, 2, 0], [0, 1, 1]]"));
+  BOOST_TEST(bad_entry.rfind("/objects/mask/1/1: ", 0) == 0, bad_entry);
+  BOOST_TEST(bad_entry.find(forms) != std::string::npos, bad_entry);
+  const std::string ragged = expect_error(rank_claim("[[1, 0, 1], [1, 1], [0, 1, 1]]"));
+  BOOST_TEST(ragged.rfind("/objects/mask/1: ", 0) == 0, ragged);
+  BOOST_TEST(ragged.find(forms) != std::string::npos, ragged);
+
+  // output_bound and numerical_rank read the mask with the same parser (same message for an
+  // invalid value); their certificates take "none" or "causal" only.
+  const std::string bound = R"J({"objects": {"S": [[1, 2], [3, 1]], "S_hat": [[1, 2], [3, 1]], "V": [[1], [2]], "mask": MASK},
+    "family": {"at": 1}, "quantity": {"kind": "output_bound", "row": 1}, "relation": "<=", "value": "bound"})J";
+  const std::string nrank = R"J({"objects": {"S": [[1, 2], [3, 1]], "mask": MASK},
+    "quantity": {"kind": "numerical_rank", "object": "attention", "recipe": "fp32", "policy": "numpy"}, "relation": "=", "value": 2})J";
+  for (const std::string& tmpl : {bound, nrank}) {
+    auto with = [&](const std::string& m) { return std::string(tmpl).replace(tmpl.find("MASK"), 4, m); };
+    BOOST_TEST(cert(with(R"J("causal")J")).certificate["claim"]["mask"] == "causal");
+    BOOST_TEST(cert(with(R"J("none")J")).certificate["claim"]["mask"] == "none");
+    BOOST_TEST(expect_error(with(R"J("upper")J")) == "/objects/mask: " + forms);
+    const std::string matrix_mask = expect_error(with("[[1, 0], [1, 1]]"));
+    BOOST_TEST(matrix_mask.rfind("/objects/mask: ", 0) == 0, matrix_mask);
+    BOOST_TEST(matrix_mask.find("no mask matrix") != std::string::npos, matrix_mask);
+  }
+}
+
 BOOST_AUTO_TEST_CASE(irrational_scale_over_a_range_is_undecided) {
   const auto res = cert(R"J({"objects": {"Q": [[1, 0], [0, 1]], "K": [[1, 1], [0, 1]], "scale": "1/sqrt(d)"}, "family": {"range": "(0, inf)"}, "quantity": {"kind": "rank", "object": "attention"}, "relation": "=", "value": 2})J");
   BOOST_TEST(res.exit_code() == 3);
