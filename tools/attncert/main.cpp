@@ -12,6 +12,7 @@
 
 #include "attncert/io/bounded_input.hpp"
 #include "attncert/io/matrix_input.hpp"
+#include "attncert/rank/numerical.hpp"
 #include "attncert/report/rank.hpp"
 #include "attncert/report/writers.hpp"
 #include "certify_command.hpp"
@@ -69,9 +70,7 @@ int run_check_command(const std::vector<std::string>& ids, bool list, const std:
   for (const auto& f : rs.formats)
     fs.push_back({{"name", f.name}, {"tier", to_string(f.number_tier())}, {"precision_bits_requested", f.requested_bits},
                   {"precision_bits_used", f.precision_bits()},
-                  {"svd", f.type == format_spec::kind::binary16 || f.type == format_spec::kind::bfloat16
-                              ? "binary32 (as NumPy/PyTorch upcast 16-bit matrices)"
-                              : f.type == format_spec::kind::mpfi ? "mpfr on interval midpoints" : f.name}});
+                  {"svd", svd_description(f)}});
   nlohmann::json ps = nlohmann::json::array();
   for (const auto& p : rs.policies) ps.push_back({{"name", p.name()}, {"rule", p.formula()}});
   doc.settings = {{"formats", fs},
