@@ -143,10 +143,10 @@ int run_rank_command(const rank_args& a, const std::string& command) {
   const auto fmt = report::parse_output_format(a.out_format);
   if (fmt != report::output_format::text && fmt != report::output_format::json)
     throw input_error("attncert rank writes --format text or json");
-  const nlohmann::json j = rank_report(req, command);
+  const rank_analysis analysis = analyse_rank(req);
   std::ostringstream os;
-  if (fmt == report::output_format::json) os << j.dump(2) << "\n";
-  else write_rank_text(os, j);
+  if (fmt == report::output_format::json) os << to_json(analysis, command).dump(2) << "\n";
+  else write_rank_text(os, analysis);
   emit(a.out_path, os.str());
   return 0;
 }
