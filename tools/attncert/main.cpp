@@ -30,7 +30,8 @@ using cli::join_args;
 
 int run_check_command(const std::vector<std::string>& ids, bool list, const std::string& formats_text,
                       const std::string& policies_text, const std::string& out_format, const std::string& out_path,
-                      std::uint64_t seed, unsigned certify_bits, unsigned certify_max_bits, const std::string& command) {
+                      std::uint64_t seed, unsigned certify_bits, unsigned certify_max_bits, const std::string& command,
+                      bool verbose) {
   const auto& reg = checks::registry();
   if (list) {
     std::ostringstream os;
@@ -88,7 +89,7 @@ int run_check_command(const std::vector<std::string>& ids, bool list, const std:
   }
   if (tty) std::cerr << "\r" << std::string(40, ' ') << "\r" << std::flush;
   std::ostringstream os;
-  report::write(os, doc, fmt);
+  report::write(os, doc, fmt, report::write_options{verbose});
   emit(out_path, os.str());
   const auto s = doc.totals();
   return (s.fail == 0 && s.undecided == 0) ? 0 : 1;
@@ -179,6 +180,7 @@ int main(int argc, char** argv) {
   std::string formats = "binary64,mpfr256", policies = "numpy,matlab,torch,lapack,eigen", out_format = "text", out_path;
   std::uint64_t seed = 20261129;
   unsigned certify_bits = 128, certify_max_bits = 4096;
+  bool verbose = false;
   check->add_option("ids", ids, "Check IDs (default: all; see --list)");
   check->add_flag("--list", list, "List the checks with their sections and proof files, then exit");
   check->add_option("--formats", formats, "Comma-separated evaluation formats")->capture_default_str();
@@ -188,6 +190,7 @@ int main(int argc, char** argv) {
   check->add_option("--seed", seed, "Seed of the random instances")->capture_default_str();
   check->add_option("--certify-bits", certify_bits, "Starting MPFI precision of certified witnesses")->capture_default_str();
   check->add_option("--certify-max-bits", certify_max_bits, "Escalation cap of certified witnesses")->capture_default_str();
+  check->add_flag("--verbose", verbose, "Text report: the settings and every claim (default: a one-screen summary per check)");
 
   auto* rank = app.add_subcommand("rank", "Certified rank of scores, attention, output or residual of one attention layer.");
   rank->footer(
@@ -245,7 +248,7 @@ int main(int argc, char** argv) {
     if (const int rc = drift_commands->run(command); rc >= 0) return rc;
     if (*check)
       return run_check_command(ids, list, formats, policies, out_format, out_path, seed, certify_bits, certify_max_bits,
-                               command);
+                               command, verbose);
   } catch (const attncert::input_error& e) {  // messages may echo input: kept on one line
     std::cerr << "attncert: " << one_line(e.what(), 4096) << "\n";
     return 2;
