@@ -249,7 +249,7 @@ for line in md.splitlines():
             lo, hi = INTERVAL.fullmatch(cells[4]).groups()
             check(f"check md two-token {cells[2]}", lo, hi, tanh_truth(cells[2].split("=", 1)[1]))
             n_md += 1
-text = run(base + ["--format", "text"])
+text = run(base + ["--format", "text", "--verbose"])  # the per-claim detail
 n_text = 0
 for m in re.finditer(r"(rank-A-full|det-equals-tanh)\s+a=(\S+)\s+computed=\[([^,]+), ([^\]]+)\]", text):
     check(f"check text two-token a={m.group(2)}", m.group(3), m.group(4), tanh_truth(m.group(2)))
