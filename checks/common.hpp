@@ -17,6 +17,7 @@
 #include "attncert/number/ziv.hpp"
 #include "attncert/rank/exact_rank.hpp"
 #include "attncert/linalg/exact.hpp"
+#include "attncert/rank/numerical.hpp"
 #include "attncert/rank/policy.hpp"
 #include "attncert/linalg/spectra.hpp"
 #include "attncert/number/format.hpp"
@@ -221,42 +222,22 @@ report::rank_row measure_rank(const std::string& object, const std::string& inst
   r.cols = static_cast<std::size_t>(M.cols());
   r.exact_rank = exact_rank;
   r.exact_rank_source = exact_source;
-  auto fill = [&](const auto& sigma) {
-    using S = typename std::decay_t<decltype(sigma)>::value_type;
-    for (const auto& s : sigma) r.singular_values.push_back(str(s));
-    r.condition_number = sigma.empty() ? "" : str(approx_condition_number(sigma));
-    r.stable_rank = str(approx_stable_rank(sigma));
-    r.effective_rank = str(approx_effective_rank(sigma));
-    for (const auto& p : policies) {
-      report::numerical_rank nr;
-      nr.policy = p.name();
-      nr.threshold = sigma.empty() ? "0" : str(p.threshold(sigma[0], M.rows(), M.cols(), fmt));
-      nr.rank = p.rank(sigma, M.rows(), M.cols(), fmt);
-      if (nr.rank != exact_rank) r.diverges = true;
-      r.numerical.push_back(nr);
-    }
-    (void)sizeof(S);
-  };
-  if constexpr (std::is_same_v<T, double> || std::is_same_v<T, float> || std::is_same_v<T, mpfr_float>) {
-    r.svd_type = fmt.name;
-    fill(approx_singular_values(M));
-  } else if constexpr (std::is_same_v<T, mpfi_float>) {
-    // Numerical rank of an enclosure: measured on the midpoint matrix in MPFR at the same
-    // precision (approx tier; certified ranks are the exact_rank column).
-    matrix<mpfr_float> mid(M.rows(), M.cols());
-    for (Eigen::Index i = 0; i < M.rows(); ++i)
-      for (Eigen::Index j = 0; j < M.cols(); ++j) mid(i, j) = approx_mid(M(i, j));
-    r.svd_type = "mpfr" + std::to_string(fmt.requested_bits) + " (midpoints)";
-    fill(approx_singular_values(mid));
-  } else {
-    // 16-bit formats: like NumPy and PyTorch, the SVD runs in binary32 on the (exactly
-    // converted) matrix formed in the 16-bit format.
-    matrix<float> f(M.rows(), M.cols());
-    for (Eigen::Index i = 0; i < M.rows(); ++i)
-      for (Eigen::Index j = 0; j < M.cols(); ++j) f(i, j) = static_cast<float>(M(i, j));
-    r.svd_type = "binary32";
-    fill(approx_singular_values(f));
+  // The one numerical-rank measurement (rank/numerical.hpp): 16-bit formats in binary32,
+  // mpfiN on the interval midpoints (approx tier; certified ranks are the exact_rank column).
+  const auto m = approx_numerical_rank(M, fmt, policies, exact_rank, exact_rank);
+  r.svd_type = svd_label(fmt);
+  for (const auto& s : m.sigma) r.singular_values.push_back(str(s));
+  r.condition_number = m.sigma.empty() ? "" : str(approx_condition_number(m.sigma));
+  r.stable_rank = str(approx_stable_rank(m.sigma));
+  r.effective_rank = str(approx_effective_rank(m.sigma));
+  for (std::size_t k = 0; k < policies.size(); ++k) {
+    report::numerical_rank nr;
+    nr.policy = policies[k].name();
+    nr.threshold = m.sigma.empty() ? "0" : str(m.thresholds[k]);
+    nr.rank = m.ranks[k];
+    r.numerical.push_back(nr);
   }
+  r.diverges = m.any_diverges;
   return r;
 }
 

@@ -1,7 +1,7 @@
 // tests/drift/sweep.cpp — `attncert drift` (drift/sweep.hpp): the two-token boundary of
 // proofs/P10-two-token-drift.md, bisection against a brute-force scan, the closed-form fast
-// path against the general certified path, and the CSV rendering against the JSON.
-#define BOOST_TEST_MODULE report_drift
+// path against the general certified path.  (The renderings: tests/report/drift.cpp.)
+#define BOOST_TEST_MODULE drift_sweep
 #include "attncert/drift/sweep.hpp"
 
 #include <boost/test/unit_test.hpp>
@@ -229,73 +229,6 @@ BOOST_AUTO_TEST_CASE(general_path_escalates) {
     BOOST_TEST(q.exact.lo == 1u);
     BOOST_TEST(q.exact.hi == 1u);
   }
-}
-
-namespace {
-std::vector<std::string> split_csv(const std::string& line) {
-  std::vector<std::string> out;
-  std::string cur;
-  for (char ch : line) {
-    if (ch == ',') {
-      out.push_back(cur);
-      cur.clear();
-    } else {
-      cur += ch;
-    }
-  }
-  out.push_back(cur);
-  return out;
-}
-}  // namespace
-
-// The CSV carries the JSON's numbers exactly (binary64 values read back bit for bit).
-BOOST_AUTO_TEST_CASE(csv_round_trips) {
-  drift_request r = request(drift_family::two_token, 1e-18, 1, 9, true, "fp16,fp64,mpfr128", "numpy,absolute:1e-6");
-  const nlohmann::json j = drift_json(r, run_drift(r), "test");
-  std::ostringstream os;
-  write_drift_csv(os, j);
-  std::istringstream in(os.str());
-  std::string line;
-  std::getline(in, line);
-  const auto header = split_csv(line);
-  BOOST_TEST(header.size() == 16u);
-  std::size_t point_rows = 0, interval_rows = 0;
-  std::vector<std::vector<std::string>> rows;
-  while (std::getline(in, line)) rows.push_back(split_csv(line));
-  for (const auto& f : rows) {
-    BOOST_TEST_REQUIRE(f.size() == header.size());
-    if (f[0] == "point") {
-      const double a = std::strtod(f[1].c_str(), nullptr);
-      const nlohmann::json* pt = nullptr;
-      for (const auto& p : j["points"])
-        if (p["a"].get<double>() == a) pt = &p;
-      BOOST_TEST_REQUIRE(pt != nullptr);
-      BOOST_TEST(std::stoul(f[2]) == (*pt)["exact_rank"]["lo"].get<std::size_t>());
-      BOOST_TEST(f[4] == (*pt)["sigma_min_enclosure"]["lo"].get<std::string>());
-      const nlohmann::json* m = nullptr;
-      for (const auto& q : (*pt)["recipes"])
-        if (q["recipe"] == f[8]) m = &q;
-      BOOST_TEST_REQUIRE(m != nullptr);
-      BOOST_TEST(std::stoul(f[10]) == (*m)["numerical_rank"][f[9]].get<std::size_t>());
-      if ((*m)["sigma_min"].is_string()) BOOST_TEST(f[11] == (*m)["sigma_min"].get<std::string>());
-      else BOOST_TEST(std::strtod(f[11].c_str(), nullptr) == (*m)["sigma_min"].get<double>());
-      BOOST_TEST((f[13] == "true") == (*m)["diverges"].get<bool>());
-      ++point_rows;
-    } else {
-      BOOST_TEST(f[0] == "divergence");
-      bool found = false;
-      for (const auto& d : j["divergence"])
-        if (d["recipe"] == f[8] && d["policy"] == f[9])
-          for (const auto& iv : d["intervals"])
-            found = found || (iv[0].get<double>() == std::strtod(f[14].c_str(), nullptr) &&
-                              iv[1].get<double>() == std::strtod(f[15].c_str(), nullptr));
-      BOOST_TEST(found);
-      ++interval_rows;
-    }
-  }
-  BOOST_TEST(point_rows == 9u * 3u * 2u);
-  BOOST_TEST(interval_rows == j["summary"]["intervals"].get<std::size_t>());
-  BOOST_TEST(interval_rows > 0u);
 }
 
 BOOST_AUTO_TEST_CASE(bad_requests) {

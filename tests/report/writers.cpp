@@ -112,6 +112,10 @@ document sample() {
   return doc;
 }
 
+// The text report in its two modes.
+void write_text_summary(std::ostream& os, const document& doc) { write_text(os, doc, write_options{false}); }
+void write_text_verbose(std::ostream& os, const document& doc) { write_text(os, doc, write_options{true}); }
+
 std::string render(void (*writer)(std::ostream&, const document&), const document& doc) {
   std::ostringstream os;
   writer(os, doc);
@@ -398,7 +402,7 @@ BOOST_AUTO_TEST_CASE(markdown_escapes_pipes) {
 
 BOOST_AUTO_TEST_CASE(text_report) {
   const document doc = sample();
-  const std::string text = render(write_text, doc);
+  const std::string text = render(write_text_verbose, doc);
   const auto lines = lines_of(text);
   BOOST_REQUIRE(!lines.empty());
   BOOST_TEST(lines.back() ==
@@ -450,10 +454,98 @@ BOOST_AUTO_TEST_CASE(text_interval_rounded_outward) {
                                 "[0.12345678901234567, 0.12345678901234567]", "[-9.99999999999999e-01, 0]", "0",
                                 "1e-2", "absolute", verdict::pass));
   doc.checks = {c};
-  const std::string text = render(write_text, doc);
+  const std::string text = render(write_text_verbose, doc);
   BOOST_TEST(contains(text, "computed=[0.123456789012, 0.123456789013]"), text);
   // 15 significant digits, lower endpoint rounded toward -inf: the carry reaches the exponent
   BOOST_TEST(contains(text, "err=[-1e+00, 0]"), text);
+}
+
+// ---- text: the one-screen summary (default) ---------------------------------------------------
+
+namespace {
+/// The summary table's row of check `id`: its numbers (claims, pass, fail, undecided, skipped,
+/// rank rows, divergences), parsed back from the text.
+std::vector<std::size_t> summary_row(const std::string& text, const std::string& id) {
+  for (const auto& line : lines_of(text)) {
+    std::istringstream in(line);
+    std::string first;
+    if (!(in >> first) || first != id) continue;
+    std::vector<std::size_t> out;
+    for (std::size_t v; in >> v;) out.push_back(v);
+    return out;
+  }
+  return {};
+}
+
+/// The same numbers counted here, independently of the writer and of document::totals().
+std::vector<std::size_t> expected_row(const check_report& c) {
+  std::vector<std::size_t> v(7, 0);
+  for (const auto& r : c.claims) {
+    if (r.result != verdict::skipped) ++v[0];
+    ++v[r.result == verdict::pass ? 1 : r.result == verdict::fail ? 2 : r.result == verdict::undecided ? 3 : 4];
+  }
+  v[5] = c.ranks.size();
+  for (const auto& r : c.ranks) v[6] += r.diverges;
+  return v;
+}
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(text_summary_counts_per_check) {
+  const document doc = sample();
+  const std::string text = render(write_text_summary, doc);
+  for (const auto& c : doc.checks) {
+    const auto row = summary_row(text, c.id);
+    const auto want = expected_row(c);
+    BOOST_TEST(row == want, boost::test_tools::per_element());
+  }
+  // spelled out for the sample: two-token 3 claims (1 pass, 1 fail, 1 undecided) + 1 skipped;
+  // identical-values 1 claim, 2 rank rows, 1 divergence
+  BOOST_TEST(summary_row(text, "two-token") == (std::vector<std::size_t>{3, 1, 1, 1, 1, 0, 0}),
+             boost::test_tools::per_element());
+  BOOST_TEST(summary_row(text, "identical-values") == (std::vector<std::size_t>{1, 1, 0, 0, 0, 2, 1}),
+             boost::test_tools::per_element());
+  const auto lines = lines_of(text);
+  BOOST_TEST(lines.back() == "(settings and every claim: --verbose, or --format json, md or csv)");
+  BOOST_TEST(contains(text, "summary: 4 claims, 2 pass, 1 fail, 1 undecided, 1 skipped; 2 rank measurements, 1 divergences"));
+  // the claims that did not pass are named; the detail is not there
+  BOOST_TEST(contains(text, "[FAIL] two-token: p-squared, cancellation"));
+  BOOST_TEST(contains(text, "[UNDECIDED] two-token: det-equals-tanh (a=1e-20, mpfi128)"));
+  BOOST_TEST(!contains(text, "[PASS]"));
+  BOOST_TEST(!contains(text, "[SKIP]"));
+  BOOST_TEST(!contains(text, "error model:"));
+  BOOST_TEST(!contains(text, "settings:"));
+  BOOST_TEST(!contains(text, "computed="));
+  // verbose: the detail, then the same summary table
+  const std::string verbose = render(write_text_verbose, doc);
+  for (const auto& c : doc.checks)
+    BOOST_TEST(summary_row(verbose, c.id) == expected_row(c), boost::test_tools::per_element());
+  BOOST_TEST(contains(verbose, "[PASS]"));
+  BOOST_TEST(contains(verbose, "settings:"));
+}
+
+// Twelve checks of many claims (the size of `attncert check`) fit on one screen; failures
+// beyond the first ten are counted, not listed.
+BOOST_AUTO_TEST_CASE(text_summary_fits_one_screen) {
+  document doc;
+  doc.version = "0.1.0";
+  doc.command = "attncert check";
+  doc.settings = {{"seed", 7}};
+  for (int k = 0; k < 12; ++k) {
+    check_report c;
+    c.id = "check-" + std::to_string(k);
+    for (int i = 0; i < 40; ++i)
+      c.claims.push_back(make_claim("claim-" + std::to_string(i), "", "i", "binary64", "approx", "1", "1", "0", "0",
+                                    "1e-16", "absolute", k == 3 && i < 15 ? verdict::fail : verdict::pass));
+    doc.checks.push_back(c);
+  }
+  const std::string text = render(write_text_summary, doc);
+  BOOST_TEST(lines_of(text).size() <= 40u, text);
+  BOOST_TEST(summary_row(text, "check-3") == (std::vector<std::size_t>{40, 25, 15, 0, 0, 0, 0}),
+             boost::test_tools::per_element());
+  std::size_t listed = 0;
+  for (const auto& line : lines_of(text)) listed += line.rfind("  [FAIL] check-3: ", 0) == 0;
+  BOOST_TEST(listed == 10u);
+  BOOST_TEST(contains(text, "... and 5 more (--verbose)"));
 }
 
 // ---- format names / dispatch -------------------------------------------------------------
@@ -478,7 +570,7 @@ BOOST_AUTO_TEST_CASE(output_format_names) {
 BOOST_AUTO_TEST_CASE(write_dispatches) {
   const document doc = sample();
   const std::pair<output_format, void (*)(std::ostream&, const document&)> cases[] = {
-      {output_format::text, write_text},
+      {output_format::text, write_text_summary},
       {output_format::json, write_json},
       {output_format::md, write_markdown},
       {output_format::csv, write_csv}};

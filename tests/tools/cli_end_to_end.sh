@@ -8,7 +8,12 @@ BIN="$1"
 # --- the main job -----------------------------------------------------------
 expect_exit 0 "check (default formats)" "$BIN" check
 grep -q "^summary: .* 0 fail, 0 undecided" "$TMP/out" && ok || bad "text summary line"
-grep -q "DIVERGES" "$TMP/out" && ok || bad "text report flags divergences"
+grep -qE "^  two-token +[0-9]+ +[0-9]+ +0 +0 +[0-9]+ +[0-9]+ +[1-9]" "$TMP/out" && ok || bad "text summary: per check, claims and divergences"
+[ "$(wc -l < "$TMP/out")" -le 40 ] && ok || bad "text summary fits one screen (40 lines)"
+! grep -q "\[PASS\]" "$TMP/out" && ok || bad "per-claim detail only with --verbose"
+expect_exit 0 "check --verbose" "$BIN" check two-token --verbose
+grep -q "DIVERGES" "$TMP/out" && ok || bad "verbose text report flags divergences"
+grep -q "\[PASS\]" "$TMP/out" && ok || bad "verbose text report lists the claims"
 
 expect_exit 0 "check --format json" "$BIN" check --format json --out "$TMP/r.json"
 python3 - "$TMP/r.json" <<'PY' && ok || bad "JSON structure"

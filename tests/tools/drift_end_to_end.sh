@@ -44,7 +44,7 @@ PY
 
 # --- drift: JSON ------------------------------------------------------------
 expect_exit 0 "drift two-token json" "$BIN" drift --family two-token --from 1e-20 --to 1 --points 41 --log \
-  --recipes fp16,bf16-fp32acc,fp32,fp64,mpfr256 --policies numpy,absolute:1e-6 --format json --out "$TMP/d.json"
+  --recipes fp16,bf16-fp32acc,fp32,fp64,mpfr256 --policies numpy,absolute:1e-6 --format json --per-point --out "$TMP/d.json"
 [ ! -s "$TMP/err" ] && ok || bad "no progress output when stderr is not a terminal"
 python3 - "$TMP/d.json" <<'PY' && ok || bad "drift JSON structure and divergence intervals"
 import json, sys
@@ -53,16 +53,18 @@ for k in ("tool", "version", "command", "inputs", "settings", "points", "diverge
     assert k in d, k
 assert d["tool"] == "attncert" and d["inputs"]["family"] == "two-token"
 assert [r["name"] for r in d["settings"]["recipes"]] == ["fp16", "bf16-fp32acc", "fp32", "fp64", "mpfr256"]
-assert len(d["points"]) == 41
-for p in d["points"]:
-    lo, hi = p["exact_rank"]["lo"], p["exact_rank"]["hi"]
+P = d["points"]  # --per-point: a columnar table, index i = grid point i
+assert len(P["a"]) == 41
+assert [r["recipe"] for r in P["recipes"]] == ["fp16", "bf16-fp32acc", "fp32", "fp64", "mpfr256"]
+for i in range(41):
+    lo, hi = P["exact_rank_lo"][i], P["exact_rank_hi"][i]
     assert lo == hi == 2
-    assert float(p["sigma_min_enclosure"]["lo"]) <= float(p["sigma_min_enclosure"]["hi"])
-    for m in p["recipes"]:
-        ranks = m["numerical_rank"]
+    assert float(P["sigma_min_enclosure_lo"][i]) <= float(P["sigma_min_enclosure_hi"][i])
+    for m in P["recipes"]:
+        ranks = {k: v[i] for k, v in m["numerical_rank"].items()}
         assert set(ranks) == {"numpy", "absolute:1e-06"}, ranks
-        assert m["diverges"] == any(r is None or not lo <= r <= hi for r in ranks.values())
-    assert p["diverges"] == any(m["diverges"] for m in p["recipes"])
+        assert m["diverges"][i] == any(r is None or not lo <= r <= hi for r in ranks.values())
+    assert P["diverges"][i] == any(m["diverges"][i] for m in P["recipes"])
 div = {(x["recipe"], x["policy"]): x["intervals"] for x in d["divergence"]}
 assert len(div) == 10
 (a, b), = div[("fp64", "numpy")]
@@ -76,7 +78,7 @@ PY
 
 # --- drift: CSV and text --------------------------------------------------------
 expect_exit 0 "drift causal csv" "$BIN" drift --family causal --from 0.1 --to 1000 --points 9 --log --recipes fp16,fp64 \
-  --policies numpy --format csv --out "$TMP/d.csv"
+  --policies numpy --format csv --per-point --out "$TMP/d.csv"
 python3 - "$TMP/d.csv" <<'PY' && ok || bad "drift CSV"
 import csv, sys
 rows = list(csv.DictReader(open(sys.argv[1])))
@@ -90,9 +92,15 @@ PY
 expect_exit 0 "drift text" "$BIN" drift --family log-odds --from 0 --to 2 --points 5 --recipes fp32
 grep -q "^divergence intervals" "$TMP/out" && ok || bad "text lists the divergence intervals"
 grep -q "^summary: 5 points" "$TMP/out" && ok || bad "text summary"
+! grep -q "^a = " "$TMP/out" && ok || bad "text: per-point lines only with --per-point"
+expect_exit 0 "drift text --per-point" "$BIN" drift --family log-odds --from 0 --to 2 --points 5 --recipes fp32 --per-point
+[ "$(grep -c "^a = " "$TMP/out")" = 5 ] && ok || bad "text --per-point: one line per point"
+expect_exit 0 "drift json default" "$BIN" drift --family two-token --from 0 --to 1 --points 5 --recipes fp32 --format json
+python3 -c "import json; d=json.load(open('$TMP/out')); assert 'points' not in d; assert {'tool','version','command','inputs','settings','divergence','summary'} <= set(d)" \
+  && ok || bad "drift JSON without --per-point: every key but points"
 expect_exit 0 "drift identical-values (output by default)" "$BIN" drift --family identical-values --from 0.5 --to 4 \
-  --points 3 --recipes fp64 --policies numpy --format json
-python3 -c "import json,sys; d=json.load(open('$TMP/out')); assert d['inputs']['object']=='output'; assert all(p['exact_rank']['hi']==1 for p in d['points'])" \
+  --points 3 --recipes fp64 --policies numpy --format json --per-point
+python3 -c "import json,sys; d=json.load(open('$TMP/out')); assert d['inputs']['object']=='output'; assert d['points']['exact_rank_hi']==[1, 1, 1]" \
   && ok || bad "identical values: output rank 1"
 expect_exit 0 "drift random" "$BIN" drift --family random --n 3 --d 2 --seed 7 --from 0.1 --to 10 --points 4 --log --recipes bf16,fp32
 

@@ -175,16 +175,17 @@ DRIFTS = [
     ["--family", "causal", "--n", "3", "--from", "0.5", "--to", "40", "--points", "4"],
 ]
 for args in DRIFTS:
-    base = ["drift"] + args + ["--recipes", "fp64", "--policies", "numpy"]
+    base = ["drift"] + args + ["--recipes", "fp64", "--policies", "numpy", "--per-point"]
     j = json.loads(run(base + ["--format", "json"]))
+    P = j["points"]  # columnar: index i = grid point i
     by_a = {}
-    for p in j["points"]:
-        smin, cond = drift_truths(j, p["a"])
-        by_a[p["a"]] = (smin, cond)
-        tag = f"drift json {args[1]} a={p['a']!r}"
-        check(tag + " sigma_min", p["sigma_min_enclosure"]["lo"], p["sigma_min_enclosure"]["hi"], smin, nonnegative=True)
+    for i, a in enumerate(P["a"]):
+        smin, cond = drift_truths(j, a)
+        by_a[a] = (smin, cond)
+        tag = f"drift json {args[1]} a={a!r}"
+        check(tag + " sigma_min", P["sigma_min_enclosure_lo"][i], P["sigma_min_enclosure_hi"][i], smin, nonnegative=True)
         if cond is not None:
-            check(tag + " cond", p["condition_number_enclosure"]["lo"], p["condition_number_enclosure"]["hi"], cond)
+            check(tag + " cond", P["condition_number_enclosure_lo"][i], P["condition_number_enclosure_hi"][i], cond)
     for row in csv.DictReader(io.StringIO(run(base + ["--format", "csv"]))):
         if row["kind"] != "point":
             continue
@@ -196,8 +197,8 @@ for args in DRIFTS:
     text = run(base + ["--format", "text"])
     pts = re.findall(r"^a = (\S+)  exact rank \S+  sigma_min in \[([^,]+), ([^\]]+)\]  cond in \[([^,]+), ([^\]]+)\]",
                      text, re.M)
-    if len(pts) != len(j["points"]):
-        sys.exit(f"FAIL: drift {args} text: {len(pts)} points parsed, expected {len(j['points'])}")
+    if len(pts) != len(P["a"]):
+        sys.exit(f"FAIL: drift {args} text: {len(pts)} points parsed, expected {len(P['a'])}")
     for a, slo, shi, clo, chi in pts:
         smin, cond = by_a[float(a)]
         check(f"drift text {args[1]} a={a} sigma_min", slo, shi, smin, nonnegative=True)
@@ -248,7 +249,7 @@ for line in md.splitlines():
             lo, hi = INTERVAL.fullmatch(cells[4]).groups()
             check(f"check md two-token {cells[2]}", lo, hi, tanh_truth(cells[2].split("=", 1)[1]))
             n_md += 1
-text = run(base + ["--format", "text"])
+text = run(base + ["--format", "text", "--verbose"])  # the per-claim detail
 n_text = 0
 for m in re.finditer(r"(rank-A-full|det-equals-tanh)\s+a=(\S+)\s+computed=\[([^,]+), ([^\]]+)\]", text):
     check(f"check text two-token a={m.group(2)}", m.group(3), m.group(4), tanh_truth(m.group(2)))

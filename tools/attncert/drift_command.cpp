@@ -24,6 +24,7 @@
 
 #include "attncert/number/decimal.hpp"
 #include "attncert/drift/sweep.hpp"
+#include "attncert/report/drift.hpp"
 
 namespace attncert::cli {
 
@@ -142,7 +143,7 @@ struct drift_args {
               policies = "numpy,absolute:1e-6,relative:1e-3", object, format = "text", out, plot;
   double from = 0, to = 1, resolution = 1e-9;
   std::size_t points = 101;
-  bool log = false, no_enclosures = false;
+  bool log = false, no_enclosures = false, per_point = false;
   std::uint64_t seed = 20261129;
   long n = 0, d = 0;
   unsigned max_bits = 4096;
@@ -293,6 +294,7 @@ class commands_impl : public drift_commands {
         "condition number, and per recipe the numerical rank under each policy, its smallest singular value and\n"
         "condition number; `diverges` when a numerical rank differs from the exact rank.  Then, per recipe x policy,\n"
         "the a-intervals where it diverges, their ends located by bisection.\n"
+        "Reports start with those intervals and a summary; the per-point data only with --per-point.\n"
         "Families: two-token (S = a qk^T, q = k = (1,-1)), causal (S = -aI, causal mask, n = 4),\n"
         "  identical-values (seeded Q, K; every value row equal; default object output),\n"
         "  log-odds (S = a qq^T, q = (1..n), n = 3), random (seeded Q, K, V; n = 4, d = 2).\n"
@@ -316,6 +318,8 @@ class commands_impl : public drift_commands {
     drift_->add_option("--max-precision", da_.max_bits, "Cap (bits) of the singular-value enclosures")->capture_default_str();
     drift_->add_flag("--no-enclosures", da_.no_enclosures, "Skip the certified singular-value enclosures");
     drift_->add_option("--format", da_.format, "text, json or csv")->capture_default_str();
+    drift_->add_flag("--per-point", da_.per_point,
+                     "Also write every grid point (JSON: a columnar table; CSV: one row per point x recipe x policy)");
     drift_->add_option("--out", da_.out, "Write the report to FILE (atomically) instead of stdout");
     drift_->add_option("--plot", da_.plot, "Also render the smallest singular values to FILE.png or FILE.svg (gnuplot)");
 
@@ -371,11 +375,11 @@ class commands_impl : public drift_commands {
       };
     const drift_result res = run_drift(r);
     if (tty) std::cerr << "\r" << std::string(40, ' ') << "\r" << std::flush;
-    const nlohmann::json j = drift_json(r, res, command);
+    const drift_write_options wo{da_.per_point};
     std::ostringstream os;
-    if (da_.format == "json") os << j.dump(2) << "\n";
-    else if (da_.format == "csv") write_drift_csv(os, j);
-    else write_drift_text(os, j);
+    if (da_.format == "json") write_drift_json(os, r, res, command, wo);
+    else if (da_.format == "csv") write_drift_csv(os, r, res, wo);
+    else write_drift_text(os, r, res, wo);
     // The plot is rendered in a scratch directory next to its target and moved into place only
     // after the report was written: a failure leaves no partial file behind.
     fs::path scratch;

@@ -12,6 +12,7 @@
 
 #include "attncert/io/bounded_input.hpp"
 #include "attncert/io/matrix_input.hpp"
+#include "attncert/rank/numerical.hpp"
 #include "attncert/report/rank.hpp"
 #include "attncert/report/writers.hpp"
 #include "certify_command.hpp"
@@ -29,7 +30,8 @@ using cli::join_args;
 
 int run_check_command(const std::vector<std::string>& ids, bool list, const std::string& formats_text,
                       const std::string& policies_text, const std::string& out_format, const std::string& out_path,
-                      std::uint64_t seed, unsigned certify_bits, unsigned certify_max_bits, const std::string& command) {
+                      std::uint64_t seed, unsigned certify_bits, unsigned certify_max_bits, const std::string& command,
+                      bool verbose) {
   const auto& reg = checks::registry();
   if (list) {
     std::ostringstream os;
@@ -69,9 +71,7 @@ int run_check_command(const std::vector<std::string>& ids, bool list, const std:
   for (const auto& f : rs.formats)
     fs.push_back({{"name", f.name}, {"tier", to_string(f.number_tier())}, {"precision_bits_requested", f.requested_bits},
                   {"precision_bits_used", f.precision_bits()},
-                  {"svd", f.type == format_spec::kind::binary16 || f.type == format_spec::kind::bfloat16
-                              ? "binary32 (as NumPy/PyTorch upcast 16-bit matrices)"
-                              : f.type == format_spec::kind::mpfi ? "mpfr on interval midpoints" : f.name}});
+                  {"svd", svd_description(f)}});
   nlohmann::json ps = nlohmann::json::array();
   for (const auto& p : rs.policies) ps.push_back({{"name", p.name()}, {"rule", p.formula()}});
   doc.settings = {{"formats", fs},
@@ -89,7 +89,7 @@ int run_check_command(const std::vector<std::string>& ids, bool list, const std:
   }
   if (tty) std::cerr << "\r" << std::string(40, ' ') << "\r" << std::flush;
   std::ostringstream os;
-  report::write(os, doc, fmt);
+  report::write(os, doc, fmt, report::write_options{verbose});
   emit(out_path, os.str());
   const auto s = doc.totals();
   return (s.fail == 0 && s.undecided == 0) ? 0 : 1;
@@ -144,10 +144,10 @@ int run_rank_command(const rank_args& a, const std::string& command) {
   const auto fmt = report::parse_output_format(a.out_format);
   if (fmt != report::output_format::text && fmt != report::output_format::json)
     throw input_error("attncert rank writes --format text or json");
-  const nlohmann::json j = rank_report(req, command);
+  const rank_analysis analysis = analyse_rank(req);
   std::ostringstream os;
-  if (fmt == report::output_format::json) os << j.dump(2) << "\n";
-  else write_rank_text(os, j);
+  if (fmt == report::output_format::json) os << to_json(analysis, command).dump(2) << "\n";
+  else write_rank_text(os, analysis);
   emit(a.out_path, os.str());
   return 0;
 }
@@ -180,6 +180,7 @@ int main(int argc, char** argv) {
   std::string formats = "binary64,mpfr256", policies = "numpy,matlab,torch,lapack,eigen", out_format = "text", out_path;
   std::uint64_t seed = 20261129;
   unsigned certify_bits = 128, certify_max_bits = 4096;
+  bool verbose = false;
   check->add_option("ids", ids, "Check IDs (default: all; see --list)");
   check->add_flag("--list", list, "List the checks with their sections and proof files, then exit");
   check->add_option("--formats", formats, "Comma-separated evaluation formats")->capture_default_str();
@@ -189,6 +190,7 @@ int main(int argc, char** argv) {
   check->add_option("--seed", seed, "Seed of the random instances")->capture_default_str();
   check->add_option("--certify-bits", certify_bits, "Starting MPFI precision of certified witnesses")->capture_default_str();
   check->add_option("--certify-max-bits", certify_max_bits, "Escalation cap of certified witnesses")->capture_default_str();
+  check->add_flag("--verbose", verbose, "Text report: the settings and every claim (default: a one-screen summary per check)");
 
   auto* rank = app.add_subcommand("rank", "Certified rank of scores, attention, output or residual of one attention layer.");
   rank->footer(
@@ -246,7 +248,7 @@ int main(int argc, char** argv) {
     if (const int rc = drift_commands->run(command); rc >= 0) return rc;
     if (*check)
       return run_check_command(ids, list, formats, policies, out_format, out_path, seed, certify_bits, certify_max_bits,
-                               command);
+                               command, verbose);
   } catch (const attncert::input_error& e) {  // messages may echo input: kept on one line
     std::cerr << "attncert: " << one_line(e.what(), 4096) << "\n";
     return 2;

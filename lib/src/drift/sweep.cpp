@@ -3,14 +3,14 @@
 #include <charconv>
 #include <cmath>
 #include <cstdio>
-#include <iomanip>
 #include <limits>
 #include <random>
-#include <sstream>
 
 #include "attncert/linalg/certified_svd.hpp"
 #include "attncert/linalg/spectra.hpp"
 #include "attncert/number/decimal.hpp"
+#include "attncert/number/ziv.hpp"
+#include "attncert/rank/numerical.hpp"
 
 namespace attncert {
 
@@ -212,30 +212,19 @@ recipe_measurement measure_recipe(const recipe& rc, const recipe_input& in, cons
       m.ranks.assign(policies.size(), 0);
       return;
     }
-    auto record = [&](const auto& sigma) {
-      using S = typename std::decay_t<decltype(sigma)>::value_type;
-      for (const auto& p : policies) {
-        const std::size_t k = p.rank(sigma, M.rows(), M.cols(), rc.result);
-        const bool div = k < ex.lo || k > ex.hi;
-        m.ranks.push_back(k);
-        m.diverges_by_policy.push_back(div);
-        m.diverges = m.diverges || div;
-      }
-      if (!sigma.empty()) {
-        m.sigma_max = number_traits<S>::to_double(sigma.front());
-        m.sigma_min = number_traits<S>::to_double(sigma.back());
-        m.condition_number = number_traits<S>::to_double(approx_condition_number(sigma));
-        if constexpr (std::is_same_v<S, mpfr_float>) m.sigma_min_text = number_traits<S>::to_string(sigma.back(), 17);
-      }
-    };
-    if constexpr (std::is_same_v<Out, double> || std::is_same_v<Out, float> || std::is_same_v<Out, mpfr_float>) {
-      m.svd = rc.result.name;
-      record(approx_singular_values(M));
-    } else {
-      m.svd = "binary32";
-      matrix<float> F(M.rows(), M.cols());
-      for (Eigen::Index i = 0; i < M.size(); ++i) F(i) = static_cast<float>(M(i));
-      record(approx_singular_values(F));
+    // The one numerical-rank measurement (rank/numerical.hpp): ε of the result format; the
+    // SVD in the result format, binary32 for the 16-bit ones.
+    const auto nm = approx_numerical_rank(M, rc.result, policies, ex.lo, ex.hi);
+    using S = typename decltype(nm.sigma)::value_type;
+    m.svd = svd_label(rc.result);
+    m.ranks = nm.ranks;
+    m.diverges_by_policy = nm.diverges;
+    m.diverges = nm.any_diverges;
+    if (!nm.sigma.empty()) {
+      m.sigma_max = number_traits<S>::to_double(nm.sigma.front());
+      m.sigma_min = number_traits<S>::to_double(nm.sigma.back());
+      m.condition_number = number_traits<S>::to_double(approx_condition_number(nm.sigma));
+      if constexpr (std::is_same_v<S, mpfr_float>) m.sigma_min_text = number_traits<S>::to_string(nm.sigma.back(), 17);
     }
   });
   return m;
@@ -270,8 +259,9 @@ void enclose(const drift_request& r, double a, drift_point& p) {
     return;
   }
   const recipe_input in = drift_instance(r, a);
-  singular_value_enclosures sv;
-  for (unsigned bits = r.start_bits;; bits = std::min(2 * bits, r.max_bits)) {
+  // Ziv (number/ziv.hpp): escalate until as many singular values are certified > 0 as the
+  // exact rank's lower bound, or the cap.
+  const auto out = ziv_escalate(precision_schedule{r.start_bits, r.max_bits}, [&](unsigned bits) {
     precision_guard g(bits);
     const matrix<mpfi_float> Q = from_double_matrix<mpfi_float>(in.Q), K = from_double_matrix<mpfi_float>(in.K);
     const mpfi_float s = number_traits<mpfi_float>::from_double(a);
@@ -279,10 +269,12 @@ void enclose(const drift_request& r, double a, drift_point& p) {
     for (Eigen::Index i = 0; i < S.size(); ++i) S(i) = s * S(i);
     matrix<mpfi_float> X = masked_softmax(S, in.M);
     if (r.object == layer_object::output) X = multiply(X, from_double_matrix<mpfi_float>(*in.V));
-    sv = certified_singular_values(X);
+    singular_value_enclosures sv = certified_singular_values(X);
     sv.bits = g.bits();
-    if (sv.certified_positive >= p.exact.lo || bits >= r.max_bits) break;
-  }
+    const bool decided = sv.certified_positive >= p.exact.lo;
+    return ziv_step<singular_value_enclosures>{std::move(sv), decided};
+  });
+  const singular_value_enclosures& sv = out.value;
   p.enclosure_bits = sv.bits;
   if (sv.sigma.empty()) return;
   precision_guard g(sv.bits);
@@ -332,6 +324,15 @@ double bisect(const drift_request& r, const recipe& rc, const rank_policy& p, do
 }
 
 }  // namespace
+
+bool drift_uses_closed_form(const drift_request& r) { return two_token_fast(r); }
+
+std::string drift_resolution_rule(const drift_request& r) {
+  return r.log ? "bisection until hi/lo <= 1 + resolution (geometric midpoints)"
+               : "bisection until |hi - lo| <= resolution * (to - from)";
+}
+
+std::string drift_svd_label(const recipe& rc) { return svd_label(rc.result); }
 
 bool drift_diverges_at(const drift_request& r, const recipe& rc, const rank_policy& p, double a) {
   const drift_exact ex = drift_exact_rank(r, a);
@@ -410,185 +411,6 @@ drift_result run_drift(const drift_request& r) {
       res.divergence.push_back(std::move(di));
     }
   return res;
-}
-
-nlohmann::json drift_json(const drift_request& r, const drift_result& res, const std::string& command) {
-  nlohmann::json j;
-  j["tool"] = "attncert";
-  j["version"] = ATTNCERT_VERSION;
-  j["command"] = command;
-  j["inputs"] = drift_family_description(r);
-  nlohmann::json recipes = nlohmann::json::array();
-  for (const auto& rc : r.recipes)
-    recipes.push_back({{"name", rc.name},
-                       {"storage", rc.storage.name},
-                       {"scores", rc.scores.name},
-                       {"softmax", rc.softmax.name},
-                       {"output", rc.output.name},
-                       {"result", rc.result.name},
-                       {"policy_epsilon_bits", rc.result.precision_bits()}});
-  nlohmann::json policies = nlohmann::json::array();
-  for (const auto& p : r.policies) policies.push_back({{"name", p.name()}, {"rule", p.formula()}});
-  const bool fast = two_token_fast(r);
-  j["settings"] = {
-      {"param", "a"},
-      {"from", r.from},
-      {"to", r.to},
-      {"points", r.points},
-      {"spacing", r.log ? "log" : "linear"},
-      {"recipes", recipes},
-      {"policies", policies},
-      {"policy_epsilon", "eps = 2^(1-p) of the recipe's result format"},
-      {"svd", "Eigen JacobiSVD in the result format (binary32 for binary16/bfloat16 results)"},
-      {"resolution", r.resolution},
-      {"resolution_rule", r.log ? "bisection until hi/lo <= 1 + resolution (geometric midpoints)"
-                                : "bisection until |hi - lo| <= resolution * (to - from)"},
-      {"bisection_assumption", "the divergence status changes at most once between adjacent grid points"},
-      {"exact_rank_method", fast ? "closed form: det A = tanh a (proofs/P01-two-token.md)"
-                                 : "transcendence method on the exact scores a*QK^T (proofs/P08-transcendence-rank.md)"},
-      {"enclosure_method", !r.enclosures ? "not computed"
-                           : fast        ? "sigma = {1, tanh|a|} (P01); tanh|a| by mpfr_tanh rounded down and up, 64 bits"
-                                         : "Rump 2011 certified singular values in MPFI, escalating from " +
-                                               std::to_string(r.start_bits) + " to " + std::to_string(r.max_bits) + " bits"},
-      {"enclosure_ends", "decimal strings rounded outward"}};
-  nlohmann::json points = nlohmann::json::array();
-  std::size_t diverging = 0;
-  for (const auto& p : res.points) {
-    nlohmann::json pj;
-    pj["a"] = p.a;
-    pj["exact_rank"] = {{"lo", p.exact.lo}, {"hi", p.exact.hi}};
-    if (r.enclosures) {
-      pj["sigma_min_enclosure"] = {{"lo", p.smin_lo}, {"hi", p.smin_hi}};
-      pj["condition_number_enclosure"] = {{"lo", p.cond_lo}, {"hi", p.cond_hi}};
-      pj["enclosure_bits"] = p.enclosure_bits;
-    }
-    nlohmann::json rs = nlohmann::json::array();
-    for (std::size_t ri = 0; ri < p.recipes.size(); ++ri) {
-      const auto& m = p.recipes[ri];
-      nlohmann::json mj;
-      mj["recipe"] = r.recipes[ri].name;
-      mj["formed"] = m.formed;
-      if (!m.formed) mj["failure"] = m.failure;
-      nlohmann::json ranks = nlohmann::json::object();
-      for (std::size_t pi = 0; pi < r.policies.size(); ++pi) {
-        if (m.formed) ranks[r.policies[pi].name()] = m.ranks[pi];
-        else ranks[r.policies[pi].name()] = nullptr;
-      }
-      mj["numerical_rank"] = ranks;
-      if (m.formed) {
-        mj["sigma_min"] = m.sigma_min_text.empty() ? nlohmann::json(m.sigma_min) : nlohmann::json(m.sigma_min_text);
-        mj["condition_number"] = std::isfinite(m.condition_number) ? nlohmann::json(m.condition_number) : nlohmann::json("inf");
-        mj["svd"] = m.svd;
-      }
-      mj["diverges"] = m.diverges;
-      rs.push_back(mj);
-    }
-    pj["recipes"] = rs;
-    pj["diverges"] = p.diverges;
-    diverging += p.diverges;
-    points.push_back(pj);
-  }
-  j["points"] = points;
-  nlohmann::json div = nlohmann::json::array();
-  std::size_t nint = 0;
-  for (const auto& d : res.divergence) {
-    nlohmann::json iv = nlohmann::json::array();
-    for (const auto& [a, b] : d.intervals) iv.push_back({a, b});
-    nint += d.intervals.size();
-    div.push_back({{"recipe", d.recipe}, {"policy", d.policy}, {"intervals", iv},
-                   {"bisection_evaluations", d.bisection_evaluations}});
-  }
-  j["divergence"] = div;
-  j["summary"] = {{"points", res.points.size()}, {"diverging_points", diverging}, {"intervals", nint}};
-  return j;
-}
-
-namespace {
-std::string jnum(const nlohmann::json& v) {
-  if (v.is_null()) return "";
-  if (v.is_string()) return v.get<std::string>();
-  if (v.is_number_float()) return num17(v.get<double>());
-  return v.dump();
-}
-std::string csv_field(const std::string& s) {
-  if (s.find_first_of(",\"\n") == std::string::npos) return s;
-  std::string q = "\"";
-  for (char c : s) q += c == '"' ? std::string("\"\"") : std::string(1, c);
-  return q + "\"";
-}
-}  // namespace
-
-void write_drift_csv(std::ostream& os, const nlohmann::json& j) {
-  os << "kind,a,exact_lo,exact_hi,sigma_min_lo,sigma_min_hi,cond_lo,cond_hi,recipe,policy,rank,sigma_min,"
-        "condition_number,diverges,from,to\n";
-  for (const auto& p : j["points"]) {
-    const bool enc = p.contains("sigma_min_enclosure");
-    for (const auto& m : p["recipes"])
-      for (auto it = m["numerical_rank"].begin(); it != m["numerical_rank"].end(); ++it) {
-        os << "point," << jnum(p["a"]) << "," << jnum(p["exact_rank"]["lo"]) << "," << jnum(p["exact_rank"]["hi"]) << ","
-           << (enc ? jnum(p["sigma_min_enclosure"]["lo"]) : "") << "," << (enc ? jnum(p["sigma_min_enclosure"]["hi"]) : "")
-           << "," << (enc ? jnum(p["condition_number_enclosure"]["lo"]) : "") << ","
-           << (enc ? jnum(p["condition_number_enclosure"]["hi"]) : "") << "," << csv_field(m["recipe"].get<std::string>())
-           << "," << csv_field(it.key()) << "," << jnum(it.value()) << ","
-           << (m.contains("sigma_min") ? jnum(m["sigma_min"]) : "") << ","
-           << (m.contains("condition_number") ? jnum(m["condition_number"]) : "") << ","
-           << (m["diverges"].get<bool>() ? "true" : "false") << ",,\n";
-      }
-  }
-  for (const auto& d : j["divergence"])
-    for (const auto& iv : d["intervals"])
-      os << "divergence,,,,,,,," << csv_field(d["recipe"].get<std::string>()) << "," << csv_field(d["policy"].get<std::string>())
-         << ",,,,true," << jnum(iv[0]) << "," << jnum(iv[1]) << "\n";
-}
-
-void write_drift_text(std::ostream& os, const nlohmann::json& j) {
-  const auto& s = j["settings"];
-  os << "attncert " << j["version"].get<std::string>() << " — drift of the numerical rank, family "
-     << j["inputs"]["family"].get<std::string>() << ", object " << j["inputs"]["object"].get<std::string>() << "\n";
-  os << "a from " << jnum(s["from"]) << " to " << jnum(s["to"]) << ", " << jnum(s["points"]) << " points ("
-     << s["spacing"].get<std::string>() << "); exact rank: " << s["exact_rank_method"].get<std::string>() << "\n";
-  os << "recipes (storage/scores/softmax/output/result):";
-  for (const auto& rc : s["recipes"])
-    os << "  " << rc["name"].get<std::string>() << " = " << rc["storage"].get<std::string>() << "/"
-       << rc["scores"].get<std::string>() << "/" << rc["softmax"].get<std::string>() << "/"
-       << rc["output"].get<std::string>() << "/" << rc["result"].get<std::string>();
-  os << "\npolicies:";
-  for (const auto& p : s["policies"]) os << "  " << p["name"].get<std::string>() << " (" << p["rule"].get<std::string>() << ")";
-  os << "\n\n";
-  for (const auto& p : j["points"]) {
-    os << "a = " << jnum(p["a"]) << "  exact rank "
-       << (p["exact_rank"]["lo"] == p["exact_rank"]["hi"] ? jnum(p["exact_rank"]["lo"])
-                                                          : "[" + jnum(p["exact_rank"]["lo"]) + ", " + jnum(p["exact_rank"]["hi"]) + "]");
-    if (p.contains("sigma_min_enclosure"))
-      os << "  sigma_min in [" << jnum(p["sigma_min_enclosure"]["lo"]) << ", " << jnum(p["sigma_min_enclosure"]["hi"])
-         << "]  cond in [" << jnum(p["condition_number_enclosure"]["lo"]) << ", "
-         << jnum(p["condition_number_enclosure"]["hi"]) << "]";
-    os << (p["diverges"].get<bool>() ? "  DIVERGES" : "") << "\n";
-    for (const auto& m : p["recipes"]) {
-      std::ostringstream line;
-      line << "    " << std::left << std::setw(14) << m["recipe"].get<std::string>();
-      for (auto it = m["numerical_rank"].begin(); it != m["numerical_rank"].end(); ++it)
-        line << " " << it.key() << " " << (it.value().is_null() ? std::string("-") : jnum(it.value()));
-      if (m["formed"].get<bool>())
-        line << "  sigma_min " << jnum(m["sigma_min"]) << "  cond " << jnum(m["condition_number"]);
-      else
-        line << "  not formed: " << m["failure"].get<std::string>();
-      if (m["diverges"].get<bool>()) line << "  *";
-      os << line.str() << "\n";
-    }
-  }
-  os << "\ndivergence intervals (ends bisected; " << s["resolution_rule"].get<std::string>()
-     << ", resolution " << jnum(s["resolution"]) << "):\n";
-  for (const auto& d : j["divergence"]) {
-    os << "  " << std::left << std::setw(14) << d["recipe"].get<std::string>() << " " << std::setw(16)
-       << d["policy"].get<std::string>();
-    if (d["intervals"].empty()) os << " none";
-    for (const auto& iv : d["intervals"]) os << " [" << jnum(iv[0]) << ", " << jnum(iv[1]) << "]";
-    os << "\n";
-  }
-  const auto& sm = j["summary"];
-  os << "summary: " << jnum(sm["points"]) << " points, " << jnum(sm["diverging_points"]) << " diverging, "
-     << jnum(sm["intervals"]) << " divergence intervals\n";
 }
 
 }  // namespace attncert

@@ -545,10 +545,9 @@ void write_json(std::ostream& os, const document& doc) {
   os << document_json(doc).dump(2, ' ', false, ordered_json::error_handler_t::replace) << '\n';
 }
 
-void write_text(std::ostream& os, const document& doc) {
-  os << one_line(doc.tool) << (doc.version.empty() ? "" : " " + one_line(doc.version))
-     << " — tolerance report\n";
-  if (!doc.command.empty()) write_wrapped(os, "command: ", "         ", doc.command);
+namespace {
+
+void write_settings_text(std::ostream& os, const document& doc) {
   if (doc.settings.is_object() && !doc.settings.empty()) {
     os << "settings:\n";
     for (const auto& [key, value] : doc.settings.items())
@@ -559,102 +558,151 @@ void write_text(std::ostream& os, const document& doc) {
     write_wrapped(os, "settings: ", "          ",
                   doc.settings.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
   }
+}
 
+/// One claim row of the text report: tag, id, instance, then the numbers, wrapped.
+void write_claim_text(std::ostream& os, const claim_row& r, std::size_t wclaim, std::size_t winst) {
+  const std::string indent = "    ";
+  const std::string cont(indent.size() + 12, ' ');  // under the claim id
+  std::string line = indent + pad_right(text_tag(r.result), 11) + ' ' + pad_right(one_line(r.claim), wclaim) + "  " +
+                     pad_right(one_line(r.instance), winst);
+  std::vector<std::string> fields;
+  if (r.result != verdict::skipped || !r.computed.empty() || !r.expected.empty()) {
+    fields.push_back("computed=" + abbreviate(r.computed));
+    fields.push_back("expected=" + abbreviate(r.expected));
+    fields.push_back("err=" + abbreviate(r.abs_error));
+    if (starts_with_relative(r.tolerance_rule)) fields.push_back("rel=" + abbreviate(r.rel_error));
+    fields.push_back("tol=" + abbreviate(r.tolerance));
+  }
+  std::size_t w = display_width(line);
+  bool line_has_field = false;  // fields are separated by one blank, the first by two
+  for (const auto& f : fields) {
+    const std::size_t fw = display_width(f);
+    const std::size_t gap = line_has_field ? 1 : 2;
+    if (w + gap + fw > text_width && (line_has_field || w > cont.size())) {
+      os << line << '\n';
+      line = cont + f;
+      w = cont.size() + fw;
+    } else {
+      line += std::string(gap, ' ') + f;
+      w += gap + fw;
+    }
+    line_has_field = true;
+  }
+  while (!line.empty() && line.back() == ' ') line.pop_back();
+  os << line << '\n';
+  if (!r.note.empty()) write_wrapped(os, cont + "note: ", cont + "      ", r.note);
+}
+
+void write_claims_text(std::ostream& os, const check_report& c) {
+  for (const auto& [id, statement] : statements(c.claims))
+    if (!statement.empty()) write_wrapped(os, "  claim " + one_line(id) + ": ", "      ", statement);
+  for (const auto& format : formats_in_order(c.claims)) {
+    const std::string tier = common_tier(c.claims, format);
+    os << "  format " << one_line(format) << (tier.empty() ? "" : " (" + one_line(tier) + ")") << ":\n";
+    std::size_t wclaim = 0, winst = 0;
+    for (const auto& r : c.claims) {
+      if (r.format != format) continue;
+      wclaim = std::max(wclaim, display_width(one_line(r.claim)));
+      winst = std::max(winst, display_width(one_line(r.instance)));
+    }
+    wclaim = std::min<std::size_t>(wclaim, 28);
+    winst = std::min<std::size_t>(winst, 20);
+    for (const auto& r : c.claims)
+      if (r.format == format) write_claim_text(os, r, wclaim, winst);
+  }
+}
+
+/// A table whose columns are padded to their widest cell; `right[i]` right-aligns column i.
+void write_table(std::ostream& os, const std::string& indent, const std::vector<std::vector<std::string>>& rows,
+                 const std::vector<bool>& right, const std::vector<std::string>& markers = {}) {
+  if (rows.empty()) return;
+  std::vector<std::size_t> widths(rows.front().size(), 0);
+  for (const auto& row : rows)
+    for (std::size_t i = 0; i < row.size() && i < widths.size(); ++i) widths[i] = std::max(widths[i], display_width(row[i]));
+  for (std::size_t k = 0; k < rows.size(); ++k) {
+    std::string line = indent;
+    for (std::size_t i = 0; i < rows[k].size(); ++i)
+      line += (i ? "  " : "") + (right[i] ? pad_left(rows[k][i], widths[i]) : pad_right(rows[k][i], widths[i]));
+    if (k < markers.size() && !markers[k].empty()) line += "  " + markers[k];
+    while (!line.empty() && line.back() == ' ') line.pop_back();
+    os << line << '\n';
+  }
+}
+
+void write_ranks_text(std::ostream& os, const check_report& c) {
+  const auto policies = policies_in_order(c.ranks);
+  std::vector<std::string> header = {"object", "instance", "format", "exact"};
+  for (const auto& p : policies) header.push_back(one_line(p));
+  header.push_back("sigma_min");
+  std::vector<std::vector<std::string>> rows = {header};
+  std::vector<std::string> markers = {""};
+  for (const auto& r : c.ranks) {
+    std::vector<std::string> row = {truncate_display(one_line(r.object), 24), truncate_display(one_line(r.instance), 20),
+                                    truncate_display(one_line(r.format), 16), std::to_string(r.exact_rank)};
+    for (const auto& p : policies) row.push_back(rank_under(r, p));
+    row.push_back(abbreviate(sigma_min(r)));
+    rows.push_back(std::move(row));
+    markers.push_back(r.diverges ? "DIVERGES" : "");
+  }
+  // numeric columns (exact rank, policies) are right-aligned
+  std::vector<bool> right(header.size(), false);
+  for (std::size_t i = 3; i + 1 < header.size(); ++i) right[i] = true;
+  os << "  ranks (exact vs numerical, by policy)\n";
+  write_table(os, "    ", rows, right, markers);
+}
+
+/// Per check: its claims by verdict and its divergences; then the totals and the claims that
+/// did not pass (at most `max_listed`).  Counts come from document::totals() per check.
+void write_summary_text(std::ostream& os, const document& doc) {
+  constexpr std::size_t max_listed = 10;
+  std::vector<std::vector<std::string>> rows = {
+      {"check", "claims", "pass", "fail", "undecided", "skipped", "rank rows", "divergences"}};
+  std::vector<std::string> not_passed;
+  for (const auto& c : doc.checks) {
+    document one;
+    one.checks.push_back(c);
+    const summary s = one.totals();
+    rows.push_back({truncate_display(one_line(c.id), 28), std::to_string(s.claims), std::to_string(s.pass),
+                    std::to_string(s.fail), std::to_string(s.undecided), std::to_string(s.skipped),
+                    std::to_string(s.rank_rows), std::to_string(s.divergences)});
+    for (const auto& r : c.claims)
+      if (r.result == verdict::fail || r.result == verdict::undecided)
+        not_passed.push_back(std::string(text_tag(r.result)) + " " + one_line(c.id) + ": " + one_line(r.claim) + " (" +
+                             one_line(r.instance) + ", " + one_line(r.format) + ")");
+  }
+  std::vector<bool> right(rows.front().size(), true);
+  right[0] = false;
+  os << "checks (claims by verdict; divergences: numerical rank != exact rank, measured, not failures):\n";
+  write_table(os, "  ", rows, right);
+  for (std::size_t k = 0; k < not_passed.size() && k < max_listed; ++k)
+    write_wrapped(os, "  ", "      ", truncate_display(not_passed[k], 2 * text_width));
+  if (not_passed.size() > max_listed) os << "  ... and " << not_passed.size() - max_listed << " more (--verbose)\n";
+}
+
+}  // namespace
+
+void write_text(std::ostream& os, const document& doc, const write_options& opt) {
+  os << one_line(doc.tool) << (doc.version.empty() ? "" : " " + one_line(doc.version)) << " — tolerance report\n";
+  if (!doc.command.empty()) write_wrapped(os, "command: ", "         ", doc.command);
+  if (!opt.verbose) {
+    write_summary_text(os, doc);
+    os << summary_line(doc.totals()) << '\n';
+    os << "(settings and every claim: --verbose, or --format json, md or csv)\n";
+    return;
+  }
+  write_settings_text(os, doc);
   for (const auto& c : doc.checks) {
     os << '\n'
        << "== " << one_line(c.id) << (c.title.empty() ? "" : " — " + one_line(c.title))
        << one_line(paren_join(c.section, c.proof)) << '\n';
     if (!c.error_model.empty()) write_wrapped(os, "error model: ", std::string(13, ' '), c.error_model);
-
-    if (!c.claims.empty()) {
-      for (const auto& [id, statement] : statements(c.claims))
-        if (!statement.empty()) write_wrapped(os, "  claim " + one_line(id) + ": ", "      ", statement);
-
-      for (const auto& format : formats_in_order(c.claims)) {
-        const std::string tier = common_tier(c.claims, format);
-        os << "  format " << one_line(format) << (tier.empty() ? "" : " (" + one_line(tier) + ")") << ":\n";
-        std::size_t wclaim = 0, winst = 0;
-        for (const auto& r : c.claims) {
-          if (r.format != format) continue;
-          wclaim = std::max(wclaim, display_width(one_line(r.claim)));
-          winst = std::max(winst, display_width(one_line(r.instance)));
-        }
-        wclaim = std::min<std::size_t>(wclaim, 28);
-        winst = std::min<std::size_t>(winst, 20);
-        const std::string indent = "    ";
-        const std::string cont(indent.size() + 12, ' ');  // under the claim id
-        for (const auto& r : c.claims) {
-          if (r.format != format) continue;
-          std::string line = indent + pad_right(text_tag(r.result), 11) + ' ' +
-                             pad_right(one_line(r.claim), wclaim) + "  " + pad_right(one_line(r.instance), winst);
-          std::vector<std::string> fields;
-          if (r.result != verdict::skipped || !r.computed.empty() || !r.expected.empty()) {
-            fields.push_back("computed=" + abbreviate(r.computed));
-            fields.push_back("expected=" + abbreviate(r.expected));
-            fields.push_back("err=" + abbreviate(r.abs_error));
-            if (starts_with_relative(r.tolerance_rule)) fields.push_back("rel=" + abbreviate(r.rel_error));
-            fields.push_back("tol=" + abbreviate(r.tolerance));
-          }
-          std::size_t w = display_width(line);
-          bool line_has_field = false;  // fields are separated by one blank, the first by two
-          for (const auto& f : fields) {
-            const std::size_t fw = display_width(f);
-            const std::size_t gap = line_has_field ? 1 : 2;
-            if (w + gap + fw > text_width && (line_has_field || w > cont.size())) {
-              os << line << '\n';
-              line = cont + f;
-              w = cont.size() + fw;
-            } else {
-              line += std::string(gap, ' ') + f;
-              w += gap + fw;
-            }
-            line_has_field = true;
-          }
-          while (!line.empty() && line.back() == ' ') line.pop_back();
-          os << line << '\n';
-          if (!r.note.empty()) write_wrapped(os, cont + "note: ", cont + "      ", r.note);
-        }
-      }
-    }
-
-    if (!c.ranks.empty()) {
-      const auto policies = policies_in_order(c.ranks);
-      std::vector<std::string> header = {"object", "instance", "format", "exact"};
-      for (const auto& p : policies) header.push_back(one_line(p));
-      header.push_back("sigma_min");
-      std::vector<std::vector<std::string>> rows;
-      for (const auto& r : c.ranks) {
-        std::vector<std::string> row = {truncate_display(one_line(r.object), 24),
-                                        truncate_display(one_line(r.instance), 20),
-                                        truncate_display(one_line(r.format), 16), std::to_string(r.exact_rank)};
-        for (const auto& p : policies) row.push_back(rank_under(r, p));
-        row.push_back(abbreviate(sigma_min(r)));
-        rows.push_back(std::move(row));
-      }
-      std::vector<std::size_t> widths(header.size());
-      for (std::size_t i = 0; i < header.size(); ++i) {
-        widths[i] = display_width(header[i]);
-        for (const auto& row : rows) widths[i] = std::max(widths[i], display_width(row[i]));
-      }
-      // numeric columns (exact rank, policies) are right-aligned
-      auto cell = [&](const std::vector<std::string>& row, std::size_t i) {
-        const bool numeric = i >= 3 && i + 1 < header.size();
-        return numeric ? pad_left(row[i], widths[i]) : pad_right(row[i], widths[i]);
-      };
-      auto emit = [&](const std::vector<std::string>& row, const std::string& marker) {
-        std::string line = "    ";
-        for (std::size_t i = 0; i < row.size(); ++i) line += (i ? "  " : "") + cell(row, i);
-        if (!marker.empty()) line += "  " + marker;
-        while (!line.empty() && line.back() == ' ') line.pop_back();
-        os << line << '\n';
-      };
-      os << "  ranks (exact vs numerical, by policy)\n";
-      emit(header, "");
-      for (std::size_t k = 0; k < rows.size(); ++k) emit(rows[k], c.ranks[k].diverges ? "DIVERGES" : "");
-    }
+    if (!c.claims.empty()) write_claims_text(os, c);
+    if (!c.ranks.empty()) write_ranks_text(os, c);
   }
-
-  os << '\n' << summary_line(doc.totals()) << '\n';
+  os << '\n';
+  write_summary_text(os, doc);
+  os << summary_line(doc.totals()) << '\n';
 }
 
 void write_markdown(std::ostream& os, const document& doc) {
@@ -780,9 +828,9 @@ void write_csv(std::ostream& os, const document& doc) {
   }
 }
 
-void write(std::ostream& os, const document& doc, output_format f) {
+void write(std::ostream& os, const document& doc, output_format f, const write_options& opt) {
   switch (f) {
-    case output_format::text: write_text(os, doc); return;
+    case output_format::text: write_text(os, doc, opt); return;
     case output_format::json: write_json(os, doc); return;
     case output_format::md: write_markdown(os, doc); return;
     case output_format::csv: write_csv(os, doc); return;

@@ -35,7 +35,6 @@
 #include <cstdint>
 #include <functional>
 #include <nlohmann/json.hpp>
-#include <ostream>
 #include <string>
 #include <vector>
 
@@ -147,11 +146,13 @@ bool drift_diverges_at(const drift_request& req, const recipe& r, const rank_pol
 /// tanh a (P01).  Tier: approx.  Returned as binary64 (exact for every format but mpfrN).
 std::pair<double, double> two_token_contrast(const recipe& r, double a);
 
-/// The JSON report (tool, version, command, inputs, settings, points, divergence, summary).
-nlohmann::json drift_json(const drift_request& req, const drift_result& res, const std::string& command);
-/// Renderings of the JSON report: a text table, and CSV (one `point` row per a × recipe ×
-/// policy, one `divergence` row per interval; the same numbers as the JSON, 17 digits).
-void write_drift_text(std::ostream& os, const nlohmann::json& report);
-void write_drift_csv(std::ostream& os, const nlohmann::json& report);
+/// Is the exact side of this sweep the two-token closed form (P01)?  (Else the general path.)
+bool drift_uses_closed_form(const drift_request& req);
+/// The bisection's stopping rule in words, for reports.
+std::string drift_resolution_rule(const drift_request& req);
+/// The arithmetic of the SVD of recipe r's numerical ranks (rank/numerical.hpp: svd_label).
+std::string drift_svd_label(const recipe& r);
+
+// Renderings (JSON, text, CSV): report/drift.hpp.
 
 }  // namespace attncert

@@ -20,12 +20,21 @@ output_format parse_output_format(const std::string& s);
 /// summary: integers claims, pass, fail, undecided, skipped, rank_rows, divergences.
 nlohmann::json to_json(const document& doc);
 
-void write_text(std::ostream& os, const document& doc);
+/// How much the text report shows.  JSON, Markdown and CSV always carry every claim.
+struct write_options {
+  /// false: a one-screen summary — per check its claims by verdict (pass, fail, undecided,
+  /// skipped) and its divergences, the claims that failed or are undecided (the first ten),
+  /// then the totals.  true: the settings and every claim and rank row, check by check, then
+  /// the same summary.
+  bool verbose = false;
+};
+
+void write_text(std::ostream& os, const document& doc, const write_options& opt = {});
 void write_json(std::ostream& os, const document& doc);
 void write_markdown(std::ostream& os, const document& doc);
 /// CSV: one row per claim and one per (rank row, policy), with a `kind` column.
 void write_csv(std::ostream& os, const document& doc);
 
-void write(std::ostream& os, const document& doc, output_format f);
+void write(std::ostream& os, const document& doc, output_format f, const write_options& opt = {});
 
 }  // namespace attncert::report

@@ -1,0 +1,80 @@
+// attncert/rank/analysis.hpp — the analysis behind `attncert rank`: the certified rank of one
+// object of an attention layer, certified enclosures of its singular values, and its numerical
+// rank in every format × policy.  The result is typed (`rank_analysis`); report/rank.hpp
+// renders it.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "attncert/attention/mask.hpp"
+#include "attncert/linalg/certified_svd.hpp"
+#include "attncert/rank/exact_rank.hpp"
+#include "attncert/rank/policy.hpp"
+
+namespace attncert {
+
+/// What to analyse.  Scores are either given (S) or formed as scale·QKᵀ.  The scale is an
+/// exact rational, or 1/√d (d = Q's width) when `inv_sqrt_d` is set.
+struct rank_request {
+  std::optional<matrix<mpq_rational>> S, Q, K, V, X;
+  std::optional<mpq_rational> scale;  ///< rational scale for QKᵀ (ignored with S)
+  bool inv_sqrt_d = false;            ///< scale 1/√d
+  mask M = mask::none();
+  layer_object object = layer_object::attention;
+  std::vector<format_spec> formats;
+  std::vector<rank_policy> policies;
+  unsigned start_bits = 128, max_bits = 4096;  ///< singular-value enclosures escalate in between
+  std::uint64_t seed = 20261129;
+  nlohmann::json inputs;  ///< description of the inputs (file names, shapes), echoed in the report
+};
+
+/// One numerical-rank measurement: the matrix formed in `format`, thresholded by `policy`
+/// (rank/numerical.hpp).  Tier: approx.
+struct numerical_rank_entry {
+  std::string format, policy;
+  std::size_t rank = 0;
+  std::string threshold;  ///< 17 significant digits in the SVD's type; "0" for an empty matrix
+  bool diverges = false;  ///< rank outside the exact [lo, hi]
+};
+
+/// Everything `attncert rank` reports.
+struct rank_analysis {
+  // ---- what was analysed (settings that shape the answer) ----
+  layer_object object = layer_object::attention;
+  long rows = 0, cols = 0;           ///< shape of the object
+  std::string mask;                  ///< mask::describe()
+  std::string scale;                 ///< "scores given", "1/sqrt(d)" or the rational scale
+  std::string algebraic_factor;      ///< c of S = c·B ("1" or "1/sqrt(d)" when d is not a square)
+  std::vector<format_spec> formats;
+  std::vector<rank_policy> policies;
+  unsigned start_bits = 0, max_bits = 0;
+  std::uint64_t seed = 0;
+  nlohmann::json inputs;
+  // ---- exact tier ----
+  rank_interval exact;               ///< [lo, hi] with witnesses (transcendence method, P08)
+  // ---- enclosure tier ----
+  /// Enclosures of the exact singular values (decreasing) at the precision the escalation
+  /// stopped at (`singular_values.bits`).
+  singular_value_enclosures singular_values;
+  /// The escalation decided: as many singular values certified > 0 as exact.lo.  false: the
+  /// cap max_bits was reached first (the enclosures are still valid, only less tight).
+  bool singular_values_decided = false;
+  unsigned singular_value_steps = 0;  ///< precisions tried
+  // ---- approx tier ----
+  std::vector<numerical_rank_entry> numerical;  ///< format-major, policy-minor (request order)
+  std::size_t divergences = 0;                  ///< entries with diverges
+};
+
+/// Run the analysis.  The singular-value enclosures escalate through ziv_escalate
+/// (number/ziv.hpp) from start_bits, doubling, up to max_bits.
+/// Errors (input_error): inconsistent shapes, fully masked rows, an enclosure format among the
+/// numerical formats, precision limits.
+/// Guarantee: the exact rank lies in exact.[lo, hi]; each exact singular value lies in its
+/// enclosure.  The numerical ranks are measurements (approx tier).
+rank_analysis analyse_rank(const rank_request& req);
+
+}  // namespace attncert
