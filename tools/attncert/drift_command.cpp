@@ -344,7 +344,7 @@ const CLI::Validator& plot_file() {
   static const CLI::Validator v(
       [](std::string& s) -> std::string {
         const std::string ext = fs::path(s).extension().string();
-        if (ext != ".png" && ext != ".svg") return "--plot needs a file name ending in .png or .svg";
+        if (ext != ".png" && ext != ".svg") return "needs a file name ending in .png or .svg";
         return writable_file()(s);
       },
       "FILE");
