@@ -130,7 +130,7 @@ interrupt INT 1 "SIGINT during figures" "$TMP/int" "$TMP/int/figs" -- "$BIN" fig
 interrupt TERM 1 "SIGTERM during figures" "$TMP/int" "$TMP/int/figs" -- "$BIN" figures --out "$TMP/int/figs"
 interrupt INT 1 "SIGINT during figures into new parents" "$TMP/int" "$TMP/int/a" -- "$BIN" figures --out "$TMP/int/a/b/figs"
 interrupt INT 1 "SIGINT during drift --plot" "$TMP/int" "$TMP/int/p.png" "$TMP/int/p.txt" -- \
-  "$BIN" drift --from 1e-20 --to 1 --points 4000 --log --recipes fp32,fp64 --plot "$TMP/int/p.png" --out "$TMP/int/p.txt"
+  "$BIN" drift --from 1e-20 --to 1 --points 20000 --log --recipes fp32,fp64 --plot "$TMP/int/p.png" --out "$TMP/int/p.txt"
 
 # --- messages that echo input stay on one line -----------------------------------------
 expect_usage_error "file name with a newline (rank)" "$BIN" rank --scores "$TMP/a

@@ -32,16 +32,14 @@ int run_certify(const certify_args& a) {
   const std::string base = std::filesystem::path(a.claim).parent_path().string();
   const proofs::certify_result r = proofs::certify(claim, base.empty() ? "." : base, a.max_precision, a.max_seconds);
   command_output out;
+  const std::string keep = a.certificate.empty() ? "attncert-disagreement.json" : a.certificate + ".disagreement.json";
   if (r.disagreement) {
     // keep everything for a bug report: the JSON report holds the claim's verdict, the
     // prover's verdict, the rejected certificate and the checker's notes
-    const std::string keep = a.certificate.empty() ? "attncert-disagreement.json" : a.certificate + ".disagreement.json";
     nlohmann::json bug = r.report;
     bug["claim_file"] = a.claim;
     bug["claim"] = claim;
     out.files.stage_file(keep, bug.dump(1) + "\n");
-    std::cerr << "attncert: internal disagreement: the independent checker rejects the prover's certificate; verdict UNDECIDED; "
-                 "claim, certificate and both outputs kept in '" << keep << "' for a bug report\n";
   }
   if (!a.certificate.empty() && !r.certificate.is_null() && !r.disagreement)
     out.files.stage_file(a.certificate, r.certificate.dump(1) + "\n");
@@ -51,6 +49,9 @@ int run_certify(const certify_args& a) {
     out.report(a.out_path, r.summary + (r.certificate.is_null() ? "  no certificate (undecided)\n"
                                                                  : "  certificate: " + a.certificate + "\n"));
   out.commit();
+  if (r.disagreement)
+    std::cerr << "attncert: internal disagreement: the independent checker rejects the prover's certificate; verdict UNDECIDED; "
+                 "claim, certificate and both outputs kept in '" << keep << "' for a bug report\n";
   return r.exit_code();
 }
 
