@@ -1,6 +1,7 @@
 // tools/attncert/cli_options.cpp — shared options of the subcommands, see cli_options.hpp.
 #include "cli_options.hpp"
 
+#include <algorithm>
 #include <filesystem>
 #include <sstream>
 
@@ -18,7 +19,7 @@ const CLI::Validator& non_negative_integer() {
           return "'" + one_line(s) + "' is not a non-negative integer";
         return {};
       },
-      "UINT");
+      "");  // the option's type already reads UINT
   return v;
 }
 
@@ -109,6 +110,7 @@ std::string exit_codes_text(const std::vector<std::pair<int, std::string>>& own)
   rows.emplace_back(exit_usage, "bad input or usage (one line on stderr; no output file left behind)");
   rows.emplace_back(exit_internal, "internal error (a bug in attncert: please report it; no output file left behind)");
   rows.emplace_back(exit_interrupted, "interrupted by SIGINT or SIGTERM (no output file left behind)");
+  std::stable_sort(rows.begin(), rows.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
   std::ostringstream os;
   os << "Exit status:";
   for (const auto& [code, text] : rows) {
