@@ -10,7 +10,7 @@ BIN="$(cd "$(dirname "$1")" && pwd)/$(basename "$1")"
 drift_usage_error() {  # description command...  (expect_usage_error, and no --out / --plot file left behind)
   rm -f "$TMP/never.json"
   expect_usage_error "$@"
-  if [ ! -e "$TMP/never.json" ] && [ -z "$(ls "$TMP" | grep -E '\.tmp\.|attncert-plot')" ]; then ok; else bad "$1: left a file"; fi
+  if [ ! -e "$TMP/never.json" ] && [ -z "$(ls -A "$TMP" | grep -E '\.tmp\.|attncert-(plot|tmp|scratch|bak)')" ]; then ok; else bad "$1: left a file"; fi
 }
 
 # A PNG (signature, IHDR, CRCs, IEND) or SVG (XML whose root is <svg> with a size) checker.
@@ -109,7 +109,7 @@ for ext in png svg; do
   expect_exit 0 "drift --plot $ext" "$BIN" drift --from 1e-12 --to 1 --points 13 --log --recipes fp32,fp64 --plot "$TMP/p.$ext" --out "$TMP/p.txt"
   valid_image "$TMP/p.$ext" && ok || bad "drift --plot $ext is not a valid image"
 done
-[ -z "$(ls -a "$TMP" | grep attncert-plot)" ] && ok || bad "plot scratch directory left behind"
+[ -z "$(ls -A "$TMP" | grep -E 'attncert-(plot|tmp|scratch|bak)')" ] && ok || bad "plot scratch directory left behind"
 
 # --- figures ----------------------------------------------------------------------
 expect_exit 0 "figures" "$BIN" figures --out "$TMP/fig"

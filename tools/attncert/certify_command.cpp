@@ -2,56 +2,56 @@
 // Thin: read files, call lib/ (proofs/claim.hpp, proofs/certificate_verify.hpp), write.
 #include "certify_command.hpp"
 
-#include <cstdio>
 #include <filesystem>
 #include <iostream>
-#include <unistd.h>
 
 #include "attncert/error.hpp"
 #include "attncert/io/bounded_input.hpp"
 #include "attncert/verify/certificate.hpp"
 #include "attncert/proofs/claim.hpp"
 #include "cli_common.hpp"
+#include "cli_options.hpp"
 
 namespace attncert::cli {
 
 namespace {
 
 struct certify_args {
-  std::string claim, certificate, out_format = "text";
+  std::string claim, certificate, out_format = "text", out_path;
   unsigned max_precision = 4096;
   double max_seconds = 60;
 };
 struct verify_args {
-  std::string certificate, out_format = "text";
+  std::string certificate, out_format = "text", out_path;
   unsigned max_precision = 8192;
 };
 
 int run_certify(const certify_args& a) {
-  if (a.max_precision < 64 || a.max_precision > 1u << 20) throw input_error("--max-precision must be in [64, 1048576]");
-  if (a.out_format != "text" && a.out_format != "json") throw input_error("--format must be text or json");
   if (!(a.max_seconds >= 0) || a.max_seconds > 1e7) throw input_error("--max-seconds must be in [0, 1e7] (0: no limit)");
   const nlohmann::json claim = proofs::parse_claim_text(io::read_file_bounded(a.claim));
   const std::string base = std::filesystem::path(a.claim).parent_path().string();
   const proofs::certify_result r = proofs::certify(claim, base.empty() ? "." : base, a.max_precision, a.max_seconds);
+  command_output out;
+  const std::string keep = a.certificate.empty() ? "attncert-disagreement.json" : a.certificate + ".disagreement.json";
   if (r.disagreement) {
     // keep everything for a bug report: the JSON report holds the claim's verdict, the
     // prover's verdict, the rejected certificate and the checker's notes
-    const std::string keep = a.certificate.empty() ? "attncert-disagreement.json" : a.certificate + ".disagreement.json";
     nlohmann::json bug = r.report;
     bug["claim_file"] = a.claim;
     bug["claim"] = claim;
-    emit(keep, bug.dump(1) + "\n");
+    out.files.stage_file(keep, bug.dump(1) + "\n");
+  }
+  if (!a.certificate.empty() && !r.certificate.is_null() && !r.disagreement)
+    out.files.stage_file(a.certificate, r.certificate.dump(1) + "\n");
+  if (a.out_format == "json") out.report(a.out_path, r.report.dump(2) + "\n");
+  else if (a.certificate.empty()) out.report(a.out_path, r.summary);
+  else
+    out.report(a.out_path, r.summary + (r.certificate.is_null() ? "  no certificate (undecided)\n"
+                                                                 : "  certificate: " + a.certificate + "\n"));
+  out.commit();
+  if (r.disagreement)
     std::cerr << "attncert: internal disagreement: the independent checker rejects the prover's certificate; verdict UNDECIDED; "
                  "claim, certificate and both outputs kept in '" << keep << "' for a bug report\n";
-  }
-  if (!a.certificate.empty() && !r.certificate.is_null() && !r.disagreement) emit(a.certificate, r.certificate.dump(1) + "\n");
-  if (a.out_format == "json") std::cout << r.report.dump(2) << "\n";
-  else {
-    std::cout << r.summary;
-    if (!a.certificate.empty())
-      std::cout << (r.certificate.is_null() ? "  no certificate (undecided)\n" : "  certificate: " + a.certificate + "\n");
-  }
   return r.exit_code();
 }
 
@@ -62,7 +62,6 @@ int run_verify(const verify_args& a) {
   } catch (const std::invalid_argument& e) {
     throw input_error(one_line(a.certificate, 4096) + ": " + e.what());
   }
-  if (a.max_precision < 64 || a.max_precision > 1u << 22) throw input_error("--max-precision must be in [64, 4194304]");
   proofs::verify_options opt;
   opt.max_precision_bits = a.max_precision;
   const proofs::verification v = proofs::verify_certificate(cert, opt);
@@ -70,12 +69,16 @@ int run_verify(const verify_args& a) {
                        : v.result == proofs::verification::status::invalid   ? "INVALID"
                        : v.result == proofs::verification::status::malformed ? "MALFORMED"
                                                                              : "UNCHECKED";
+  std::string text;
   if (a.out_format == "json") {
-    std::cout << nlohmann::json{{"certificate", a.certificate}, {"status", status}, {"checks", v.notes}}.dump(2) << "\n";
+    text = nlohmann::json{{"certificate", a.certificate}, {"status", status}, {"checks", v.notes}}.dump(2) + "\n";
   } else {
-    std::cout << status << ": " << a.certificate << "\n";
-    for (const auto& n : v.notes) std::cout << "  " << n << "\n";
+    text = std::string(status) + ": " + a.certificate + "\n";
+    for (const auto& n : v.notes) text += "  " + n + "\n";
   }
+  command_output out;
+  out.report(a.out_path, text);
+  out.commit();
   if (v.result == proofs::verification::status::malformed) std::cerr << "attncert: " << (v.notes.empty() ? "malformed" : one_line(v.notes.back(), 4096)) << "\n";
   return v.exit_code();
 }
@@ -94,20 +97,28 @@ std::function<int()> add_certify_commands(CLI::App& app) {
       "rejects the certificate the verdict is UNDECIDED (internal disagreement, exit 3) and everything is kept in\n"
       "FILE.disagreement.json (or ./attncert-disagreement.json) for a bug report.  The JSON report gives the\n"
       "checking time (certificate_check.seconds).\n"
-      "Exit codes: 0 CERTIFIED, 1 REFUTED, 2 malformed claim or bad usage, 3 UNDECIDED (incl. time limit).\n"
       "Example:\n"
-      "  attncert certify proofs/claims/P01-two-token-attention-full-rank.json --certificate out.cert.json");
+      "  attncert certify proofs/claims/P01-two-token-attention-full-rank.json --certificate out.cert.json\n" +
+      exit_codes_text({{exit_ok, "CERTIFIED"},
+                       {exit_failed, "REFUTED"},
+                       {exit_undecided, "UNDECIDED (incl. the time limit and an internal disagreement)"}}));
   c->add_option("claim", ca->claim, "Claim file (JSON)")->required();
-  c->add_option("--certificate", ca->certificate, "Write the certificate to FILE (atomically)");
-  c->add_option("--max-precision", ca->max_precision, "Cap (bits) of the enclosures of e^{a/q} at range ends")->capture_default_str();
+  c->add_option("--certificate", ca->certificate, "Write the certificate to FILE (atomically)")->check(writable_file());
+  add_max_precision_option(c, ca->max_precision, 64, 1u << 20, "Cap (bits) of the enclosures of e^{a/q} at range ends");
   c->add_option("--max-seconds", ca->max_seconds, "Wall-clock budget of the prover; past it the verdict is UNDECIDED (0: no limit)")
       ->capture_default_str();
-  c->add_option("--format", ca->out_format, "text or json")->capture_default_str();
+  add_format_option(c, ca->out_format, {"text", "json"});
+  add_out_option(c, ca->out_path);
   auto* v = app.add_subcommand("verify-certificate",
                                "Re-check a certificate independently: exit 0 valid, 1 invalid, 2 malformed, 3 cannot check within --max-precision.");
   v->add_option("certificate", va->certificate, "Certificate (JSON)")->required();
-  v->add_option("--max-precision", va->max_precision, "Cap (bits) of the checker's enclosures of e^{a/q}")->capture_default_str();
-  v->add_option("--format", va->out_format, "text or json")->capture_default_str();
+  v->footer(exit_codes_text({{exit_ok, "VALID"},
+                              {exit_failed, "INVALID"},
+                              {exit_undecided, "cannot check within --max-precision (UNCHECKED)"}}) +
+            "\n  (a MALFORMED certificate is bad input: exit 2)");
+  add_max_precision_option(v, va->max_precision, 64, 1u << 22, "Cap (bits) of the checker's enclosures of e^{a/q}");
+  add_format_option(v, va->out_format, {"text", "json"});
+  add_out_option(v, va->out_path);
   return [c, v, ca, va]() -> int {
     if (*c) return run_certify(*ca);
     if (*v) return run_verify(*va);

@@ -9,19 +9,24 @@
 #include "drift_command.hpp"
 
 #include "cli_common.hpp"
+#include "cli_options.hpp"
 
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <algorithm>
 #include <iomanip>
 #include <iostream>
 #include <sstream>
 
+#include "attncert/deadline.hpp"
+#include "attncert/io/atomic_file.hpp"
 #include "attncert/number/decimal.hpp"
 #include "attncert/drift/sweep.hpp"
 #include "attncert/report/drift.hpp"
@@ -39,11 +44,14 @@ std::string n17(double x) {
   return std::string(buf, r.ptr);
 }
 
+// A new file in a directory staged (or scratch) by the command's output transaction.
 void write_file(const fs::path& p, const std::string& content) {
-  std::ofstream out(p, std::ios::binary);
-  out << content;
-  if (!out) throw input_error("cannot write '" + p.string() + "'");
+  check_interrupt();
+  io::write_new_file(p, content);
 }
+
+// Polls the interruption from the sweeps of `figures` (no progress line: figures shows steps).
+void poll_interrupt(std::size_t, std::size_t) { check_interrupt(); }
 
 // Run `gnuplot script` with the working directory `dir`; throws input_error with gnuplot's
 // first error line when it fails or is missing.
@@ -60,7 +68,9 @@ void run_gnuplot(const fs::path& where, const std::string& script) {
     ::_exit(127);
   }
   int status = 0;
-  ::waitpid(pid, &status, 0);
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  check_interrupt();  // a terminal's SIGINT reaches gnuplot too: report the interruption, not gnuplot
   std::string first;
   {
     std::ifstream in(log);
@@ -150,7 +160,7 @@ struct drift_args {
 };
 
 struct figures_args {
-  std::string out, formats = "png,svg";
+  std::string out, formats = "png,svg", format = "text";
 };
 
 // Figure 1: contrast eigenvalue and determinant of the two-token family.
@@ -158,6 +168,7 @@ void figure1(const fs::path& dir, const std::vector<std::string>& exts) {
   drift_request r;
   r.recipes = parse_recipes("fp64");
   r.policies = parse_policies("numpy");
+  r.progress = poll_interrupt;
   const recipe f32 = parse_recipe("fp32"), f64 = parse_recipe("fp64");
   std::ostringstream exact, pts;
   exact << "# a  tanh(a) enclosure lo  hi  (exact contrast eigenvalue = det A, P01)\n";
@@ -206,6 +217,7 @@ void figure2(const fs::path& dir, const std::vector<std::string>& exts) {
   drift_request r;
   r.recipes = parse_recipes("fp64");
   r.policies = parse_policies("numpy");
+  r.progress = poll_interrupt;
   r.from = 0;
   r.to = 4;
   r.points = 401;
@@ -243,6 +255,7 @@ void figure3(const fs::path& dir, const std::vector<std::string>& exts) {
     r.points = panel == 0 ? 89 : 81;
     r.enclosures = false;
     r.resolution = 1e-6;
+    r.progress = poll_interrupt;
     const drift_result res = run_drift(r);
     const std::string data = panel == 0 ? "fig3-drift-map.two-token.dat" : "fig3-drift-map.causal.dat";
     std::ostringstream os, ytics;
@@ -273,6 +286,7 @@ void figure4(const fs::path& dir, const std::vector<std::string>& exts) {
   drift_request r;
   r.recipes = parse_recipes("mpfr256,fp64,fp32,bf16-fp32acc,fp16");
   r.policies = parse_policies("numpy");
+  r.progress = poll_interrupt;
   r.log = true;
   r.from = 1e-20;
   r.to = 10;
@@ -283,6 +297,89 @@ void figure4(const fs::path& dir, const std::vector<std::string>& exts) {
          sigma_min_script(r, "fig4-sigma-min.dat",
                           "Figure 4. Two-token family: smallest singular value of A per recipe (a computed 0 is not drawn)"),
          exts, 900, 560);
+}
+
+// The request from the options (the library validates it: validate() in drift/sweep.hpp).
+drift_request make_drift_request(const drift_args& a) {
+  drift_request r;
+  r.family = parse_drift_family(a.family);
+  if (a.param != "a") throw input_error("unknown --param '" + a.param + "' (the swept parameter is the score scale a)");
+  r.from = a.from;
+  r.to = a.to;
+  r.points = a.points;
+  r.log = a.log;
+  r.recipes = parse_recipes(a.recipes);
+  r.policies = parse_policies(a.policies);
+  if (a.object.empty()) r.object = r.family == drift_family::identical_values ? layer_object::output : layer_object::attention;
+  else if (a.object == "attention") r.object = layer_object::attention;
+  else if (a.object == "output") r.object = layer_object::output;
+  else throw input_error("unknown --object '" + a.object + "' (expected attention or output)");
+  r.seed = a.seed;
+  r.n = a.n;  // 0 (option not given): the family's default
+  r.d = a.d;
+  r.resolution = a.resolution;
+  r.enclosures = !a.no_enclosures;
+  r.max_bits = a.max_bits;
+  validate(r);
+  r.progress = progress_reporter("drift", "points", true);
+  return r;
+}
+
+// Renders the smallest singular values to one image (gnuplot, in a scratch directory of the
+// transaction) and stages it for `target`.
+void stage_plot(io::output_transaction& tx, const std::string& target, const drift_request& r, const drift_result& res) {
+  const std::string ext = fs::path(target).extension().string().substr(1);
+  const fs::path scratch = tx.scratch_directory(target);
+  write_file(scratch / "sigma-min.dat", sigma_min_data(r, res));
+  const std::string title =
+      std::string(to_string(r.family)) + " family (" + to_string(r.object) + "): smallest singular value per recipe";
+  render(scratch, "plot", sigma_min_script(r, "sigma-min.dat", title), {ext}, 900, 560);
+  std::ifstream in(scratch / ("plot." + ext), std::ios::binary);
+  std::ostringstream image;
+  image << in.rdbuf();
+  if (!in || image.str().empty()) throw input_error("gnuplot wrote no image for '" + target + "'");
+  tx.stage_file(target, image.str());
+}
+
+const CLI::Validator& plot_file() {
+  static const CLI::Validator v(
+      [](std::string& s) -> std::string {
+        const std::string ext = fs::path(s).extension().string();
+        if (ext != ".png" && ext != ".svg") return "needs a file name ending in .png or .svg";
+        return writable_file()(s);
+      },
+      "FILE");
+  return v;
+}
+
+void add_drift_options(CLI::App* drift, drift_args& a) {
+  drift->add_option("--family", a.family, "two-token, causal, identical-values, log-odds or random")->capture_default_str();
+  drift->add_option("--param", a.param, "The swept parameter (the score scale a)")->capture_default_str();
+  drift->add_option("--from", a.from, "First parameter value")->required();
+  drift->add_option("--to", a.to, "Last parameter value (> --from)")->required();
+  drift->add_option("--points", a.points, "Number of grid points, in [2, 10000000]")
+      ->check(non_negative_integer())
+      ->check(CLI::Range(std::size_t{2}, std::size_t{10000000}))
+      ->capture_default_str();
+  drift->add_flag("--log", a.log, "Geometric grid (needs --from > 0)");
+  drift->add_option("--recipes", a.recipes, "Comma-separated precision recipes")->capture_default_str();
+  drift->add_option("--policies", a.policies, "Comma-separated numerical-rank policies")->capture_default_str();
+  drift->add_option("--object", a.object, "attention or output (default: attention; output for identical-values)");
+  add_seed_option(drift, a.seed, "Seed of the random families");
+  drift->add_option("--n", a.n, "Tokens, in [1, 64] (causal, log-odds, identical-values, random; default: the family's n)")
+      ->check(CLI::Range(1L, 64L));
+  drift->add_option("--d", a.d, "Head width, in [1, 64] (identical-values, random; default: the family's d)")
+      ->check(CLI::Range(1L, 64L));
+  drift->add_option("--resolution", a.resolution, "Bisection resolution, in (0, 0.5) (relative; see the report)")
+      ->capture_default_str();
+  add_max_precision_option(drift, a.max_bits, 128, max_precision_bits, "Cap (bits) of the singular-value enclosures");
+  drift->add_flag("--no-enclosures", a.no_enclosures, "Skip the certified singular-value enclosures");
+  add_format_option(drift, a.format, {"text", "json", "csv"});
+  drift->add_flag("--per-point", a.per_point,
+                  "Also write every grid point (JSON: a columnar table; CSV: one row per point x recipe x policy)");
+  add_out_option(drift, a.out);
+  drift->add_option("--plot", a.plot, "Also render the smallest singular values to FILE.png or FILE.svg (gnuplot)")
+      ->check(plot_file());
 }
 
 class commands_impl : public drift_commands {
@@ -298,125 +395,57 @@ class commands_impl : public drift_commands {
         "Families: two-token (S = a qk^T, q = k = (1,-1)), causal (S = -aI, causal mask, n = 4),\n"
         "  identical-values (seeded Q, K; every value row equal; default object output),\n"
         "  log-odds (S = a qq^T, q = (1..n), n = 3), random (seeded Q, K, V; n = 4, d = 2).\n"
+        "  --n / --d override those defaults where the family has them (two-token: neither; causal,\n"
+        "  log-odds: --n only).\n"
         "Recipes: fp64, fp32, bf16-fp32acc, fp16-fp32acc, fp16, bf16, mpfrN.\n"
         "Examples:\n"
         "  attncert drift --family two-token --from 1e-20 --to 1 --points 81 --log --recipes fp32,fp64 --policies numpy\n"
-        "  attncert drift --family causal --from 1 --to 1000 --points 61 --log --format json --out causal.json\n");
-    drift_->add_option("--family", da_.family, "two-token, causal, identical-values, log-odds or random")->capture_default_str();
-    drift_->add_option("--param", da_.param, "The swept parameter (the score scale a)")->capture_default_str();
-    drift_->add_option("--from", da_.from, "First parameter value")->required();
-    drift_->add_option("--to", da_.to, "Last parameter value")->required();
-    drift_->add_option("--points", da_.points, "Number of grid points (>= 2)")->capture_default_str();
-    drift_->add_flag("--log", da_.log, "Geometric grid (needs --from > 0)");
-    drift_->add_option("--recipes", da_.recipes, "Comma-separated precision recipes")->capture_default_str();
-    drift_->add_option("--policies", da_.policies, "Comma-separated numerical-rank policies")->capture_default_str();
-    drift_->add_option("--object", da_.object, "attention or output (default: attention; output for identical-values)");
-    drift_->add_option("--seed", da_.seed, "Seed of the random families")->capture_default_str();
-    drift_->add_option("--n", da_.n, "Tokens (causal, log-odds, identical-values, random)");
-    drift_->add_option("--d", da_.d, "Head width (identical-values, random)");
-    drift_->add_option("--resolution", da_.resolution, "Bisection resolution (relative; see the report)")->capture_default_str();
-    drift_->add_option("--max-precision", da_.max_bits, "Cap (bits) of the singular-value enclosures")->capture_default_str();
-    drift_->add_flag("--no-enclosures", da_.no_enclosures, "Skip the certified singular-value enclosures");
-    drift_->add_option("--format", da_.format, "text, json or csv")->capture_default_str();
-    drift_->add_flag("--per-point", da_.per_point,
-                     "Also write every grid point (JSON: a columnar table; CSV: one row per point x recipe x policy)");
-    drift_->add_option("--out", da_.out, "Write the report to FILE (atomically) instead of stdout");
-    drift_->add_option("--plot", da_.plot, "Also render the smallest singular values to FILE.png or FILE.svg (gnuplot)");
+        "  attncert drift --family causal --from 1 --to 1000 --points 61 --log --format json --out causal.json\n" +
+        exit_codes_text({{exit_ok, "done (divergences are measurements, not failures)"}}));
+    add_drift_options(drift_, da_);
 
     figures_ = app.add_subcommand("figures", "Render the README's figures (gnuplot) with their data and scripts into a directory.");
+    figures_->footer(
+        "The directory appears complete or not at all: it is filled under a temporary name beside it and\n"
+        "renamed at the end (files of an existing directory are replaced one by one, each atomically).\n" +
+        exit_codes_text({{exit_ok, "done"}}));
     figures_->add_option("--out", fa_.out, "Output directory (created if missing)")->required();
     figures_->add_option("--formats", fa_.formats, "png, svg or png,svg")->capture_default_str();
+    add_format_option(figures_, fa_.format, {"text", "json"})
+        ->description("What to print: text (nothing) or json (the files written)");
   }
 
   int run(const std::string& command) override {
     if (drift_->parsed()) return run_drift_command(command);
-    if (figures_->parsed()) return run_figures_command();
+    if (figures_->parsed()) return run_figures_command(command);
     return -1;
   }
 
  private:
   int run_drift_command(const std::string& command) {
-    drift_request r;
-    r.family = parse_drift_family(da_.family);
-    if (da_.param != "a") throw input_error("unknown --param '" + da_.param + "' (the swept parameter is the score scale a)");
-    r.from = da_.from;
-    r.to = da_.to;
-    r.points = da_.points;
-    r.log = da_.log;
-    r.recipes = parse_recipes(da_.recipes);
-    r.policies = parse_policies(da_.policies);
-    if (da_.object.empty()) r.object = r.family == drift_family::identical_values ? layer_object::output : layer_object::attention;
-    else if (da_.object == "attention") r.object = layer_object::attention;
-    else if (da_.object == "output") r.object = layer_object::output;
-    else throw input_error("unknown --object '" + da_.object + "' (expected attention or output)");
-    r.seed = da_.seed;
-    r.n = da_.n;
-    r.d = da_.d;
-    r.resolution = da_.resolution;
-    r.enclosures = !da_.no_enclosures;
-    if (da_.max_bits < 128 || da_.max_bits > max_precision_bits)
-      throw input_error("--max-precision must be in [128, " + std::to_string(max_precision_bits) + "]");
-    r.max_bits = da_.max_bits;
-    if (da_.format != "text" && da_.format != "json" && da_.format != "csv")
-      throw input_error("unknown --format '" + da_.format + "' (expected text, json or csv)");
-    std::string plot_ext;
-    if (!da_.plot.empty()) {
-      plot_ext = fs::path(da_.plot).extension().string();
-      if (plot_ext != ".png" && plot_ext != ".svg") throw input_error("--plot needs a file name ending in .png or .svg");
-      plot_ext = plot_ext.substr(1);
-      if (!fs::is_directory(fs::absolute(da_.plot).parent_path()))
-        throw input_error("cannot write '" + da_.plot + "': no such directory");
-    }
-    validate(r);
-    const bool tty = ::isatty(2);
-    if (tty)
-      r.progress = [](std::size_t done, std::size_t total) {
-        std::cerr << "\rdrift: " << done << "/" << total << " points" << std::flush;
-      };
+    const drift_request r = make_drift_request(da_);
     const drift_result res = run_drift(r);
-    if (tty) std::cerr << "\r" << std::string(40, ' ') << "\r" << std::flush;
+    clear_progress();
     const drift_write_options wo{da_.per_point};
     std::ostringstream os;
     if (da_.format == "json") write_drift_json(os, r, res, command, wo);
     else if (da_.format == "csv") write_drift_csv(os, r, res, wo);
     else write_drift_text(os, r, res, wo);
-    // The plot is rendered in a scratch directory next to its target and moved into place only
-    // after the report was written: a failure leaves no partial file behind.
-    fs::path scratch;
-    if (!da_.plot.empty()) {
-      const fs::path target = fs::absolute(da_.plot);
-      scratch = target.parent_path() / (".attncert-plot." + std::to_string(::getpid()));
-      std::error_code ec;
-      fs::create_directory(scratch, ec);
-      if (ec) throw input_error("cannot write '" + da_.plot + "'");
-      try {
-        write_file(scratch / "sigma-min.dat", sigma_min_data(r, res));
-        std::string title = std::string(to_string(r.family)) + " family (" + to_string(r.object) +
-                            "): smallest singular value per recipe";
-        render(scratch, "plot", sigma_min_script(r, "sigma-min.dat", title), {plot_ext}, 900, 560);
-        emit(da_.out, os.str());
-        fs::rename(scratch / ("plot." + plot_ext), target);
-      } catch (...) {
-        fs::remove_all(scratch, ec);
-        throw;
-      }
-      fs::remove_all(scratch, ec);
-      return 0;
-    }
-    emit(da_.out, os.str());
+    command_output out;
+    out.report(da_.out, os.str());
+    if (!da_.plot.empty()) stage_plot(out.files, da_.plot, r, res);
+    out.commit();
     return 0;
   }
 
-  int run_figures_command() {
+  int run_figures_command(const std::string& command) {
     std::vector<std::string> exts;
     for (const std::string& e : {std::string("png"), std::string("svg")})
       if (("," + fa_.formats + ",").find("," + e + ",") != std::string::npos) exts.push_back(e);
     if (exts.empty() || (fa_.formats != "png" && fa_.formats != "svg" && fa_.formats != "png,svg" && fa_.formats != "svg,png"))
       throw input_error("--formats must be png, svg or png,svg");
-    const fs::path dir = fa_.out;
-    std::error_code ec;
-    fs::create_directories(dir, ec);
-    if (ec || !fs::is_directory(dir)) throw input_error("cannot create directory '" + fa_.out + "'");
+    command_output out;
+    const fs::path dir = out.files.stage_directory(fa_.out);
     const bool tty = ::isatty(2);
     auto step = [&](const char* what) {
       if (tty) std::cerr << "\rfigures: " << what << "          " << std::flush;
@@ -429,7 +458,16 @@ class commands_impl : public drift_commands {
     figure3(dir, exts);
     step("4/4");
     figure4(dir, exts);
-    if (tty) std::cerr << "\r" << std::string(40, ' ') << "\r" << std::flush;
+    clear_progress();
+    if (fa_.format == "json") {
+      std::vector<std::string> files;
+      for (const auto& e : fs::directory_iterator(dir)) files.push_back(e.path().filename().string());
+      std::sort(files.begin(), files.end());
+      const nlohmann::json j = {{"tool", "attncert"}, {"version", ATTNCERT_VERSION}, {"command", command},
+                                {"out", fa_.out},     {"formats", exts},            {"files", files}};
+      out.print(j.dump(2) + "\n");
+    }
+    out.commit();
     return 0;
   }
 

@@ -1,11 +1,9 @@
 // tools/attncert/main.cpp — the command-line front end.  Thin: parse, call checks, write.
 //
-// Exit status: 0 every claim holds; 1 a claim failed (or is undecided); 2 bad input or usage
-// (one line on stderr, no partial output file left behind).
+// Exit status (cli_common.hpp, README "Exit status"): 0 success, 1 refuted / failed, 2 bad input
+// or usage (one line on stderr, no partial output file left behind), 3 undecided (certify,
+// verify-certificate), 70 internal error, 130 interrupted.
 #include <CLI/CLI.hpp>
-#include <cstdio>
-#include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <sstream>
 #include <unistd.h>
@@ -18,6 +16,7 @@
 #include "certify_command.hpp"
 #include "checks/common.hpp"
 #include "cli_common.hpp"
+#include "cli_options.hpp"
 #include "oracle_command.hpp"
 #include "drift_command.hpp"
 
@@ -25,18 +24,24 @@ namespace {
 
 using namespace attncert;
 
-using cli::emit;
-using cli::join_args;
+struct check_args {
+  std::vector<std::string> ids;
+  bool list = false;
+  std::string formats = "binary64,mpfr256", policies = "numpy,matlab,torch,lapack,eigen", out_format = "text", out_path;
+  std::uint64_t seed = 20261129;
+  unsigned certify_bits = 128, certify_max_bits = 4096;
+  bool verbose = false;
+};
 
-int run_check_command(const std::vector<std::string>& ids, bool list, const std::string& formats_text,
-                      const std::string& policies_text, const std::string& out_format, const std::string& out_path,
-                      std::uint64_t seed, unsigned certify_bits, unsigned certify_max_bits, const std::string& command,
-                      bool verbose) {
+int run_check_command(const check_args& a, const std::string& command) {
+  const auto& ids = a.ids;
   const auto& reg = checks::registry();
-  if (list) {
+  cli::command_output out;
+  if (a.list) {
     std::ostringstream os;
     for (const auto& c : reg) os << c.id << "\t" << c.section << "\t" << c.title << "\t" << c.proof << "\n";
-    emit(out_path, os.str());
+    out.report(a.out_path, os.str());
+    out.commit();
     return 0;
   }
   std::vector<const checks::check_entry*> chosen;
@@ -54,15 +59,15 @@ int run_check_command(const std::vector<std::string>& ids, bool list, const std:
     }
   }
   checks::run_settings rs;
-  rs.formats = parse_formats(formats_text);
-  rs.policies = parse_policies(policies_text);
-  rs.seed = seed;
-  if (certify_bits < min_precision_bits || certify_bits > certify_max_bits || certify_max_bits > max_precision_bits)
+  rs.formats = parse_formats(a.formats);
+  rs.policies = parse_policies(a.policies);
+  rs.seed = a.seed;
+  if (a.certify_bits < min_precision_bits || a.certify_bits > a.certify_max_bits || a.certify_max_bits > max_precision_bits)
     throw input_error("--certify-bits must satisfy " + std::to_string(min_precision_bits) +
                       " <= certify-bits <= certify-max-bits <= " + std::to_string(max_precision_bits));
-  rs.certify_bits = certify_bits;
-  rs.certify_max_bits = certify_max_bits;
-  const auto fmt = report::parse_output_format(out_format);
+  rs.certify_bits = a.certify_bits;
+  rs.certify_max_bits = a.certify_max_bits;
+  const auto fmt = report::parse_output_format(a.out_format);
 
   report::document doc;
   doc.version = ATTNCERT_VERSION;
@@ -89,8 +94,9 @@ int run_check_command(const std::vector<std::string>& ids, bool list, const std:
   }
   if (tty) std::cerr << "\r" << std::string(40, ' ') << "\r" << std::flush;
   std::ostringstream os;
-  report::write(os, doc, fmt, report::write_options{verbose});
-  emit(out_path, os.str());
+  report::write(os, doc, fmt, report::write_options{a.verbose});
+  out.report(a.out_path, os.str());
+  out.commit();
   const auto s = doc.totals();
   return (s.fail == 0 && s.undecided == 0) ? 0 : 1;
 }
@@ -118,53 +124,38 @@ int run_rank_command(const rank_args& a, const std::string& command) {
   } else {
     throw input_error("give --scores S, or --q Q and --k K");
   }
-  if (!a.scale.empty()) {
-    if (req.S) throw input_error("--scale applies to --q/--k (scores given with --scores are used as they are)");
-    if (a.scale == "default" || a.scale == "1/sqrt(d)") req.inv_sqrt_d = true;
+  if (!a.scale.empty() && req.S)
+    throw input_error("--scale applies to --q/--k (scores given with --scores are used as they are)");
+  if (!req.S) {
+    if (cli::scale_is_default(a.scale)) req.inv_sqrt_d = true;
     else req.scale = number_traits<mpq_rational>::from_string(a.scale);
-  } else if (!req.S) {
-    req.inv_sqrt_d = true;
   }
   if (!a.v.empty()) req.V = load(a.v, "--v");
   if (!a.x.empty()) req.X = load(a.x, "--x");
-  if (a.mask == "none") req.M = mask::none();
-  else if (a.mask == "causal") req.M = mask::causal();
+  const cli::mask_choice mc = cli::parse_mask(a.mask);
+  if (mc.type == cli::mask_choice::kind::none) req.M = mask::none();
+  else if (mc.type == cli::mask_choice::kind::causal) req.M = mask::causal();
   else {
-    req.M = mask::from_matrix(io::read_bool_matrix(a.mask, "--mask"));
-    inputs["--mask"] = a.mask;
+    req.M = mask::from_matrix(io::read_bool_matrix(mc.file, "--mask"));
+    inputs["--mask"] = mc.file;
   }
   req.object = parse_layer_object(a.object);
   req.formats = parse_formats(a.formats);
   req.policies = parse_policies(a.policies);
-  if (a.max_precision < 128 || a.max_precision > max_precision_bits)
-    throw input_error("--max-precision must be in [128, " + std::to_string(max_precision_bits) + "]");
   req.max_bits = a.max_precision;
   req.seed = a.seed;
   req.inputs = inputs;
-  const auto fmt = report::parse_output_format(a.out_format);
-  if (fmt != report::output_format::text && fmt != report::output_format::json)
-    throw input_error("attncert rank writes --format text or json");
   const rank_analysis analysis = analyse_rank(req);
   std::ostringstream os;
-  if (fmt == report::output_format::json) os << to_json(analysis, command).dump(2) << "\n";
+  if (a.out_format == "json") os << to_json(analysis, command).dump(2) << "\n";
   else write_rank_text(os, analysis);
-  emit(a.out_path, os.str());
+  cli::command_output out;
+  out.report(a.out_path, os.str());
+  out.commit();
   return 0;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  const std::string command = join_args(argc, argv);
-  CLI::App app{
-      "attncert — exact and arbitrary-precision verification of claims about transformer attention.\n"
-      "Verdicts: a claim passes only if the computed error is within a tolerance fixed before computing;\n"
-      "a numerical rank that differs from the exact rank is a measured divergence, not a failure.\n"
-      "Exit status: 0 success (every claim holds, the candidate passes), 1 a claim failed or is undecided / a\n"
-      "candidate exceeds --max-ulp, 2 bad input or usage; certify also uses 3 (UNDECIDED). See SUBCOMMAND --help."};
-  app.require_subcommand(1);
-  app.set_version_flag("--version", std::string("attncert ") + ATTNCERT_VERSION);
-
+CLI::App* add_check_subcommand(CLI::App& app, check_args& a) {
   auto* check = app.add_subcommand("check", "Run the article's constructions (all, or the IDs given) and report every claim.");
   check->footer(
       "Examples:\n"
@@ -174,24 +165,26 @@ int main(int argc, char** argv) {
       "  attncert check --list\n"
       "Formats: binary16, bfloat16, binary32, binary64, mpfrN, mpfiN (N bits, >= 24).\n"
       "Policies: numpy, matlab, torch[:RTOL[:ATOL]], lapack[:RCOND], eigen, absolute:TAU, relative:TAU\n"
-      "  (eps is the machine epsilon of the format the matrix was formed in).");
-  std::vector<std::string> ids;
-  bool list = false;
-  std::string formats = "binary64,mpfr256", policies = "numpy,matlab,torch,lapack,eigen", out_format = "text", out_path;
-  std::uint64_t seed = 20261129;
-  unsigned certify_bits = 128, certify_max_bits = 4096;
-  bool verbose = false;
-  check->add_option("ids", ids, "Check IDs (default: all; see --list)");
-  check->add_flag("--list", list, "List the checks with their sections and proof files, then exit");
-  check->add_option("--formats", formats, "Comma-separated evaluation formats")->capture_default_str();
-  check->add_option("--policies", policies, "Comma-separated numerical-rank policies")->capture_default_str();
-  check->add_option("--format", out_format, "Report format: text, json, md or csv")->capture_default_str();
-  check->add_option("--out", out_path, "Write the report to FILE (atomically) instead of stdout");
-  check->add_option("--seed", seed, "Seed of the random instances")->capture_default_str();
-  check->add_option("--certify-bits", certify_bits, "Starting MPFI precision of certified witnesses")->capture_default_str();
-  check->add_option("--certify-max-bits", certify_max_bits, "Escalation cap of certified witnesses")->capture_default_str();
-  check->add_flag("--verbose", verbose, "Text report: the settings and every claim (default: a one-screen summary per check)");
+      "  (eps is the machine epsilon of the format the matrix was formed in).\n" +
+      cli::exit_codes_text({{cli::exit_ok, "every claim holds"}, {cli::exit_failed, "a claim failed or is undecided"}}));
+  check->add_option("ids", a.ids, "Check IDs (default: all; see --list)");
+  check->add_flag("--list", a.list, "List the checks with their sections and proof files, then exit");
+  check->add_option("--formats", a.formats, "Comma-separated evaluation formats")->capture_default_str();
+  check->add_option("--policies", a.policies, "Comma-separated numerical-rank policies")->capture_default_str();
+  cli::add_format_option(check, a.out_format, {"text", "json", "md", "csv"});
+  cli::add_out_option(check, a.out_path);
+  cli::add_seed_option(check, a.seed, "Seed of the random instances");
+  check->add_option("--certify-bits", a.certify_bits, "Starting MPFI precision of certified witnesses")
+      ->check(cli::non_negative_integer())
+      ->capture_default_str();
+  check->add_option("--certify-max-bits", a.certify_max_bits, "Escalation cap of certified witnesses")
+      ->check(cli::non_negative_integer())
+      ->capture_default_str();
+  check->add_flag("--verbose", a.verbose, "Text report: the settings and every claim (default: a one-screen summary per check)");
+  return check;
+}
 
+CLI::App* add_rank_subcommand(CLI::App& app, rank_args& a) {
   auto* rank = app.add_subcommand("rank", "Certified rank of scores, attention, output or residual of one attention layer.");
   rank->footer(
       "The exact rank is an interval [lo, hi] with witnesses (the transcendence method, proofs/P08):\n"
@@ -200,33 +193,53 @@ int main(int argc, char** argv) {
       "Examples:\n"
       "  attncert rank --scores S.json --mask causal\n"
       "  attncert rank --q Q.npy --k K.npy --v V.npy --object output --format json\n"
-      "  attncert rank --q Q.npy --k K.npy --v V.npy --x X.npy --object residual --formats binary16,binary64");
-  rank_args ra;
-  rank->add_option("--scores", ra.scores, "Score matrix S (used as given)");
-  rank->add_option("--q", ra.q, "Queries Q (n_q x d)");
-  rank->add_option("--k", ra.k, "Keys K (n_k x d)");
-  rank->add_option("--scale", ra.scale, "Scale of QK^T: a rational (\"1/8\", \"0.125\") or 1/sqrt(d) (default)");
-  rank->add_option("--mask", ra.mask, "none, causal, or a boolean matrix file (true = allowed)")->capture_default_str();
-  rank->add_option("--v", ra.v, "Values V (n_k x d_v), for output and residual");
-  rank->add_option("--x", ra.x, "Residual stream X (n_q x d_v), for residual");
-  rank->add_option("--object", ra.object, "scores, attention, output or residual")->capture_default_str();
-  rank->add_option("--formats", ra.formats, "Formats in which the matrix is formed for numerical ranks")->capture_default_str();
-  rank->add_option("--policies", ra.policies, "Numerical-rank policies")->capture_default_str();
-  rank->add_option("--max-precision", ra.max_precision, "Cap (bits) of the singular-value enclosures")->capture_default_str();
-  rank->add_option("--seed", ra.seed, "Seed of the modular evaluation points")->capture_default_str();
-  rank->add_option("--format", ra.out_format, "text or json")->capture_default_str();
-  rank->add_option("--out", ra.out_path, "Write the report to FILE (atomically) instead of stdout");
+      "  attncert rank --q Q.npy --k K.npy --v V.npy --x X.npy --object residual --formats binary16,binary64\n" +
+      cli::exit_codes_text({{cli::exit_ok, "done (the report gives the rank)"}}));
+  rank->add_option("--scores", a.scores, "Score matrix S (used as given)");
+  rank->add_option("--q", a.q, "Queries Q (n_q x d)");
+  rank->add_option("--k", a.k, "Keys K (n_k x d)");
+  cli::add_scale_option(rank, a.scale, "Scale of QK^T: a rational (\"1/8\", \"0.125\") or 1/sqrt(d) (default)");
+  cli::add_mask_option(rank, a.mask, "a boolean matrix file (true = allowed)");
+  rank->add_option("--v", a.v, "Values V (n_k x d_v), for output and residual");
+  rank->add_option("--x", a.x, "Residual stream X (n_q x d_v), for residual");
+  rank->add_option("--object", a.object, "scores, attention, output or residual")->capture_default_str();
+  rank->add_option("--formats", a.formats, "Formats in which the matrix is formed for numerical ranks")->capture_default_str();
+  rank->add_option("--policies", a.policies, "Numerical-rank policies")->capture_default_str();
+  cli::add_max_precision_option(rank, a.max_precision, 128, max_precision_bits, "Cap (bits) of the singular-value enclosures");
+  cli::add_seed_option(rank, a.seed, "Seed of the modular evaluation points");
+  cli::add_format_option(rank, a.out_format, {"text", "json"});
+  cli::add_out_option(rank, a.out_path);
+  return rank;
+}
 
-  attncert::cli::oracle_args oa;
-  auto* oracle = attncert::cli::add_oracle_subcommand(app, oa);
-  auto run_certify_commands = attncert::cli::add_certify_commands(app);
-  const auto drift_commands = attncert::cli::add_drift_commands(app);  // drift, figures
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::string command = cli::join_args(argc, argv);
+  CLI::App app{
+      "attncert — exact and arbitrary-precision verification of claims about transformer attention.\n"
+      "Verdicts: a claim passes only if the computed error is within a tolerance fixed before computing;\n"
+      "a numerical rank that differs from the exact rank is a measured divergence, not a failure.\n"
+      "See SUBCOMMAND --help for each subcommand's options and exit status."};
+  app.footer(cli::exit_codes_text({}));
+  app.require_subcommand(1);
+  app.set_version_flag("--version", std::string("attncert ") + ATTNCERT_VERSION);
+
+  check_args ca;
+  auto* check = add_check_subcommand(app, ca);
+  rank_args ra;
+  auto* rank = add_rank_subcommand(app, ra);
+  cli::oracle_args oa;
+  auto* oracle = cli::add_oracle_subcommand(app, oa);
+  auto run_certify_commands = cli::add_certify_commands(app);
+  const auto drift_commands = cli::add_drift_commands(app);  // drift, figures
 
   // Every subcommand that reads files takes the one limit on input files (README "Limits on input").
   std::size_t max_input_bytes = io::default_max_input_bytes;
   for (const char* name : {"rank", "oracle", "certify", "verify-certificate"})
     app.get_subcommand(name)
         ->add_option("--max-input-bytes", max_input_bytes, "Largest input file read, in bytes (more is rejected, exit 2)")
+        ->check(cli::non_negative_integer())
         ->capture_default_str();
   try {
     app.parse(argc, argv);
@@ -236,28 +249,19 @@ int main(int argc, char** argv) {
     return app.exit(e);
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
-  } catch (const CLI::ParseError& e) {
-    std::cerr << "attncert: " << e.what() << " (see attncert --help)\n";
-    return 2;
+  } catch (...) {
+    return cli::exit_code_of_current_exception();
   }
+  cli::install_interrupt_handlers();
   try {
     io::set_max_input_bytes(max_input_bytes);
     if (const int rc = run_certify_commands(); rc >= 0) return rc;
     if (*rank) return run_rank_command(ra, command);
-    if (*oracle) return attncert::cli::run_oracle_command(oa, command);
+    if (*oracle) return cli::run_oracle_command(oa, command);
     if (const int rc = drift_commands->run(command); rc >= 0) return rc;
-    if (*check)
-      return run_check_command(ids, list, formats, policies, out_format, out_path, seed, certify_bits, certify_max_bits,
-                               command, verbose);
-  } catch (const attncert::input_error& e) {  // messages may echo input: kept on one line
-    std::cerr << "attncert: " << one_line(e.what(), 4096) << "\n";
-    return 2;
-  } catch (const std::invalid_argument& e) {
-    std::cerr << "attncert: " << one_line(e.what(), 4096) << "\n";
-    return 2;
-  } catch (const std::exception& e) {
-    std::cerr << "attncert: internal error: " << one_line(e.what(), 4096) << "\n";
-    return 70;  // EX_SOFTWARE: a bug, not bad input
+    if (*check) return run_check_command(ca, command);
+  } catch (...) {
+    return cli::exit_code_of_current_exception();
   }
-  return 2;
+  return cli::exit_usage;
 }

@@ -3,11 +3,18 @@
 // kernels (polynomial sign evaluations, root refinement, minor enumeration); when it has
 // passed, `check_deadline()` throws `time_limit_reached`, which the caller turns into an
 // UNDECIDED verdict with the reason.  Without a scope there is no limit.
+//
+// The same polls honour an interruption: request_interrupt() (async-signal-safe, called by
+// the CLI's SIGINT/SIGTERM handler) makes the next check_deadline() or check_interrupt() on
+// any thread throw `interrupted` (error.hpp).
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <stdexcept>
 #include <string>
+
+#include "attncert/error.hpp"
 
 namespace attncert {
 
@@ -48,8 +55,29 @@ class deadline_scope {
   detail::deadline_state saved_;
 };
 
-/// Throws time_limit_reached when this thread's deadline has passed.
+namespace detail {
+inline std::atomic<bool>& interrupt_flag() {
+  static std::atomic<bool> flag{false};
+  static_assert(std::atomic<bool>::is_always_lock_free, "the flag is set from a signal handler");
+  return flag;
+}
+}  // namespace detail
+
+/// Asks every polling computation to stop.  Async-signal-safe (a lock-free atomic store).
+inline void request_interrupt() noexcept { detail::interrupt_flag().store(true, std::memory_order_relaxed); }
+
+/// True once request_interrupt() was called.
+inline bool interrupt_requested() noexcept { return detail::interrupt_flag().load(std::memory_order_relaxed); }
+
+/// Throws `interrupted` once request_interrupt() was called.
+inline void check_interrupt() {
+  if (interrupt_requested()) throw interrupted();
+}
+
+/// Throws `interrupted` after request_interrupt(), time_limit_reached when this thread's
+/// deadline has passed.
 inline void check_deadline() {
+  check_interrupt();
   const auto& s = detail::current_deadline();
   if (s.active && std::chrono::steady_clock::now() > s.at)
     throw time_limit_reached("the time limit of " + std::to_string(static_cast<long long>(s.seconds)) + " s was reached");

@@ -8,11 +8,6 @@
 // size is checked against the bytes present before anything is allocated.
 #include "attncert/io/npy.hpp"
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
-#include <atomic>
 #include <bit>
 #include <charconv>
 #include <cmath>
@@ -23,6 +18,7 @@
 #include <system_error>
 
 #include "attncert/error.hpp"
+#include "attncert/io/atomic_file.hpp"
 #include "attncert/io/bounded_input.hpp"
 
 namespace attncert::io {
@@ -30,33 +26,9 @@ namespace {
 
 // ---- messages ------------------------------------------------------------------------
 
-// `s` with control characters (and, if `ascii_only`, all non-ASCII bytes) escaped as \xNN,
-// cut to `max` characters: safe inside a one-line message.
-std::string printable(std::string_view s, std::size_t max = 80, bool ascii_only = true) {
-  static const char* hex = "0123456789abcdef";
-  std::string out;
-  for (std::size_t i = 0; i < s.size(); ++i) {
-    if (out.size() >= max) {
-      out += "...";
-      break;
-    }
-    const auto c = static_cast<unsigned char>(s[i]);
-    if (c < 0x20 || c == 0x7f || (ascii_only && c >= 0x80)) {
-      out += "\\x";
-      out += hex[c >> 4];
-      out += hex[c & 15];
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  return out;
-}
-
 [[noreturn]] void fail(const std::string& name, const std::string& problem) {
-  throw input_error(printable(name, 4096, false) + ": " + problem);
+  throw input_error(one_line(name, 4096) + ": " + problem);
 }
-
-std::string errno_text(int err) { return std::error_code(err, std::generic_category()).message(); }
 
 // Python repr of a tuple of sizes: (), (3,), (2, 3).
 std::string shape_text(const std::vector<std::size_t>& dims) {
@@ -152,7 +124,7 @@ class literal_parser {
   bool at_end() const { return p_ >= t_.size(); }
   char peek(std::size_t ahead = 0) const { return p_ + ahead < t_.size() ? t_[p_ + ahead] : '\0'; }
   std::string quote_char() const {
-    return at_end() ? std::string("end of header") : "'" + printable(t_.substr(p_, 1)) + "'";
+    return at_end() ? std::string("end of header") : "'" + one_line(t_.substr(p_, 1), 80, true) + "'";
   }
   static bool ident_char(char c) {
     return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
@@ -206,7 +178,7 @@ class literal_parser {
         v.k = pyval::kind::none;
       } else {
         p_ = b;
-        err("unexpected name '" + printable(word, 40) + "'");
+        err("unexpected name '" + one_line(word, 40, true) + "'");
       }
     } else {
       err("unexpected " + quote_char());
@@ -565,7 +537,7 @@ header_info interpret_header(std::string_view text, int major, const std::string
     fail(name, "header is not a Python dict literal: " + e.what + " at offset " +
                    std::to_string(e.offset));
   }
-  auto src = [&](const pyval& v) { return printable(text.substr(v.begin, v.end - v.begin), 60); };
+  auto src = [&](const pyval& v) { return one_line(text.substr(v.begin, v.end - v.begin), 60, true); };
   if (d.k != pyval::kind::dict) fail(name, "header is not a dict: " + src(d));
 
   const pyval* descr = nullptr;
@@ -786,8 +758,6 @@ std::string serialize_named(const npy_array& a, const std::string& name) {
   return out;
 }
 
-std::atomic<unsigned> temp_counter{0};
-
 }  // namespace
 
 std::string dtype_descr(dtype t) {
@@ -891,34 +861,6 @@ npy_array read_npy(const std::string& path, nonfinite policy) {
 
 std::string serialize_npy(const npy_array& a) { return serialize_named(a, "npy array"); }
 
-void write_npy(const std::string& path, const npy_array& a) {
-  const std::string bytes = serialize_named(a, path);
-
-  // A fresh temporary file next to `path` (O_EXCL: never reuses an existing name).
-  std::string tmp;
-  int fd = -1;
-  for (int attempt = 0; fd < 0; ++attempt) {
-    tmp = path + ".tmp-" + std::to_string(::getpid()) + "-" + std::to_string(temp_counter++);
-    fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-    if (fd < 0 && (errno != EEXIST || attempt >= 100)) fail(path, "cannot write: " + errno_text(errno));
-  }
-  auto abandon = [&](int err) {
-    if (fd >= 0) ::close(fd);
-    ::unlink(tmp.c_str());
-    fail(path, "cannot write: " + errno_text(err));
-  };
-  std::size_t done = 0;
-  while (done < bytes.size()) {
-    const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) abandon(errno);
-    done += static_cast<std::size_t>(n);
-  }
-  if (::fsync(fd) != 0) abandon(errno);
-  const int rc = ::close(fd);
-  fd = -1;
-  if (rc != 0) abandon(errno);
-  if (::rename(tmp.c_str(), path.c_str()) != 0) abandon(errno);
-}
+void write_npy(const std::string& path, const npy_array& a) { write_file_atomic(path, serialize_named(a, path)); }
 
 }  // namespace attncert::io

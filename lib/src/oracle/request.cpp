@@ -75,6 +75,46 @@ bool_mask to_bool_mask(const io::npy_array& a, const std::string& what) {
   return m;
 }
 
+void set_qkv(oracle_request& req, const io::npy_array& q, const io::npy_array& k, const io::npy_array& v) {
+  if (q.shape.size() != k.shape.size() || q.shape.size() != v.shape.size())
+    throw input_error("Q, K and V must have the same number of dimensions (got " + std::to_string(q.shape.size()) + ", " +
+                      std::to_string(k.shape.size()) + ", " + std::to_string(v.shape.size()) + ")");
+  req.Q = to_tensor4(q, "--q");
+  req.K = to_tensor4(k, "--k");
+  req.V = to_tensor4(v, "--v");
+}
+
+std::vector<std::size_t> output_shape(const io::npy_array& q, const io::npy_array& v) {
+  std::vector<std::size_t> s(q.shape.begin(), q.shape.end() - 1);
+  s.push_back(v.shape.back());
+  return s;
+}
+
+void check_candidate_array(const io::npy_array& c, const std::vector<std::size_t>& out_shape, const std::string& file) {
+  if (c.shape != out_shape) {
+    std::string s;
+    for (auto x : out_shape) s += (s.empty() ? "" : ", ") + std::to_string(x);
+    throw input_error(file + ": candidate shape does not match the output shape (" + s + ")");
+  }
+  if (c.type == io::dtype::b1) throw input_error(file + ": a candidate must be a float array");
+}
+
+void check_attention_array(const io::npy_array& a, const io::npy_array& q, const io::npy_array& k,
+                           const std::string& file) {
+  std::vector<std::size_t> want(q.shape.begin(), q.shape.end() - 1);
+  want.push_back(k.shape[k.shape.size() - 2]);
+  if (a.shape != want) throw input_error(file + ": attention candidate shape must be (…, n_q, n_k)");
+}
+
+io::npy_array reference_array(const oracle_result& r, target_format t, const std::vector<std::size_t>& shape) {
+  io::npy_array ref;
+  ref.type = t == target_format::binary64 ? io::dtype::f8 : t == target_format::binary16 ? io::dtype::f2 : io::dtype::f4;
+  ref.shape = shape;
+  ref.values = r.reference;
+  ref.allow_nonfinite = true;
+  return ref;
+}
+
 void validate_request(const oracle_request& req) {
   check_tensor(req.Q, "Q");
   check_tensor(req.K, "K");

@@ -76,8 +76,9 @@ npy_array parse_npy(const std::string& bytes, const std::string& name_for_errors
 /// integers must be integral and in range; bool only holds 0 and 1).
 std::string serialize_npy(const npy_array& a);
 
-/// Writes serialize_npy(a) to `path` atomically: the bytes go to a new temporary file in the
-/// same directory, which is flushed to disk and then renamed over `path`.
+/// Writes serialize_npy(a) to `path` atomically with io::write_file_atomic (atomic_file.hpp:
+/// a new temporary file in the same directory, flushed to disk, renamed over `path`).  To
+/// write it as part of several outputs, stage serialize_npy(a) in an output_transaction.
 /// Returns nothing.
 /// Preconditions: none.
 /// Errors: throws input_error (one line, starting with `path`) if `a` cannot be serialized
