@@ -28,7 +28,7 @@ def strip_timings(x):
 
 
 def run(binary, args, out_path, allowed=(0, 1, 3)):
-    p = subprocess.run([binary] + args, capture_output=True, text=True)
+    p = subprocess.run([binary] + args, capture_output=True, text=True, cwd=os.path.dirname(out_path))
     if p.returncode not in allowed:
         sys.exit(f"{' '.join(args)}: exit {p.returncode}: {p.stderr.strip()}")
     data = json.loads(p.stdout)
@@ -41,7 +41,7 @@ def run(binary, args, out_path, allowed=(0, 1, 3)):
 def main():
     if len(sys.argv) < 3:
         sys.exit(__doc__)
-    binary, out = os.path.abspath(sys.argv[1]), sys.argv[2]
+    binary, out = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
     quick = "--quick" in sys.argv
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     os.makedirs(out, exist_ok=True)
@@ -62,7 +62,7 @@ def main():
         np.save(os.path.join(data, name + ".npy"), arr)
     with open(os.path.join(data, "S.json"), "w") as f:
         json.dump([["1", "-1", "1/2"], ["0", "2", "3/7"], ["1/3", "1", "-2"]], f)
-    d = lambda n: os.path.join(data, n)
+    d = lambda n: os.path.join("inputs", n)  # relative to `out`: reports name files as given
 
     if not quick:
         run(binary, ["check", "--format", "json"], os.path.join(out, "check.json"))

@@ -13,24 +13,15 @@ namespace attncert::proofs::detail {
 namespace {
 
 // The lcm of the denominators of row `row` of S0 and Ŝ0 on the mask's support: u = e^{a/q}
-// with this q makes every score of the row an integer power of u.
-// (A local lcm-of-denominators: to be replaced by the layer model's, rank/layer.hpp.)
+// with this q makes every score of the row an integer power of u (the layer model's lcm).
 mpz_int score_denominator_lcm(const output_bound_claim& c) {
-  mpz_int q = 1;
-  for (Eigen::Index j = 0; j < c.S0.cols(); ++j)
-    if (c.M.allows(c.row, j)) {
-      q = boost::multiprecision::lcm(q, denominator(c.S0(c.row, j)));
-      q = boost::multiprecision::lcm(q, denominator(c.S_hat0(c.row, j)));
-    }
-  return q;
-}
-
-// The lcm L of the denominators of V (L·V is an integer matrix).
-mpz_int value_denominator_lcm(const matrix<mpq_rational>& V) {
-  mpz_int L = 1;
-  for (Eigen::Index j = 0; j < V.rows(); ++j)
-    for (Eigen::Index k = 0; k < V.cols(); ++k) L = boost::multiprecision::lcm(L, denominator(V(j, k)));
-  return L;
+  matrix<mpq_rational> row(2, c.S0.cols());
+  for (Eigen::Index j = 0; j < c.S0.cols(); ++j) {
+    const bool on = c.M.allows(c.row, j);
+    row(0, j) = on ? c.S0(c.row, j) : mpq_rational(0);
+    row(1, j) = on ? c.S_hat0(c.row, j) : mpq_rational(0);
+  }
+  return lcm_of_denominators(row);
 }
 
 // Exponents of u in row `row` of exp(a S0) and exp(a Ŝ0), shifted by the row's common
@@ -151,7 +142,7 @@ certify_result prove_output_bound(const output_bound_claim& c, const nlohmann::j
   const std::optional<row_exponents> exps = exponents_of_row(c, q);
   if (!exps) return undecided_result(claim, "the exponent spread of the row is above 1000: polynomials too large");
   bound_polynomials b;
-  b.L = value_denominator_lcm(c.V);
+  b.L = lcm_of_denominators(c.V);  // L·V is an integer matrix
   b.mu = largest_squared_row_norm(c.V);
   int_poly l1;
   if (const auto why = differences(*exps, point, q, max_bits, b, l1)) return undecided_result(claim, *why);

@@ -10,14 +10,11 @@ namespace attncert::proofs::detail {
 
 namespace {
 
-// The family of the scores a·S0: the constant matrix S0 scaled to integers (by the lcm of its
-// denominators), q = 1.  (A local M(u) construction and lcm-of-denominators for the scores:
-// to be replaced by the layer model's, rank/layer.hpp.)
+// The family of the scores a·S0: the constant matrix S0 scaled to integers (by the layer
+// model's lcm of its denominators), q = 1.  The scores object has no exponential M(u).
 poly_family scores_family(const family_input& in) {
   in.M.check_shape(in.S0.rows(), in.S0.cols());
-  mpz_int L = 1;
-  for (Eigen::Index i = 0; i < in.S0.rows(); ++i)
-    for (Eigen::Index j = 0; j < in.S0.cols(); ++j) L = boost::multiprecision::lcm(L, denominator(in.S0(i, j)));
+  const mpz_int L = lcm_of_denominators(in.S0);
   poly_family F;
   F.rows = in.S0.rows();
   F.cols = in.S0.cols();
