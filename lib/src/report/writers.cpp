@@ -1,4 +1,4 @@
-// report_writers.cpp — render a report::document as text, JSON, Markdown or CSV.
+// lib/src/report/writers.cpp — render a report::document as text, JSON, Markdown or CSV.
 //
 // The model keeps every number as a decimal string.  JSON and CSV copy those strings
 // verbatim.  Markdown copies them too (escaping table syntax only).  The text writer, meant
