@@ -132,12 +132,11 @@ nlohmann::json parse_certificate_text(const std::string& text) {
 }
 
 verification verify_certificate(const nlohmann::json& cert, const verify_options& options) {
-  using checker::precision_cap_bits;
   verification out;
   struct cap_scope {  // the cap of this call, restored afterwards
     unsigned saved;
-    explicit cap_scope(unsigned b) : saved(precision_cap_bits) { precision_cap_bits = std::max(64u, b); }
-    ~cap_scope() { precision_cap_bits = saved; }
+    explicit cap_scope(unsigned b) : saved(checker::exchange_precision_cap(std::max(64u, b))) {}
+    ~cap_scope() { checker::exchange_precision_cap(saved); }
   } cap_guard(options.max_precision_bits);
   try {
     checker::verify_by_quantity(cert, [&](const std::string& s) { out.notes.push_back(s); });

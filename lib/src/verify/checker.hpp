@@ -149,7 +149,10 @@ rebuilt_claim rebuild_claim_matrix(const nlohmann::json& cert, const nlohmann::j
 
 // ---- enclosure.cpp: MPFI enclosures, the range of a, signs at a point ----------------------
 /// The precision cap of the current verify_certificate call (MPFI enclosures of e^{a/q}).
-extern thread_local unsigned precision_cap_bits;
+/// Sets this thread's precision cap and returns the previous one.  (A function, not an extern
+/// thread_local: GCC 12 with UBSan miscompiles a cross-unit extern thread_local access into a
+/// store through a null pointer.)
+unsigned exchange_precision_cap(unsigned bits);
 std::string precision_cap_text();
 
 /// Rational [l, h] ∋ e^{a/q} (MPFI at `bits`); beyond_cap when |a/q| > 10^4.

@@ -6,7 +6,14 @@
 
 namespace attncert::proofs::checker {
 
+namespace {
 thread_local unsigned precision_cap_bits = 8192;
+}  // namespace
+unsigned exchange_precision_cap(unsigned bits) {
+  const unsigned old = precision_cap_bits;
+  precision_cap_bits = bits;
+  return old;
+}
 std::string precision_cap_text() { return std::to_string(precision_cap_bits) + " bits"; }
 
 // ---- MPFI helpers --------------------------------------------------------------------
