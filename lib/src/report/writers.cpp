@@ -705,7 +705,10 @@ void write_text(std::ostream& os, const document& doc, const write_options& opt)
   os << summary_line(doc.totals()) << '\n';
 }
 
-void write_markdown(std::ostream& os, const document& doc) {
+namespace {
+
+// The Markdown report's title, command and settings.
+void write_markdown_header(std::ostream& os, const document& doc) {
   os << "# " << md_escape(one_line(doc.tool)) << (doc.version.empty() ? "" : " " + md_escape(one_line(doc.version)))
      << " tolerance report\n\n";
   if (!doc.command.empty()) {
@@ -718,7 +721,12 @@ void write_markdown(std::ostream& os, const document& doc) {
     md_code_block(os, "json", doc.settings.dump(2, ' ', false, nlohmann::json::error_handler_t::replace));
     os << '\n';
   }
+}
 
+}  // namespace
+
+void write_markdown(std::ostream& os, const document& doc) {
+  write_markdown_header(os, doc);
   for (const auto& c : doc.checks) {
     os << "## " << md_escape(one_line(c.id)) << (c.title.empty() ? "" : " — " + md_escape(one_line(c.title)))
        << "\n\n";
