@@ -6,7 +6,7 @@
 #include <array>
 #include <random>
 
-#include "attncert/oracle/oracle.hpp"
+#include "attncert/oracle/grading.hpp"
 #include "checks/common.hpp"
 
 namespace attncert::checks {

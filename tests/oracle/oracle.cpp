@@ -10,7 +10,7 @@
 #include <random>
 
 #include "../support.hpp"
-#include "attncert/oracle/oracle.hpp"
+#include "attncert/oracle/grading.hpp"
 #include "attncert/error.hpp"
 #include "attncert/number/double_double.hpp"
 

@@ -13,6 +13,7 @@
 #include "attncert/number/double_double.hpp"
 #include "attncert/number/emulated.hpp"
 #include "attncert/number/traits.hpp"
+#include "attncert/oracle/grading.hpp"
 #include "internal.hpp"
 
 namespace attncert::oracle {

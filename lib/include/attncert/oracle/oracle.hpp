@@ -60,15 +60,16 @@ struct scale_spec {
 enum class mask_kind { none, causal, explicit_mask };
 
 /// A tensor of shape (B, H, n, d) in C order (an input of shape (n, d) has B = H = 1, of shape
-/// (h, n, d) B = 1).
+/// (h, n, d) B = 1).  Other layouts (bshd, packed thd, paged K/V) are gathered into this one by
+/// oracle/request.hpp; sequences shorter than n are described by oracle_request::seqlens_q/k.
 struct tensor4 {
   std::size_t B = 1, H = 1, n = 0, d = 0;
   std::vector<double> values;
   const double* row(std::size_t b, std::size_t h, std::size_t i) const { return values.data() + ((b * H + h) * n + i) * d; }
 };
 
-/// A boolean mask (true = the key may be attended) of shape (mb, mh, nq, nk) whose leading
-/// dimensions are 1 (broadcast) or equal to B and H.
+/// A boolean mask of shape (mb, mh, nq, nk) whose leading dimensions are 1 (broadcast) or equal
+/// to B and H (the query heads).
 struct bool_mask {
   std::size_t mb = 1, mh = 1, nq = 0, nk = 0;
   std::vector<std::uint8_t> allowed;
@@ -78,24 +79,66 @@ struct bool_mask {
   }
 };
 
+/// An additive score term broadcastable to (B, H_q, nq, nk): each dimension is 1 or full.
+struct score_bias {
+  std::size_t mb = 1, mh = 1, mq = 1, mk = 1;
+  std::vector<double> values;
+  double at(std::size_t b, std::size_t h, std::size_t i, std::size_t j) const {
+    return values[(((mb == 1 ? 0 : b) * mh + (mh == 1 ? 0 : h)) * mq + (mq == 1 ? 0 : i)) * mk + (mk == 1 ? 0 : j)];
+  }
+};
+
+/// The attention variants of real kernels (semantics and error analysis: proofs/P14-oracle-variants.md).
+/// Defaults give plain attention.
+struct attention_variant {
+  bool causal_bottom_right = false;    ///< key j allowed iff j <= i + nk(b) - nq(b)
+  long long window_left = -1, window_right = -1;  ///< -1 = unbounded; both -1: no window
+  std::string softcap;                 ///< exact decimal C > 0; empty = none
+  std::vector<double> alibi_slopes;    ///< empty, H_q slopes, or B·H_q slopes (row-major (b, h))
+  bool has_bias = false;
+  score_bias bias;                     ///< additive; -inf masks the key
+  std::vector<double> sink;            ///< empty or one logit per query head
+  bool has_dropout = false;
+  bool_mask dropout_keep;              ///< (B, H_q, nq, nk) keep-mask (leading dims may broadcast)
+  std::string dropout_p = "0";         ///< exact decimal in [0, 1)
+};
+
+/// What the LSE output is.
+struct lse_options {
+  bool want = false;                    ///< compute the LSE of every row
+  bool base2 = false;                   ///< log2 instead of ln
+  bool empty_plus_inf = false;          ///< LSE of an empty row: +inf (FlashAttention 2) instead of -inf
+  target_format target = target_format::binary32;  ///< format the LSE is rounded to
+};
+
 struct oracle_request {
-  tensor4 Q, K, V;
+  tensor4 Q, K, V;  ///< Q (B, H_q, nq, d), K (B, H_kv, nk, d), V (B, H_kv, nk, dv); H_q a multiple of H_kv
+  /// Per-sequence lengths (empty: every sequence has nq queries and nk keys).  Rows i >= seqlens_q[b]
+  /// are padding: not computed, not graded (how = padding).  Keys j >= seqlens_k[b] are never attended.
+  std::vector<std::size_t> seqlens_q, seqlens_k;
   scale_spec scale;
   mask_kind mask = mask_kind::none;  ///< causal: key j is allowed for query i iff j <= i (PyTorch's is_causal, top-left)
-  bool_mask M;                       ///< for explicit_mask
+  bool_mask M;                       ///< for explicit_mask (combines with causal_bottom_right / window by AND)
+  attention_variant variant;
+  lse_options lse;
   empty_row_policy empty_rows = empty_row_policy::error;
   target_format target = target_format::binary64;
   unsigned max_bits = 4096;  ///< precision cap of the MPFI stage (>= 128)
   unsigned threads = 2;      ///< worker threads (rows are split between them)
-  /// With NaN/±Inf inputs: false = input_error; true = rows touching a non-finite input are
-  /// computed in plain IEEE binary64 (approx tier) and counted as ieee_nonfinite.
+  /// With NaN/±Inf in a value an allowed score uses: false = input_error; true = such rows are
+  /// computed in plain IEEE binary64 (approx tier) and counted as ieee_nonfinite.  Non-finite
+  /// values that no allowed score uses are ignored either way.
   bool allow_nonfinite = false;
   /// Called now and then from the main thread with (rows done, rows total); may be empty.
   std::function<void(std::size_t, std::size_t)> progress;
+
+  std::size_t seq_q(std::size_t b) const { return seqlens_q.empty() ? Q.n : seqlens_q[b]; }
+  std::size_t seq_k(std::size_t b) const { return seqlens_k.empty() ? K.n : seqlens_k[b]; }
 };
 
 /// Which stage decided an element.
-enum class decided_by : std::uint8_t { double_double, mpfi, faithful_only, exact_policy, ieee_nonfinite };
+/// padding: a row outside its sequence (seqlens_q), not an output; its values are NaN.
+enum class decided_by : std::uint8_t { double_double, mpfi, faithful_only, exact_policy, ieee_nonfinite, padding };
 
 /// Result of the oracle.  Element (b, h, i, k) is at index ((b·H + h)·nq + i)·dv + k.
 struct oracle_result {
@@ -114,6 +157,13 @@ struct oracle_result {
   std::size_t fast_path_rows_failed = 0;  ///< rows the fast path could not handle at all
   std::size_t empty_rows = 0;         ///< fully masked rows (handled per the policy)
   bool fast_kernel_vectorized = false;  ///< the fast path ran the AVX2+FMA build of the kernel
+  std::size_t padding_rows = 0;       ///< rows outside their sequence (not outputs)
+  /// The LSE of each row (b, h, i) at index (b·H + h)·nq + i, when requested: the rounded value in
+  /// lse_target, an enclosure |lse - (hi + lo)| <= rad as for the outputs, and who decided it.
+  bool has_lse = false;
+  target_format lse_target = target_format::binary32;
+  std::vector<double> lse_reference, lse_hi, lse_lo, lse_rad;
+  std::vector<decided_by> lse_how;
 };
 
 /// Runs the oracle.  Errors: input_error on shape mismatch, empty tensors, non-finite inputs
@@ -121,45 +171,6 @@ struct oracle_result {
 /// [128, 1 << 16], and an element the cap cannot enclose within two adjacent target numbers
 /// ("precision too low").
 oracle_result run_oracle(const oracle_request& req);
-
-// ---- grading candidates ------------------------------------------------------------------------
-
-/// Thresholds (in ulps of the target) counted by the candidate report.
-inline constexpr std::array<double, 5> ulp_thresholds{0.5, 1, 2, 4, 16};
-
-struct candidate_grade {
-  std::string name;
-  std::size_t elements = 0;
-  double max_ulp = 0, mean_ulp = 0, max_abs = 0, max_rel = 0;
-  std::array<std::size_t, ulp_thresholds.size()> beyond{};  ///< elements with error > threshold ulps
-  std::size_t nonfinite_where_finite = 0;  ///< NaN/Inf in the candidate where the truth is finite
-  std::size_t compared = 0;                ///< elements with a finite truth and a finite candidate
-  std::array<std::size_t, 4> worst{};      ///< (b, h, i, k) of the largest ulp error
-  bool has_worst = false;
-};
-
-/// Grades candidate values (same layout as the result) against the exact values.  Errors are
-/// measured from the exact value o (not from the rounded reference): ulp error |c - o| / ulp(o)
-/// with ulp of the target format at o; computed in binary64 from the enclosure, so each
-/// reported figure has a relative error below 2^-50 (approx tier, documented).  Elements whose
-/// truth is not finite or not enclosed (empty rows with policy nan, ieee_nonfinite) are skipped.
-candidate_grade grade_candidate(const oracle_result& r, const std::vector<double>& c, target_format t,
-                                const std::string& name);
-
-/// Per-row results of an attention-probability candidate Â (shape (B, H, nq, nk)).
-struct attention_grade {
-  std::vector<double> row_l1;      ///< ‖Âᵢ − Aᵢ‖₁ per row: the midpoint of a rigorous enclosure (approx)
-  std::vector<double> lhs_upper;   ///< upper bound of ‖((Â − A)V)ᵢ‖₂
-  std::vector<double> rhs_lower;   ///< lower bound of ‖Âᵢ − Aᵢ‖₁ · maxⱼ‖vⱼ‖₂
-  std::size_t rows = 0, bound_certified = 0, bound_undecided = 0, bound_refuted = 0, rows_skipped = 0;
-  double max_row_l1 = 0;           ///< the largest upper end of those enclosures
-};
-
-/// Checks the output bound of the article (§11) per row for the candidate attention Â:
-/// ‖((Â − A)V)ᵢ‖₂ <= ‖Âᵢ − Aᵢ‖₁ · maxⱼ‖vⱼ‖₂ (max over all keys j of the row's head).
-/// certified: upper(LHS) <= lower(RHS) with rigorous bounds; refuted: lower(LHS) > upper(RHS)
-/// (impossible mathematically, so it would reveal a bug); undecided otherwise.
-attention_grade grade_attention(const oracle_request& req, const std::vector<double>& A_hat);
 
 namespace detail {
 /// The fast path for one row (exposed for tests).  Fills out_hi/out_lo/out_rad (dv each) with an

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "attncert/oracle/oracle.hpp"
+#include "attncert/oracle/grading.hpp"
 #include "attncert/io/npy.hpp"
 #include "attncert/oracle/request.hpp"
 
