@@ -452,7 +452,7 @@ BOOST_AUTO_TEST_CASE(malformed_headers) {
 }
 
 BOOST_AUTO_TEST_CASE(unsupported_dtypes) {
-  for (const char* descr : {"<c16", "<U3", "|O", "O", "<u4", "<f16", "|u1", "|i1", "<i2", "<M8[ns]", "|S5", "<f8 ", ""})
+  for (const char* descr : {"<c16", "<U3", "|O", "O", "<u4", "<f16", "|i1", "<i2", "<M8[ns]", "|S5", "<f8 ", ""})
     expect_error(file(1, hdr(descr, "(1,)"), std::string(8, '\0')), std::string("unsupported dtype '") + descr + "'");
   expect_error(file(1, "{'descr': [('a', '<f4'), ('b', '<i4')], 'fortran_order': False, 'shape': (1,)}", ""),
                "unsupported dtype [('a', '<f4'), ('b', '<i4')] (structured dtypes are not supported)");

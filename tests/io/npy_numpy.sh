@@ -90,6 +90,8 @@ def sample(code, n):
     elif code == "i8":
         special = np.array([-(2**63), 2**62, 2**53, -(2**53), 2**53 + 2], dtype=np.int64)
         v = np.concatenate([special, rng.integers(-(2**53), 2**53 + 1, size=n, dtype=np.int64)])
+    elif code == "u1":
+        v = np.concatenate([np.array([0, 255, 127, 128], dtype=np.uint8), rng.integers(0, 256, size=n, dtype=np.uint8)])
     else:
         v = np.concatenate([np.array([True, False]), rng.integers(0, 2, size=n).astype(bool)])
     return np.ascontiguousarray(v[:n])
@@ -100,7 +102,7 @@ def make(code, shape):
     return sample(code, n).reshape(shape)
 
 
-CODES = ["f2", "f4", "f8", "i4", "i8", "b1"]
+CODES = ["f2", "f4", "f8", "i4", "i8", "u1", "b1"]
 
 with tempfile.TemporaryDirectory() as tmp:
     path = os.path.join(tmp, "a.npy")
@@ -108,7 +110,7 @@ with tempfile.TemporaryDirectory() as tmp:
     # ---- NumPy writes, npy_tool reads ----------------------------------------------------
     saw_fortran_header = False
     for code in CODES:
-        for order_char in (["|"] if code == "b1" else ["<", ">"]):
+        for order_char in (["|"] if code in ("b1", "u1") else ["<", ">"]):
             for fortran in (False, True):
                 for version in [(1, 0), (2, 0), (3, 0)]:
                     for shape in SHAPES:
@@ -142,7 +144,7 @@ with tempfile.TemporaryDirectory() as tmp:
                 check(False, f"{what}: exit {rc}: {err.strip()}")
                 continue
             back = np.load(path)
-            check(back.dtype == np.dtype(("|" if code == "b1" else "<") + code), f"{what}: dtype {back.dtype}")
+            check(back.dtype == np.dtype(("|" if code in ("b1", "u1") else "<") + code), f"{what}: dtype {back.dtype}")
             check(back.shape == shape, f"{what}: shape {back.shape}")
             check(same_bits(back.astype(np.float64), arr.astype(np.float64)), f"{what}: values differ")
             mine = open(path, "rb").read()
@@ -188,7 +190,7 @@ with tempfile.TemporaryDirectory() as tmp:
     rejected(np.array([b"ab"]), "unsupported dtype '|S2'", "bytes")
     rejected(np.array([None, 1], dtype=object), "unsupported dtype '|O'", "object")
     rejected(np.zeros(2, dtype=[("a", "<f4"), ("b", "<i4")]), "structured dtypes are not supported", "structured")
-    rejected(np.zeros(2, dtype=np.uint8), "unsupported dtype '|u1'", "uint8")
+    rejected(np.zeros(2, dtype=np.int8), "unsupported dtype '|i1'", "int8")
     rejected(np.zeros(2, dtype=np.float128), "unsupported dtype '<f16'", "float128")
     with open(path, "wb") as f:
         np.save(f, np.arange(12.0).reshape(2, 3, 2))
@@ -204,7 +206,7 @@ with tempfile.TemporaryDirectory() as tmp:
 
     # ---- npy_tool write refuses what the dtype cannot hold, and leaves no file -------------
     for code, value, problem in [("f4", "0.1", "float32"), ("f2", "65505", "float16"), ("f2", "1e-8", "float16"),
-                                 ("i4", "2147483648", "int32"), ("i8", "0.5", "int64"), ("b1", "2", "bool"),
+                                 ("i4", "2147483648", "int32"), ("i8", "0.5", "int64"), ("b1", "2", "bool"), ("u1", "256", "uint8"), ("u1", "-1", "uint8"), ("u1", "0.5", "uint8"),
                                  ("f8", "nan", "float64"), ("f8", "-inf", "float64")]:
         rc, out, err = run("write", code, path, value)
         check(rc == 2 and "not exactly representable as " + problem in err and err.count("\n") == 1,

@@ -5,7 +5,7 @@
 //       are in C order, each the shortest decimal that reads back as the same double (always
 //       with a '.' or an exponent, so -0.0 keeps its sign through a JSON reader).
 //   npy_tool write DTYPE FILE [VALUE...] [--shape A,B,...]
-//       writes VALUEs (decimal, read exactly) as a DTYPE (f2 f4 f8 i4 i8 b1) file of the given
+//       writes VALUEs (decimal, read exactly) as a DTYPE (f2 f4 f8 i4 i8 u1 b1) file of the given
 //       shape; "--shape" with an empty list writes a scalar, no --shape a 1-D array.
 //
 // Exit status: 0 on success, 2 with the input_error message on stderr (one line) when the
@@ -44,13 +44,14 @@ const char* code(io::dtype t) {
     case io::dtype::f8: return "f8";
     case io::dtype::i4: return "i4";
     case io::dtype::i8: return "i8";
+    case io::dtype::u1: return "u1";
     default: return "b1";
   }
 }
 
 bool parse_dtype(std::string s, io::dtype& t) {
   if (!s.empty() && (s[0] == '<' || s[0] == '|')) s.erase(0, 1);
-  for (io::dtype c : {io::dtype::f2, io::dtype::f4, io::dtype::f8, io::dtype::i4, io::dtype::i8, io::dtype::b1})
+  for (io::dtype c : {io::dtype::f2, io::dtype::f4, io::dtype::f8, io::dtype::i4, io::dtype::i8, io::dtype::u1, io::dtype::b1})
     if (s == code(c)) {
       t = c;
       return true;

@@ -12,6 +12,39 @@
 
 namespace attncert::cli {
 
+namespace {
+
+// The attention variants of real kernels (proofs/P14-oracle-variants.md).
+void add_variant_options(CLI::App* o, oracle_args& a) {
+  o->add_option("--layout", a.layout, "Layout of Q, K, V: bhsd ((n,d), (h,n,d), (b,h,n,d)), bshd ((b,n,h,d)) or thd "
+                                      "(packed (t,h,d) with --cu-seqlens-q/-k)")
+      ->capture_default_str();
+  o->add_option("--cu-seqlens-q", a.cu_seqlens_q, "thd: query offsets (.npy int32/int64, b + 1 entries from 0)");
+  o->add_option("--cu-seqlens-k", a.cu_seqlens_k, "thd: key offsets (.npy int32/int64, b + 1 entries from 0)");
+  o->add_option("--seqlens-k", a.seqlens_k, "Keys used per sequence (.npy int, (b,)): key padding; n_k(b) for alignment");
+  o->add_option("--block-table", a.block_table, "Paged K/V: block table (.npy int, (b, m)); K, V are (pages, page_size, h_kv, d)");
+  o->add_option("--page-size", a.page_size, "Paged K/V: rows per page");
+  o->add_option("--window", a.window, "LEFT,RIGHT: key j allowed iff i+n_k-n_q-LEFT <= j <= i+n_k-n_q+RIGHT (-1 = unbounded)");
+  o->add_option("--softcap", a.softcap, "Softcap C > 0 (exact decimal): scores become C·tanh(s/C)");
+  o->add_option("--alibi-slopes", a.alibi_slopes, "ALiBi slopes (.npy, (h_q,) or (b, h_q)): adds -slope·|i + n_k - n_q - j|");
+  o->add_option("--bias", a.bias, "Additive bias (.npy float, broadcastable to (b, h_q, n_q, n_k)); -inf masks the key");
+  o->add_option("--sink", a.sink, "Sink logits (.npy, (h_q,)): added to the softmax denominator only");
+  o->add_flag("--sink-off-by-one", a.sink_off_by_one, "A sink of logit 0 in every head (softmax_1)");
+  o->add_option("--dropout-mask", a.dropout_mask, "Dropout keep-mask (.npy bool, (b, h_q, n_q, n_k)); needs --dropout-p");
+  o->add_option("--dropout-p", a.dropout_p, "Dropout probability P in [0, 1) (exact decimal): kept weights × 1/(1 - P)");
+  o->add_option("--qkv-format", a.qkv_format, "FP8 inputs: e4m3fn or e5m2 (Q, K, V as uint8 .npy), decoded exactly");
+  o->add_option("--q-descale", a.q_descale, "FP8: descale of Q (a decimal exact in binary64, or .npy of shape () or (b, h_kv))");
+  o->add_option("--k-descale", a.k_descale, "FP8: descale of K");
+  o->add_option("--v-descale", a.v_descale, "FP8: descale of V");
+  o->add_option("--write-lse", a.write_lse, "Write the correctly rounded log-sum-exp of every row (sink included) to LSE.npy")
+      ->check(writable_file());
+  o->add_option("--lse-base", a.lse_base, "LSE base: e (natural log) or 2")->capture_default_str();
+  o->add_option("--empty-lse", a.empty_lse, "LSE of a row without keys: -inf or +inf (FlashAttention 2)")->capture_default_str();
+  o->add_option("--lse-target", a.lse_target, "Format of the LSE (default binary32; binary64 when --target binary64)");
+}
+
+}  // namespace
+
 CLI::App* add_oracle_subcommand(CLI::App& app, oracle_args& a) {
   auto* o = app.add_subcommand(
       "oracle", "Certified, correctly rounded reference of softmax(s·QKᵀ + mask)·V, and error reports for candidates.");
@@ -33,7 +66,10 @@ CLI::App* add_oracle_subcommand(CLI::App& app, oracle_args& a) {
   o->add_option("--q", a.q, "Queries Q (.npy: float16/32/64 or int)")->required();
   o->add_option("--k", a.k, "Keys K (.npy)")->required();
   o->add_option("--v", a.v, "Values V (.npy)")->required();
-  add_mask_option(o, a.mask, "a bool .npy (true = attend); causal: key j allowed for query i iff j <= i");
+  o->add_option("--mask", a.masks,
+                "Repeatable, combined by AND: causal (top-left: key j allowed for query i iff j <= i), "
+                "causal-bottom-right (j <= i + n_k - n_q, FlashAttention's), or a bool .npy (true = attend)")
+;
   add_scale_option(o, a.scale, "Exact scale s: \"0.125\", \"1/8\", \"1e300\" (default: 1/sqrt(d), irrational in general)");
   o->add_option("--empty-rows", a.empty_rows, "Fully masked rows: error, zeros or nan")->capture_default_str();
   o->add_option("--target", a.target, "Format of the reference: binary64, binary32, binary16 or bfloat16")->capture_default_str();
@@ -49,6 +85,7 @@ CLI::App* add_oracle_subcommand(CLI::App& app, oracle_args& a) {
   add_threads_option(o, a.threads);
   o->add_flag("--allow-nonfinite", a.allow_nonfinite,
               "Accept NaN/Inf inputs: rows touching them follow IEEE binary64 semantics (not certified, counted)");
+  add_variant_options(o, a);
   add_format_option(o, a.out_format, {"text", "json"});
   add_out_option(o, a.out_path);
   return o;
@@ -60,27 +97,140 @@ nlohmann::json describe(const std::string& file, const io::npy_array& a) {
   return {{"file", file}, {"shape", a.shape}, {"dtype", io::dtype_descr(a.type)}};
 }
 
+// The layout options: offsets, lengths, block table, FP8 format and descales.
+oracle::input_layout make_input_layout(const oracle_args& a, nlohmann::json& inputs) {
+  using namespace attncert::oracle;
+  input_layout lay;
+  lay.layout = parse_layout(a.layout);
+  if (!a.cu_seqlens_q.empty()) {
+    const io::npy_array c = io::read_npy(a.cu_seqlens_q);
+    lay.cu_seqlens_q = to_index_vector(c, "--cu-seqlens-q");
+    inputs["cu_seqlens_q"] = describe(a.cu_seqlens_q, c);
+  }
+  if (!a.cu_seqlens_k.empty()) {
+    const io::npy_array c = io::read_npy(a.cu_seqlens_k);
+    lay.cu_seqlens_k = to_index_vector(c, "--cu-seqlens-k");
+    inputs["cu_seqlens_k"] = describe(a.cu_seqlens_k, c);
+  }
+  if (!a.seqlens_k.empty()) {
+    const io::npy_array c = io::read_npy(a.seqlens_k);
+    lay.seqlens_k = to_index_vector(c, "--seqlens-k");
+    inputs["seqlens_k"] = describe(a.seqlens_k, c);
+  }
+  if (!a.block_table.empty() || a.page_size != 0) {
+    if (a.block_table.empty() || a.page_size == 0) throw input_error("paged K/V needs both --block-table and --page-size >= 1");
+    const io::npy_array t = io::read_npy(a.block_table);
+    if ((t.type != io::dtype::i4 && t.type != io::dtype::i8) || t.shape.size() != 2)
+      throw input_error("--block-table: must be a 2-D int32/int64 array (b, max_pages)");
+    lay.paged = true;
+    lay.page_size = a.page_size;
+    lay.table_rows = t.shape[0];
+    lay.table_cols = t.shape[1];
+    for (double x : t.values) lay.block_table.push_back(static_cast<long long>(x));
+    inputs["block_table"] = describe(a.block_table, t);
+  }
+  lay.fp8 = parse_fp8_format(a.qkv_format);
+  if (!a.q_descale.empty()) lay.q_descale = parse_descale(a.q_descale, "--q-descale");
+  if (!a.k_descale.empty()) lay.k_descale = parse_descale(a.k_descale, "--k-descale");
+  if (!a.v_descale.empty()) lay.v_descale = parse_descale(a.v_descale, "--v-descale");
+  return lay;
+}
+
+// "LEFT,RIGHT" with integers >= -1.
+void parse_window(const std::string& w, oracle::attention_variant& v) {
+  const auto comma = w.find(',');
+  auto parse_side = [&](const std::string& t) {
+    std::size_t used = 0;
+    long long x = 0;
+    try {
+      x = std::stoll(t, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (t.empty() || used != t.size()) throw input_error("--window must be LEFT,RIGHT with integers >= -1 (got '" + w + "')");
+    if (x < -1) throw input_error("--window: each side must be >= -1 (-1 = unbounded), got '" + w + "'");
+    return x;
+  };
+  if (comma == std::string::npos) throw input_error("--window must be LEFT,RIGHT with integers >= -1 (got '" + w + "')");
+  v.window_left = parse_side(w.substr(0, comma));
+  v.window_right = parse_side(w.substr(comma + 1));
+}
+
+// The score modifiers, sink and dropout (shapes are checked by the library).
+void set_variant(const oracle_args& a, oracle::oracle_request& req, nlohmann::json& inputs) {
+  using namespace attncert::oracle;
+  attention_variant& v = req.variant;
+  if (!a.window.empty()) parse_window(a.window, v);
+  v.softcap = a.softcap;
+  if (!a.alibi_slopes.empty()) {
+    const io::npy_array s = io::read_npy(a.alibi_slopes);
+    v.alibi_slopes = to_alibi_slopes(s, "--alibi-slopes");
+    inputs["alibi_slopes"] = describe(a.alibi_slopes, s);
+  }
+  if (!a.bias.empty()) {
+    const io::npy_array s = io::read_npy(a.bias, io::nonfinite::allow);
+    v.has_bias = true;
+    v.bias = to_score_bias(s, "--bias");
+    inputs["bias"] = describe(a.bias, s);
+  }
+  if (!a.sink.empty() && a.sink_off_by_one) throw input_error("give --sink or --sink-off-by-one, not both");
+  if (!a.sink.empty()) {
+    const io::npy_array s = io::read_npy(a.sink, io::nonfinite::allow);
+    if (s.shape.size() != 1) throw input_error("--sink: must be one-dimensional (h_q,)");
+    v.sink = s.values;
+    inputs["sink"] = describe(a.sink, s);
+  }
+  if (a.sink_off_by_one) v.sink.assign(req.Q.H, 0.0);
+  if (a.dropout_mask.empty() != a.dropout_p.empty()) throw input_error("dropout needs both --dropout-mask and --dropout-p");
+  if (!a.dropout_mask.empty()) {
+    const io::npy_array m = io::read_npy(a.dropout_mask);
+    v.has_dropout = true;
+    v.dropout_keep = to_keep_mask(m, "--dropout-mask");
+    v.dropout_p = a.dropout_p;
+    inputs["dropout_mask"] = describe(a.dropout_mask, m);
+  }
+  if (req.lse.want || !a.write_lse.empty()) {
+    req.lse.want = true;
+    if (a.lse_base != "e" && a.lse_base != "2") throw input_error("--lse-base must be e or 2 (got '" + a.lse_base + "')");
+    if (a.empty_lse != "-inf" && a.empty_lse != "+inf" && a.empty_lse != "inf")
+      throw input_error("--empty-lse must be -inf or +inf (got '" + a.empty_lse + "')");
+    req.lse.base2 = a.lse_base == "2";
+    req.lse.empty_plus_inf = a.empty_lse != "-inf";
+    req.lse.target = !a.lse_target.empty() ? parse_target(a.lse_target)
+                     : req.target == target_format::binary64 ? target_format::binary64 : target_format::binary32;
+  }
+}
+
 // The request from the options and the arrays read (shapes are checked by the library).
 oracle::oracle_request make_request(const oracle_args& a, const io::npy_array& qa, const io::npy_array& ka,
-                                    const io::npy_array& va, nlohmann::json& inputs) {
+                                    const io::npy_array& va, const oracle::input_layout& lay, nlohmann::json& inputs) {
   using namespace attncert::oracle;
   oracle_request req;
-  set_qkv(req, qa, ka, va);
-  const mask_choice mc = parse_mask(a.mask);
-  if (mc.type == mask_choice::kind::none) req.mask = mask_kind::none;
-  else if (mc.type == mask_choice::kind::causal) req.mask = mask_kind::causal;
-  else {
-    const io::npy_array ma = io::read_npy(mc.file);
-    req.mask = mask_kind::explicit_mask;
-    req.M = to_bool_mask(ma, mc.file);
-    inputs["mask"] = describe(mc.file, ma);
+  set_qkv(req, qa, ka, va, lay);
+  for (const auto& m : a.masks) {
+    if (m == "none") continue;
+    if (m == "causal") {
+      req.mask = mask_kind::causal;
+    } else if (m == "causal-bottom-right") {
+      req.variant.causal_bottom_right = true;
+    } else {
+      if (lay.layout == qkv_layout::thd) throw input_error("--mask FILE is not supported with --layout thd");
+      if (req.M.nk != 0) throw input_error("give at most one mask file");
+      const io::npy_array ma = io::read_npy(m);
+      if (req.mask == mask_kind::none) req.mask = mask_kind::explicit_mask;
+      req.M = to_bool_mask(ma, m);
+      inputs["mask"] = describe(m, ma);
+    }
   }
+  if (lay.layout == qkv_layout::thd && (!a.bias.empty() || !a.dropout_mask.empty()))
+    throw input_error("--bias and --dropout-mask are not supported with --layout thd (use bhsd/bshd with --seqlens-k)");
   if (!scale_is_default(a.scale)) {
     req.scale.inv_sqrt_d = false;
     req.scale.rational = a.scale;
   }
   req.empty_rows = parse_empty_row_policy(a.empty_rows);
   req.target = parse_target(a.target);
+  set_variant(a, req, inputs);
   req.max_bits = a.max_precision;
   req.threads = a.threads;
   req.allow_nonfinite = a.allow_nonfinite;
@@ -91,13 +241,29 @@ oracle::oracle_request make_request(const oracle_args& a, const io::npy_array& q
 nlohmann::json settings(const oracle_args& a, const oracle::oracle_request& req) {
   nlohmann::json s = {{"target", to_string(req.target)},
                       {"scale", req.scale.inv_sqrt_d ? "1/sqrt(d) (d = " + std::to_string(req.Q.d) + ")" : req.scale.rational},
-                      {"mask", a.mask},
+                      {"mask", a.masks.empty() ? std::vector<std::string>{"none"} : a.masks},
+                      {"layout", a.layout},
                       {"empty_rows", a.empty_rows},
                       {"max_precision_bits", req.max_bits},
                       {"threads", req.threads},
                       {"allow_nonfinite", req.allow_nonfinite},
                       {"rounding", "to nearest, ties to even"},
                       {"softmax", "exact: weights e^{s(q.k_j - q.k_r)} with an exactly computed difference; no overflow"}};
+  const auto& v = req.variant;
+  nlohmann::json var = nlohmann::json::object();
+  if (v.window_left != -1 || v.window_right != -1) var["window"] = {v.window_left, v.window_right};
+  if (!v.softcap.empty()) var["softcap"] = v.softcap;
+  if (!v.alibi_slopes.empty()) var["alibi"] = true;
+  if (v.has_bias) var["bias"] = true;
+  if (!v.sink.empty()) var["sink"] = a.sink_off_by_one ? "off-by-one (logit 0)" : "per head";
+  if (v.has_dropout) var["dropout_p"] = v.dropout_p;
+  if (!a.qkv_format.empty()) var["qkv_format"] = a.qkv_format;
+  if (req.K.H != req.Q.H) var["gqa"] = {{"h_q", req.Q.H}, {"h_kv", req.K.H}};
+  if (!var.empty()) s["variant"] = var;
+  if (req.lse.want)
+    s["lse"] = {{"base", req.lse.base2 ? "2" : "e"}, {"empty", req.lse.empty_plus_inf ? "+inf" : "-inf"},
+                {"target", to_string(req.lse.target)}};
+  s["semantics"] = "proofs/P14-oracle-variants.md (order: scale, softcap, ALiBi + bias, mask, softmax + sink, dropout, V)";
   if (req.allow_nonfinite)
     s["nonfinite_semantics"] = "rows touching NaN/Inf inputs follow IEEE binary64 arithmetic; not certified";
   return s;
@@ -108,15 +274,19 @@ nlohmann::json settings(const oracle_args& a, const oracle::oracle_request& req)
 int run_oracle_command(const oracle_args& a, const std::string& command) {
   using namespace attncert::oracle;
   const auto t0 = std::chrono::steady_clock::now();
-  const io::nonfinite nf = a.allow_nonfinite ? io::nonfinite::allow : io::nonfinite::reject;
+  // NaN/Inf are read as they are: only values an allowed score uses count (P14), judged per row.
   nlohmann::json inputs;
-  const io::npy_array qa = io::read_npy(a.q, nf), ka = io::read_npy(a.k, nf), va = io::read_npy(a.v, nf);
+  const io::npy_array qa = io::read_npy(a.q, io::nonfinite::allow), ka = io::read_npy(a.k, io::nonfinite::allow),
+                      va = io::read_npy(a.v, io::nonfinite::allow);
   inputs["q"] = describe(a.q, qa);
   inputs["k"] = describe(a.k, ka);
   inputs["v"] = describe(a.v, va);
-  const oracle_request req = make_request(a, qa, ka, va, inputs);
+  const input_layout lay = make_input_layout(a, inputs);
+  oracle_request req = make_request(a, qa, ka, va, lay, inputs);
+  validate_request(req);
+  const output_layout olay = make_output_layout(req, lay, qa.shape);
   // Candidates are read and checked before any work.
-  const auto out_shape = output_shape(qa, va);
+  const auto& out_shape = olay.out_shape;
   std::vector<io::npy_array> cands;
   for (const auto& c : a.candidates) {
     cands.push_back(io::read_npy(c, io::nonfinite::allow));
@@ -124,6 +294,11 @@ int run_oracle_command(const oracle_args& a, const std::string& command) {
   }
   std::optional<io::npy_array> att;
   if (!a.attention_candidate.empty()) {
+    const bool plain = req.K.H == req.Q.H && lay.layout == qkv_layout::bhsd && !lay.paged && req.seqlens_k.empty() &&
+                       req.variant.softcap.empty() && req.variant.alibi_slopes.empty() && !req.variant.has_bias &&
+                       req.variant.sink.empty() && !req.variant.has_dropout && !req.variant.causal_bottom_right &&
+                       req.variant.window_left == -1 && req.variant.window_right == -1;
+    if (!plain) throw input_error("--attention-candidate supports plain attention only (no variant options)");
     att = io::read_npy(a.attention_candidate);
     check_attention_array(*att, qa, ka, a.attention_candidate);
   }
@@ -138,17 +313,24 @@ int run_oracle_command(const oracle_args& a, const std::string& command) {
   ri.settings = settings(a, req);
   ri.result = &res;
   for (std::size_t c = 0; c < cands.size(); ++c) {
-    ri.candidates.push_back(grade_candidate(res, cands[c].values, req.target, "c" + std::to_string(c + 1)));
+    ri.candidates.push_back(
+        grade_candidate(res, olay.output_to_internal(cands[c].values), req.target, "c" + std::to_string(c + 1)));
     ri.candidate_files.push_back(a.candidates[c]);
   }
   if (att) ri.attention = grade_attention(req, att->values);
   if (a.max_ulp >= 0) ri.max_ulp = a.max_ulp;
   command_output out;
   if (!a.write_reference.empty()) {
-    const io::npy_array ref = reference_array(res, req.target, out_shape);
+    const io::npy_array ref = reference_array(res, req.target, olay);
     out.files.stage_file(a.write_reference, io::serialize_npy(ref));
     ri.reference = {{"file", a.write_reference}, {"dtype", io::dtype_descr(ref.type)}, {"shape", out_shape}};
     if (req.target == target_format::bfloat16) ri.reference["note"] = "bfloat16 values stored exactly as float32";
+  }
+  if (!a.write_lse.empty()) {
+    const io::npy_array l = lse_array(res, olay);
+    out.files.stage_file(a.write_lse, io::serialize_npy(l));
+    ri.lse_file = {{"file", a.write_lse}, {"dtype", io::dtype_descr(l.type)}, {"shape", olay.lse_shape},
+                   {"base", req.lse.base2 ? "2" : "e"}};
   }
   ri.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   const nlohmann::json report = oracle_report(ri);

@@ -8,12 +8,19 @@
 namespace attncert::cli {
 
 struct oracle_args {
-  std::string q, k, v, mask = "none", scale, empty_rows = "error", target = "binary64", write_reference;
+  std::string q, k, v, scale, empty_rows = "error", target = "binary64", write_reference;
   std::vector<std::string> candidates;
   std::string attention_candidate, out_format = "text", out_path;
   double max_ulp = -1;
   unsigned max_precision = 4096, threads = 2;
   bool allow_nonfinite = false;
+  // variants (proofs/P14-oracle-variants.md)
+  std::vector<std::string> masks;  ///< --mask, repeatable (AND)
+  std::string layout = "bhsd", cu_seqlens_q, cu_seqlens_k, seqlens_k, block_table, window, softcap, alibi_slopes, bias,
+              sink, dropout_mask, dropout_p, qkv_format, q_descale, k_descale, v_descale, write_lse, lse_base = "e",
+              empty_lse = "-inf", lse_target;
+  std::size_t page_size = 0;
+  bool sink_off_by_one = false;
 };
 
 /// Adds the `oracle` subcommand with its options bound to `a`.

@@ -523,11 +523,12 @@ std::size_t item_size(dtype t) {
     case dtype::f4: return 4;
     case dtype::i4: return 4;
     case dtype::b1: return 1;
+    case dtype::u1: return 1;
     default: return 8;
   }
 }
 
-const char* supported_dtypes = "supported: <f2 <f4 <f8 <i4 <i8 |b1 and big-endian >f2 >f4 >f8 >i4 >i8";
+const char* supported_dtypes = "supported: <f2 <f4 <f8 <i4 <i8 |u1 |b1 and big-endian >f2 >f4 >f8 >i4 >i8";
 
 header_info interpret_header(std::string_view text, int major, const std::string& name) {
   pyval d;
@@ -580,6 +581,7 @@ header_info interpret_header(std::string_view text, int major, const std::string
     else if (s == "i4") h.type = dtype::i4;
     else if (s == "i8") h.type = dtype::i8;
     else if (s == "b1" || s == "?") h.type = dtype::b1;
+    else if (s == "u1") h.type = dtype::u1;
     else ok = false;
     if (!ok) fail(name, "unsupported dtype " + src(*descr) + " (" + supported_dtypes + ")");
     // '=' and '|' (and no prefix) mean native order, as np.dtype reads them.
@@ -664,6 +666,7 @@ const char* type_name(dtype t) {
     case dtype::f8: return "float64";
     case dtype::i4: return "int32";
     case dtype::i8: return "int64";
+    case dtype::u1: return "uint8";
     default: return "bool";
   }
 }
@@ -725,6 +728,10 @@ std::string serialize_named(const npy_array& a, const std::string& name) {
           ok = v == 0 || v == 1;
           bits = v == 1 ? 1 : 0;
           break;
+        case dtype::u1:
+          ok = v == std::trunc(v) && v >= 0 && v <= 255;
+          if (ok) bits = static_cast<std::uint64_t>(v);
+          break;
       }
     }
     if (!ok)
@@ -767,6 +774,7 @@ std::string dtype_descr(dtype t) {
     case dtype::f8: return "<f8";
     case dtype::i4: return "<i4";
     case dtype::i8: return "<i8";
+    case dtype::u1: return "|u1";
     default: return "|b1";
   }
 }
@@ -838,6 +846,7 @@ npy_array parse_npy(const std::string& bytes, const std::string& name, nonfinite
                          " (must be 0 or 1)");
         v = static_cast<double>(bits);
         break;
+      case dtype::u1: v = static_cast<double>(bits); break;
     }
     if (std::isnan(v) && policy == nonfinite::reject) fail(name, "contains NaN at index " + index_text(c, h.shape));
     if (std::isinf(v) && policy == nonfinite::reject) fail(name, std::string("contains ") + (v > 0 ? "+Inf" : "-Inf") + " at index " +

@@ -217,6 +217,63 @@ void dot_products(const row_inputs& in, row_workspace& ws, fast_row_state& st) {
   st.dot_abs = static_cast<double>(d) * subnormal_allowance;
 }
 
+// ---- P14: softcap x <- C tanh(x / C), with radius rx updated in place --------------------
+// y = x / C (relative bound Bd); tanh|y| = (1 - e)/(1 + e), e = e^{-2|y|} (relative bound Be).
+// |d/dx C tanh(x/C)| <= 1 passes rx through; y's error adds Bd |x|; e's error adds 2 Be C (the
+// quotient's derivative in e is at most 2 and e <= 1); the two sums and the quotient add at
+// most (Ba + Ba + Bq)(1 + 2^-50) relative to a quotient <= 1, i.e. that much times C; the final
+// product by C adds Bm |x_new|.  For 2|y| > 708: tanh|y| = 1 - t with 0 < t < 2e^{-708} < 2^-1020.
+bool apply_softcap(double C, dd& x, double& rx) {
+  const dd_with_error y = div_with_bound(x, dd{C, 0.0});
+  if (!std::isfinite(y.rel_error_bound)) return false;
+  const bool negative = y.value.hi < 0;
+  const dd a = negative ? neg(y.value) : y.value;
+  dd th{1.0, 0.0};
+  double terr = 0x1p-1020;
+  if (2 * a.hi <= 708.0) {
+    const dd_with_error e = exp_with_bound(dd{-2 * a.hi, -2 * a.lo});  // exact doubling
+    if (!(e.rel_error_bound <= 0x1p-40)) return false;
+    const dd_with_error num = add_with_bound(dd{1.0, 0.0}, neg(e.value));
+    const dd_with_error den = add_with_bound(e.value, dd{1.0, 0.0});
+    if (!std::isfinite(num.rel_error_bound) || !std::isfinite(den.rel_error_bound)) return false;
+    if (num.value.hi == 0.0) {
+      th = {0.0, 0.0};  // e rounded to 1: |y| tiny; tanh|y| <= |y| covered below
+      terr = a.hi * (1.0 + 0x1p-50) + 2 * e.rel_error_bound;
+    } else {
+      const dd_with_error q = div_with_bound(num.value, den.value);
+      if (!std::isfinite(q.rel_error_bound)) return false;
+      th = q.value;
+      terr = ((num.rel_error_bound + den.rel_error_bound + q.rel_error_bound) * (1.0 + 0x1p-50) +
+              2 * e.rel_error_bound) * round_up_factor;
+    }
+  }
+  if (negative) th = neg(th);
+  dd z{0.0, 0.0};
+  double Bm = 0;
+  if (th.hi != 0.0) {
+    const dd_with_error p = mul_with_bound(th, C);
+    if (!std::isfinite(p.rel_error_bound)) return false;
+    z = p.value;
+    Bm = p.rel_error_bound;
+  }
+  const double aC = std::fabs(C);
+  rx = (rx + y.rel_error_bound * std::fabs(x.hi) * (1.0 + 0x1p-50) + aC * terr +
+        Bm * std::fabs(z.hi) * (1.0 + 0x1p-50) + subnormal_allowance) * round_up_factor;
+  x = z;
+  return std::isfinite(rx) && dd_detail::operand_ok(x);
+}
+
+// ---- P14: the additive term (ALiBi + bias) a_j, given as hi + lo with a radius ------------
+bool apply_additive(const row_inputs& in, std::size_t j, dd& x, double& rx) {
+  const dd a{in.add_hi[j], in.add_lo[j]};
+  if (!std::isfinite(in.add_rad[j])) return false;
+  const dd_with_error z = add_with_bound(x, a);
+  if (!std::isfinite(z.rel_error_bound)) return false;
+  rx = (rx + in.add_rad[j] + z.rel_error_bound * std::fabs(z.value.hi) * (1.0 + 0x1p-50)) * round_up_factor;
+  x = z.value;
+  return std::isfinite(rx);
+}
+
 // ---- step 2: scores x_j = s * t_j with radius r_j (in place: s_hi, s_lo, s_rad) -----------
 bool scale_scores(const row_inputs& in, row_workspace& ws, fast_row_state& st) {
   double* __restrict s = ws.s_hi.data();
@@ -244,10 +301,16 @@ bool scale_scores(const row_inputs& in, row_workspace& ws, fast_row_state& st) {
            round_up_factor;
     }
     if (!dd_detail::operand_ok(x) || !std::isfinite(rx)) return false;
+    if ((in.softcap != 0 && !apply_softcap(in.softcap, x, rx)) || (in.add_hi && !apply_additive(in, j, x, rx)))
+      return false;
     s[j] = x.hi;
     c[j] = x.lo;
     P[j] = rx;
     st.m = std::max(st.m, x.hi);
+  }
+  if (in.has_sink) {
+    if (!std::isfinite(in.sink) || !(std::fabs(in.sink) <= 0x1p1000)) return false;
+    st.m = std::max(st.m, in.sink);
   }
   return true;
 }
@@ -278,6 +341,19 @@ bool exponential_weights(const row_inputs& in, row_workspace& ws, fast_row_state
     ws.z_rad.push_back(rz);
     ws.z_idx.push_back(j);
   }
+  const std::size_t nkeys = ws.z_idx.size();
+  ws.sink_hi = ws.sink_lo = 0;
+  if (in.has_sink) {  // the sink as one more weight, index st.jend (P14)
+    const dd z = two_sum(in.sink, -st.m);  // exact
+    if (z.hi < -708.0) {
+      ++st.under;
+    } else {
+      ws.z_hi.push_back(z.hi);
+      ws.z_lo.push_back(z.lo);
+      ws.z_rad.push_back(0.0);
+      ws.z_idx.push_back(st.jend);
+    }
+  }
   const std::size_t ne = ws.z_idx.size();
   ws.e_hi.resize(ne);
   ws.e_lo.resize(ne);
@@ -290,6 +366,11 @@ bool exponential_weights(const row_inputs& in, row_workspace& ws, fast_row_state
     // e^rz - 1 <= rz (1 + rz) for rz <= 1.
     const double rj = (B + (1.0 + B) * rz * (1.0 + rz)) * round_up_factor;
     st.rho = std::max(st.rho, rj);
+    if (t >= nkeys) {
+      ws.sink_hi = ws.e_hi[t];
+      ws.sink_lo = ws.e_lo[t];
+      continue;
+    }
     ws.w_hi[ws.z_idx[t]] = ws.e_hi[t];
     ws.w_lo[ws.z_idx[t]] = ws.e_lo[t];
   }
@@ -319,7 +400,7 @@ bool weighted_sums(const row_inputs& in, row_workspace& ws, fast_row_state& st) 
       cW = cW + (sig + wl);
       PW = PW + wh;
     }
-    if (wh == 0.0) continue;
+    if (wh == 0.0 || (in.keep && !in.keep[j])) continue;
     const double* __restrict v = in.V + j * dv;
     for (std::size_t k = 0; k < dv; ++k) {
       const double p = wh * v[k];
@@ -331,6 +412,16 @@ bool weighted_sums(const row_inputs& in, row_workspace& ws, fast_row_state& st) 
       ac[k] = ac[k] + std::fma(wl, v[k], sig + e);
       ap[k] = ap[k] + std::fabs(p);
     }
+  }
+  if (in.has_sink) {  // the sink adds to W only (P14)
+    ++terms;
+    const double wh = ws.sink_hi, wl = ws.sink_lo;
+    const double sn = sW + wh;
+    const double bb = sn - sW;
+    const double sig = (sW - (sn - bb)) + (wh - bb);
+    sW = sn;
+    cW = cW + (sig + wl);
+    PW = PW + wh;
   }
   if (st.under > 0)  // max |v_jk| over allowed j, for the underflowed weights
     for (std::size_t j = 0; j < st.jend; ++j)
@@ -347,10 +438,16 @@ bool weighted_sums(const row_inputs& in, row_workspace& ws, fast_row_state& st) 
   if (!(st.Wlow > 0.0) || !dd_detail::operand_ok(st.W)) return false;
   ws.rho = st.rho;
   ws.under = st.under;
+  ws.m = st.m;
+  ws.W_hi = st.W.hi;
+  ws.W_lo = st.W.lo;
+  ws.W_err = st.eW;
   ws.W_lo_bound = st.Wlow;
   ws.W_hi_bound = (st.W.hi * (1.0 + 0x1p-50) + st.eW) * (1.0 + 0x1p-50);
   return true;
 }
+
+void scale_by_keep_factor(const row_inputs& in, double* out_hi, double* out_lo, double* out_rad);
 
 // ---- step 5: o_k = N_k / W ---------------------------------------------------------------
 void divide_outputs(const row_inputs& in, const row_workspace& ws, const fast_row_state& st, double* out_hi,
@@ -376,6 +473,30 @@ void divide_outputs(const row_inputs& in, const row_workspace& ws, const fast_ro
     out_lo[k] = o.value.lo;
     out_rad[k] = (o.rel_error_bound * ao + (eN + ao * st.eW) / st.Wlow) * round_up_factor;
   }
+  if (in.keep) scale_by_keep_factor(in, out_hi, out_lo, out_rad);
+}
+
+// ---- P14: dropout, o <- c o with c = 1/(1 - P) in [keep_hi + keep_lo ± keep_rad] ---------
+// |c o - c^ o^| <= |o^| r_c + |c^| r_o + r_c r_o, plus the product's own error Bm |c^ o^|.
+void scale_by_keep_factor(const row_inputs& in, double* out_hi, double* out_lo, double* out_rad) {
+  const dd c{in.keep_hi, in.keep_lo};
+  const double ac = std::fabs(in.keep_hi) * (1.0 + 0x1p-50), rc = in.keep_rad;
+  for (std::size_t k = 0; k < in.dv; ++k) {
+    if (!std::isfinite(out_rad[k])) continue;
+    const double ro = out_rad[k];
+    if (out_hi[k] == 0.0) {
+      out_rad[k] = (ac * ro + rc * ro) * round_up_factor;
+      continue;
+    }
+    const dd_with_error p = mul_with_bound(dd{out_hi[k], out_lo[k]}, c);
+    const double ao = std::fabs(out_hi[k]) * (1.0 + 0x1p-50);
+    out_hi[k] = p.value.hi;
+    out_lo[k] = p.value.lo;
+    out_rad[k] = std::isfinite(p.rel_error_bound)
+                     ? (ao * rc + ac * ro + rc * ro + p.rel_error_bound * std::fabs(p.value.hi) * (1.0 + 0x1p-50)) *
+                           round_up_factor
+                     : inf;
+  }
 }
 
 }  // namespace
@@ -386,14 +507,14 @@ bool fast_row(const row_inputs& in, row_workspace& ws, double* out_hi, double* o
   fast_row_state st;
   for (std::size_t j = 0; j < in.nk; ++j)
     if (in.allowed[j]) st.jend = j + 1;
-  if (st.jend == 0) return false;
+  if (st.jend == 0 && !in.has_sink) return false;
   dot_products(in, ws, st);
   if (!scale_scores(in, ws, st) || !exponential_weights(in, ws, st) || !weighted_sums(in, ws, st)) return false;
   divide_outputs(in, ws, st, out_hi, out_lo, out_rad);
   return true;
 }
 
-void plain_row(const row_inputs& in, row_workspace& ws, double* out) {
+void plain_row(const row_inputs& in, row_workspace& ws, double* out, double* lse) {
   const std::size_t n = in.nk, d = in.d, dv = in.dv;
   std::size_t jend = 0;
   for (std::size_t j = 0; j < n; ++j)
@@ -406,23 +527,28 @@ void plain_row(const row_inputs& in, row_workspace& ws, double* out) {
     for (std::size_t j = 0; j < jend; ++j) s[j] = s[j] + ql * kt[j];
   }
   const double sc = in.scale_hi;
-  double m = -inf;
+  double m = in.has_sink ? in.sink : -inf;
   for (std::size_t j = 0; j < jend; ++j)
     if (in.allowed[j]) {
       s[j] *= sc;
+      if (in.softcap != 0) s[j] = in.softcap * std::tanh(s[j] / in.softcap);
+      if (in.add_hi) s[j] += in.add_hi[j];
       m = std::max(m, s[j]);
     }
   ws.acc_s.assign(dv, 0.0);
   double* __restrict acc = ws.acc_s.data();
-  double W = 0;
+  double W = in.has_sink ? std::exp(in.sink - m) : 0.0;
   for (std::size_t j = 0; j < jend; ++j) {
     if (!in.allowed[j]) continue;
     const double w = std::exp(s[j] - m);
     W += w;
+    if (in.keep && !in.keep[j]) continue;
     const double* __restrict v = in.V + j * dv;
     for (std::size_t k = 0; k < dv; ++k) acc[k] = acc[k] + w * v[k];
   }
-  for (std::size_t k = 0; k < dv; ++k) out[k] = acc[k] / W;
+  const double c = in.keep ? in.keep_hi : 1.0;
+  for (std::size_t k = 0; k < dv; ++k) out[k] = in.keep ? acc[k] / W * c : acc[k] / W;
+  if (lse) *lse = m + std::log(W);
 }
 
 }  // namespace attncert::oracle::detail

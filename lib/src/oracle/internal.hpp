@@ -47,6 +47,7 @@ struct scale_value {
   unsigned d = 1;
   double hi = 0, lo = 0, rad = 0;  // |s - (hi + lo)| <= rad
   int sign = 1;
+  double approx = 0;  ///< s rounded to binary64 (may be 0 or inf for extreme scales): to choose references only
   scale_value() { mpq_init(q); }
   ~scale_value() { mpq_clear(q); }
   scale_value(const scale_value&) = delete;
@@ -74,6 +75,31 @@ struct head_data {
 
 // ---- the MPFI stage for one row ----------------------------------------------------------------
 
+/// Exact forms of the variants' constants (proofs/P14-oracle-variants.md), built once per run.
+struct variant_values {
+  bool has_softcap = false;
+  mpq_t softcap;         ///< C > 0
+  double softcap_d = 0;  ///< C when it is a binary64 number (the fast path needs that), else 0
+  bool has_dropout = false;
+  mpq_t keep_factor;     ///< 1 / (1 - P)
+  double keep_hi = 1, keep_lo = 0, keep_rad = 0;  ///< |keep_factor - (hi + lo)| <= rad
+  variant_values() {
+    mpq_init(softcap);
+    mpq_init(keep_factor);
+    mpq_set_ui(keep_factor, 1, 1);
+  }
+  ~variant_values() {
+    mpq_clear(softcap);
+    mpq_clear(keep_factor);
+  }
+  variant_values(const variant_values&) = delete;
+  variant_values& operator=(const variant_values&) = delete;
+};
+
+/// Sets vv from the request's variant (the decimals are parsed exactly).  Errors: input_error for a
+/// softcap <= 0 or a dropout probability outside [0, 1).
+void init_variant_values(variant_values& vv, const attention_variant& v);
+
 struct mpfi_row_ctx {
   const double* q;
   const double* K;
@@ -81,9 +107,20 @@ struct mpfi_row_ctx {
   const std::uint8_t* allowed;
   std::size_t nk, d, dv;
   const scale_value* scale;
+  // the variants of the row (P14)
+  const variant_values* var = nullptr;  ///< softcap and dropout constants (null: none)
+  const double* bias = nullptr;         ///< per key bias, or null
+  bool has_alibi = false;
+  double slope = 0;                     ///< ALiBi: a_j -= slope |pos - j|
+  long long pos = 0;                    ///< i + n_k - n_q
+  bool has_sink = false;
+  double sink = 0;
+  const std::uint8_t* keep = nullptr;   ///< dropout keep-mask over the keys, or null
+  bool lse_base2 = false;
 };
 
-/// Encloses o_k for k in `ks` at `prec` bits: out[idx] receives the enclosure of o_{ks[idx]}.
+/// Encloses o_k for k in `ks` at `prec` bits: out[idx] receives the enclosure of o_{ks[idx]};
+/// k == dv stands for the row's LSE (ln W, or log2 W with lse_base2).
 void mpfi_row(const mpfi_row_ctx& c, const std::vector<std::size_t>& ks, mpfr_prec_t prec, std::vector<mpfi_var*>& out);
 /// t_hi, t_lo, t_rad from an MPFI enclosure: |o - (hi + lo)| <= rad.
 void enclosure_to_dd(mpfi_srcptr o, double& hi, double& lo, double& rad);

@@ -4,8 +4,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "attncert/error.hpp"
+#include "attncert/number/traits.hpp"
 #include "internal.hpp"
 
 namespace attncert::oracle {
@@ -75,13 +77,336 @@ bool_mask to_bool_mask(const io::npy_array& a, const std::string& what) {
   return m;
 }
 
-void set_qkv(oracle_request& req, const io::npy_array& q, const io::npy_array& k, const io::npy_array& v) {
-  if (q.shape.size() != k.shape.size() || q.shape.size() != v.shape.size())
-    throw input_error("Q, K and V must have the same number of dimensions (got " + std::to_string(q.shape.size()) + ", " +
-                      std::to_string(k.shape.size()) + ", " + std::to_string(v.shape.size()) + ")");
-  req.Q = to_tensor4(q, "--q");
-  req.K = to_tensor4(k, "--k");
-  req.V = to_tensor4(v, "--v");
+qkv_layout parse_layout(const std::string& s) {
+  if (s == "bhsd") return qkv_layout::bhsd;
+  if (s == "bshd") return qkv_layout::bshd;
+  if (s == "thd") return qkv_layout::thd;
+  throw input_error("--layout must be bhsd, bshd or thd (got '" + s + "')");
+}
+
+std::string to_string(qkv_layout l) {
+  switch (l) {
+    case qkv_layout::bshd: return "bshd";
+    case qkv_layout::thd: return "thd";
+    default: return "bhsd";
+  }
+}
+
+fp8_format parse_fp8_format(const std::string& s) {
+  if (s.empty() || s == "none") return fp8_format::none;
+  if (s == "e4m3fn") return fp8_format::e4m3fn;
+  if (s == "e5m2") return fp8_format::e5m2;
+  throw input_error("--qkv-format must be e4m3fn or e5m2 (got '" + s + "')");
+}
+
+double decode_fp8(std::uint8_t byte, fp8_format f) {
+  const bool neg = byte & 0x80;
+  const int e_bits = f == fp8_format::e5m2 ? 5 : 4, m_bits = 7 - e_bits;
+  const int bias = f == fp8_format::e5m2 ? 15 : 7;
+  const int e = (byte >> m_bits) & ((1 << e_bits) - 1);
+  const int m = byte & ((1 << m_bits) - 1);
+  double v = 0;
+  if (f == fp8_format::e5m2 && e == 31) {
+    v = m == 0 ? std::numeric_limits<double>::infinity() : std::numeric_limits<double>::quiet_NaN();
+  } else if (f == fp8_format::e4m3fn && e == 15 && m == 7) {
+    v = std::numeric_limits<double>::quiet_NaN();  // e4m3fn: no infinities, S.1111.111 is NaN
+  } else if (e == 0) {
+    v = std::ldexp(static_cast<double>(m), 1 - bias - m_bits);  // subnormal
+  } else {
+    v = std::ldexp(static_cast<double>((1 << m_bits) + m), e - bias - m_bits);
+  }
+  return neg ? -v : v;
+}
+
+std::vector<std::size_t> to_index_vector(const io::npy_array& a, const std::string& what) {
+  if (a.type != io::dtype::i4 && a.type != io::dtype::i8) throw input_error(what + ": must be an int32 or int64 array");
+  if (a.shape.size() != 1) throw input_error(what + ": must be one-dimensional, got shape " + shape_text(a.shape));
+  std::vector<std::size_t> out;
+  for (std::size_t i = 0; i < a.values.size(); ++i) {
+    if (a.values[i] < 0) throw input_error(what + ": entry " + std::to_string(i) + " is negative");
+    out.push_back(static_cast<std::size_t>(a.values[i]));
+  }
+  return out;
+}
+
+namespace {
+
+void require_rank(const io::npy_array& a, std::size_t rank, const std::string& what, const char* layout) {
+  if (a.shape.size() != rank)
+    throw input_error(what + ": shape " + shape_text(a.shape) + " is not " + layout);
+  for (auto x : a.shape)
+    if (x == 0 && rank != 3) throw input_error(what + ": empty tensor, shape " + shape_text(a.shape));
+}
+
+// (b, s, h, d) -> tensor4 (b, h, s, d)
+tensor4 from_bshd(const io::npy_array& a, const std::string& what) {
+  require_rank(a, 4, what, "(b, s, h, d) (--layout bshd)");
+  tensor4 t;
+  t.B = a.shape[0];
+  t.n = a.shape[1];
+  t.H = a.shape[2];
+  t.d = a.shape[3];
+  t.values.resize(a.values.size());
+  for (std::size_t b = 0; b < t.B; ++b)
+    for (std::size_t i = 0; i < t.n; ++i)
+      for (std::size_t h = 0; h < t.H; ++h)
+        for (std::size_t l = 0; l < t.d; ++l)
+          t.values[((b * t.H + h) * t.n + i) * t.d + l] = a.values[((b * t.n + i) * t.H + h) * t.d + l];
+  return t;
+}
+
+void check_cu(const std::vector<std::size_t>& cu, std::size_t total, const std::string& what) {
+  if (cu.size() < 2) throw input_error(what + ": needs at least 2 entries (b + 1 offsets)");
+  if (cu[0] != 0) throw input_error(what + ": must start at 0 (got " + std::to_string(cu[0]) + ")");
+  for (std::size_t i = 1; i < cu.size(); ++i)
+    if (cu[i] < cu[i - 1])
+      throw input_error(what + ": not monotone (entry " + std::to_string(i) + " = " + std::to_string(cu[i]) + " < " +
+                        std::to_string(cu[i - 1]) + ")");
+  if (cu.back() != total)
+    throw input_error(what + ": last entry " + std::to_string(cu.back()) + " does not match the tensor's " +
+                      std::to_string(total) + " tokens");
+}
+
+// packed (t, h, d) with offsets cu -> tensor4 (b, h, max_len, d), padding zero; lengths out.
+tensor4 from_thd(const io::npy_array& a, const std::vector<std::size_t>& cu, const std::string& what,
+                 const std::string& cu_name, std::vector<std::size_t>& lengths) {
+  if (a.shape.size() != 3) throw input_error(what + ": shape " + shape_text(a.shape) + " is not (t, h, d) (--layout thd)");
+  if (a.shape[1] == 0 || a.shape[2] == 0) throw input_error(what + ": empty tensor, shape " + shape_text(a.shape));
+  check_cu(cu, a.shape[0], cu_name);
+  tensor4 t;
+  t.B = cu.size() - 1;
+  t.H = a.shape[1];
+  t.d = a.shape[2];
+  lengths.clear();
+  std::size_t longest = 1;
+  for (std::size_t b = 0; b < t.B; ++b) {
+    lengths.push_back(cu[b + 1] - cu[b]);
+    longest = std::max(longest, lengths.back());
+  }
+  t.n = longest;
+  t.values.assign(t.B * t.H * t.n * t.d, 0.0);
+  for (std::size_t b = 0; b < t.B; ++b)
+    for (std::size_t i = 0; i < lengths[b]; ++i)
+      for (std::size_t h = 0; h < t.H; ++h)
+        for (std::size_t l = 0; l < t.d; ++l)
+          t.values[((b * t.H + h) * t.n + i) * t.d + l] = a.values[((cu[b] + i) * t.H + h) * t.d + l];
+  return t;
+}
+
+// pages (p, P, h, d) with a block table (B, m) -> tensor4 (B, h, m·P, d); only keys below
+// used[b] are read (their table entries must be in range), the rest is zero.
+tensor4 from_pages(const io::npy_array& a, const input_layout& lay, std::size_t B, const std::vector<std::size_t>& used,
+                   const std::string& what) {
+  if (a.shape.size() != 4) throw input_error(what + ": shape " + shape_text(a.shape) + " is not (pages, page_size, h, d) (paged K/V)");
+  if (a.shape[1] != lay.page_size)
+    throw input_error(what + ": page size " + std::to_string(a.shape[1]) + " differs from --page-size " +
+                      std::to_string(lay.page_size));
+  const std::size_t pages = a.shape[0], P = a.shape[1];
+  tensor4 t;
+  t.B = B;
+  t.H = a.shape[2];
+  t.d = a.shape[3];
+  t.n = lay.table_cols * P;
+  if (t.H == 0 || t.d == 0 || t.n == 0) throw input_error(what + ": empty tensor, shape " + shape_text(a.shape));
+  t.values.assign(t.B * t.H * t.n * t.d, 0.0);
+  for (std::size_t b = 0; b < B; ++b)
+    for (std::size_t j = 0; j < used[b]; ++j) {
+      const long long page = lay.block_table[b * lay.table_cols + j / P];
+      if (page < 0 || static_cast<std::size_t>(page) >= pages)
+        throw input_error("--block-table: entry (" + std::to_string(b) + ", " + std::to_string(j / P) + ") = " +
+                          std::to_string(page) + " is out of range [0, " + std::to_string(pages) + ")");
+      for (std::size_t h = 0; h < t.H; ++h)
+        for (std::size_t l = 0; l < t.d; ++l)
+          t.values[((b * t.H + h) * t.n + j) * t.d + l] =
+              a.values[((static_cast<std::size_t>(page) * P + j % P) * t.H + h) * t.d + l];
+    }
+  return t;
+}
+
+void check_descale(const descale& ds, std::size_t B, std::size_t Hkv, const std::string& what) {
+  if (!ds.values.empty() && ds.values.size() != 1 && ds.values.size() != B * Hkv)
+    throw input_error(what + ": " + std::to_string(ds.values.size()) + " factors, expected 1 or b·h_kv = " +
+                      std::to_string(B * Hkv));
+}
+
+// FP8 bytes -> exact values times the descale of (b, kv head); products checked exact.
+void decode_tensor(tensor4& t, fp8_format f, const descale& ds, std::size_t group, const std::string& what) {
+  for (std::size_t b = 0; b < t.B; ++b)
+    for (std::size_t h = 0; h < t.H; ++h) {
+      const double s = ds.values.empty() ? 1.0 : ds.values.size() == 1 ? ds.values[0] : ds.values[b * (t.H / group) + h / group];
+      double* p = t.values.data() + (b * t.H + h) * t.n * t.d;
+      for (std::size_t e = 0; e < t.n * t.d; ++e) {
+        const double x = decode_fp8(static_cast<std::uint8_t>(p[e]), f);
+        const double y = x * s;
+        if (std::isfinite(y) && std::fma(x, s, -y) != 0.0)
+          throw input_error(what + ": an FP8 value times the descale " + std::to_string(s) +
+                            " is not exactly representable in binary64 (give the descale as a float32 value)");
+        p[e] = y;
+      }
+    }
+}
+
+void check_uint8(const io::npy_array& a, const std::string& what, bool fp8) {
+  if (fp8 && a.type != io::dtype::u1) throw input_error(what + ": --qkv-format needs uint8 arrays (the FP8 bytes)");
+  if (!fp8 && a.type == io::dtype::u1) throw input_error(what + ": a uint8 array needs --qkv-format e4m3fn|e5m2");
+}
+
+}  // namespace
+
+void set_qkv(oracle_request& req, const io::npy_array& q, const io::npy_array& k, const io::npy_array& v,
+             const input_layout& lay) {
+  const bool fp8 = lay.fp8 != fp8_format::none;
+  check_uint8(q, "--q", fp8);
+  check_uint8(k, "--k", fp8);
+  check_uint8(v, "--v", fp8);
+  if (lay.layout == qkv_layout::thd) {
+    if (lay.paged) throw input_error("--block-table is not supported with --layout thd (use bshd or bhsd queries)");
+    if (lay.cu_seqlens_q.empty() || lay.cu_seqlens_k.empty())
+      throw input_error("--layout thd needs --cu-seqlens-q and --cu-seqlens-k");
+    if (lay.cu_seqlens_q.size() != lay.cu_seqlens_k.size())
+      throw input_error("--cu-seqlens-q and --cu-seqlens-k describe different batch sizes (" +
+                        std::to_string(lay.cu_seqlens_q.size() - 1) + " vs " + std::to_string(lay.cu_seqlens_k.size() - 1) + ")");
+    req.Q = from_thd(q, lay.cu_seqlens_q, "--q", "--cu-seqlens-q", req.seqlens_q);
+    req.K = from_thd(k, lay.cu_seqlens_k, "--k", "--cu-seqlens-k", req.seqlens_k);
+    std::vector<std::size_t> lv;
+    req.V = from_thd(v, lay.cu_seqlens_k, "--v", "--cu-seqlens-k", lv);
+    if (!lay.seqlens_k.empty()) throw input_error("--seqlens-k is not used with --layout thd (the key lengths come from --cu-seqlens-k)");
+  } else {
+    if (!lay.cu_seqlens_q.empty() || !lay.cu_seqlens_k.empty())
+      throw input_error("--cu-seqlens-q / --cu-seqlens-k need --layout thd");
+    if (lay.layout == qkv_layout::bshd) req.Q = from_bshd(q, "--q");
+    else req.Q = to_tensor4(q, "--q");
+    if (lay.paged) {
+      if (lay.page_size == 0) throw input_error("--page-size must be >= 1");
+      if (lay.table_rows != req.Q.B)
+        throw input_error("--block-table has " + std::to_string(lay.table_rows) + " rows, the batch has " +
+                          std::to_string(req.Q.B));
+      std::vector<std::size_t> used(req.Q.B, lay.table_cols * lay.page_size);
+      if (!lay.seqlens_k.empty()) {
+        if (lay.seqlens_k.size() != req.Q.B)
+          throw input_error("--seqlens-k: " + std::to_string(lay.seqlens_k.size()) + " lengths for a batch of " +
+                            std::to_string(req.Q.B));
+        for (std::size_t b = 0; b < used.size(); ++b) {
+          if (lay.seqlens_k[b] > used[b])
+            throw input_error("--seqlens-k: sequence " + std::to_string(b) + " has " + std::to_string(lay.seqlens_k[b]) +
+                              " keys, more than the block table holds (" + std::to_string(used[b]) + ")");
+          used[b] = lay.seqlens_k[b];
+        }
+      }
+      req.K = from_pages(k, lay, req.Q.B, used, "--k");
+      req.V = from_pages(v, lay, req.Q.B, used, "--v");
+    } else {
+      if (q.shape.size() != k.shape.size() || q.shape.size() != v.shape.size())
+        throw input_error("Q, K and V must have the same number of dimensions (got " + std::to_string(q.shape.size()) +
+                          ", " + std::to_string(k.shape.size()) + ", " + std::to_string(v.shape.size()) + ")");
+      if (lay.layout == qkv_layout::bshd) {
+        req.K = from_bshd(k, "--k");
+        req.V = from_bshd(v, "--v");
+      } else {
+        req.K = to_tensor4(k, "--k");
+        req.V = to_tensor4(v, "--v");
+      }
+    }
+    req.seqlens_k = lay.seqlens_k;
+  }
+  if (fp8) {
+    if (req.K.H == 0 || req.Q.H % req.K.H != 0)
+      throw input_error("h_q = " + std::to_string(req.Q.H) + " is not a multiple of h_kv = " + std::to_string(req.K.H));
+    const std::size_t group = req.Q.H / req.K.H;
+    check_descale(lay.q_descale, req.Q.B, req.K.H, "--q-descale");
+    check_descale(lay.k_descale, req.Q.B, req.K.H, "--k-descale");
+    check_descale(lay.v_descale, req.Q.B, req.K.H, "--v-descale");
+    decode_tensor(req.Q, lay.fp8, lay.q_descale, group, "--q");
+    decode_tensor(req.K, lay.fp8, lay.k_descale, 1, "--k");
+    decode_tensor(req.V, lay.fp8, lay.v_descale, 1, "--v");
+  } else if (!lay.q_descale.values.empty() || !lay.k_descale.values.empty() || !lay.v_descale.values.empty()) {
+    throw input_error("--q-descale / --k-descale / --v-descale need --qkv-format");
+  }
+}
+
+std::size_t output_layout::output_row(std::size_t r) const {
+  const std::size_t i = r % nq, h = (r / nq) % H, b = r / (nq * H);
+  switch (layout) {
+    case qkv_layout::bshd: return (b * nq + i) * H + h;
+    case qkv_layout::thd:
+      if (cu_q[b] + i >= cu_q[b + 1]) return none;
+      return (cu_q[b] + i) * H + h;
+    default: return r;
+  }
+}
+
+std::size_t output_layout::lse_index(std::size_t r) const {
+  if (layout != qkv_layout::thd) return r;
+  const std::size_t i = r % nq, h = (r / nq) % H, b = r / (nq * H);
+  if (cu_q[b] + i >= cu_q[b + 1]) return none;
+  return h * total_q + cu_q[b] + i;
+}
+
+std::vector<double> output_layout::output_to_external(const std::vector<double>& internal) const {
+  std::vector<double> out(layout == qkv_layout::thd ? total_q * H * dv : internal.size(), 0.0);
+  for (std::size_t r = 0; r < B * H * nq; ++r) {
+    const std::size_t x = output_row(r);
+    if (x == none) continue;
+    std::copy(internal.begin() + static_cast<std::ptrdiff_t>(r * dv), internal.begin() + static_cast<std::ptrdiff_t>((r + 1) * dv),
+              out.begin() + static_cast<std::ptrdiff_t>(x * dv));
+  }
+  return out;
+}
+
+std::vector<double> output_layout::output_to_internal(const std::vector<double>& external) const {
+  std::vector<double> in(B * H * nq * dv, std::numeric_limits<double>::quiet_NaN());
+  for (std::size_t r = 0; r < B * H * nq; ++r) {
+    const std::size_t x = output_row(r);
+    if (x == none) continue;
+    std::copy(external.begin() + static_cast<std::ptrdiff_t>(x * dv), external.begin() + static_cast<std::ptrdiff_t>((x + 1) * dv),
+              in.begin() + static_cast<std::ptrdiff_t>(r * dv));
+  }
+  return in;
+}
+
+std::vector<double> output_layout::lse_to_external(const std::vector<double>& internal) const {
+  std::vector<double> out(layout == qkv_layout::thd ? total_q * H : internal.size(), 0.0);
+  for (std::size_t r = 0; r < B * H * nq; ++r) {
+    const std::size_t x = lse_index(r);
+    if (x != none) out[x] = internal[r];
+  }
+  return out;
+}
+
+std::vector<double> output_layout::lse_to_internal(const std::vector<double>& external) const {
+  std::vector<double> in(B * H * nq, std::numeric_limits<double>::quiet_NaN());
+  for (std::size_t r = 0; r < B * H * nq; ++r) {
+    const std::size_t x = lse_index(r);
+    if (x != none) in[r] = external[x];
+  }
+  return in;
+}
+
+output_layout make_output_layout(const oracle_request& req, const input_layout& lay, const std::vector<std::size_t>& q_shape) {
+  output_layout o;
+  o.layout = lay.layout;
+  o.B = req.Q.B;
+  o.H = req.Q.H;
+  o.nq = req.Q.n;
+  o.dv = req.V.d;
+  switch (lay.layout) {
+    case qkv_layout::thd:
+      o.cu_q = lay.cu_seqlens_q;
+      o.total_q = q_shape[0];
+      o.out_shape = {o.total_q, o.H, o.dv};
+      o.lse_shape = {o.H, o.total_q};
+      break;
+    case qkv_layout::bshd:
+      o.out_shape = {o.B, o.nq, o.H, o.dv};
+      o.lse_shape = {o.B, o.H, o.nq};
+      break;
+    default:
+      o.out_shape.assign(q_shape.begin(), q_shape.end() - 1);
+      o.out_shape.push_back(o.dv);
+      o.lse_shape.assign(q_shape.begin(), q_shape.end() - 1);
+      break;
+  }
+  return o;
 }
 
 std::vector<std::size_t> output_shape(const io::npy_array& q, const io::npy_array& v) {
@@ -115,6 +440,139 @@ io::npy_array reference_array(const oracle_result& r, target_format t, const std
   return ref;
 }
 
+namespace {
+
+void check_broadcast(std::size_t m, std::size_t full, const char* what, const char* dim) {
+  if (m != 1 && m != full)
+    throw input_error(std::string(what) + " does not broadcast: its " + dim + " dimension is " + std::to_string(m) +
+                      ", expected 1 or " + std::to_string(full));
+}
+
+void validate_lengths(const oracle_request& req) {
+  const auto& Q = req.Q;
+  const auto& K = req.K;
+  if (!req.seqlens_q.empty() && req.seqlens_q.size() != Q.B)
+    throw input_error("query sequence lengths: " + std::to_string(req.seqlens_q.size()) + " given for a batch of " +
+                      std::to_string(Q.B));
+  if (!req.seqlens_k.empty() && req.seqlens_k.size() != Q.B)
+    throw input_error("key sequence lengths: " + std::to_string(req.seqlens_k.size()) + " given for a batch of " +
+                      std::to_string(Q.B));
+  for (std::size_t b = 0; b < req.seqlens_q.size(); ++b)
+    if (req.seqlens_q[b] > Q.n)
+      throw input_error("query sequence " + std::to_string(b) + " has length " + std::to_string(req.seqlens_q[b]) +
+                        " > " + std::to_string(Q.n));
+  for (std::size_t b = 0; b < req.seqlens_k.size(); ++b)
+    if (req.seqlens_k[b] > K.n)
+      throw input_error("--seqlens-k: sequence " + std::to_string(b) + " has " + std::to_string(req.seqlens_k[b]) +
+                        " keys, more than the " + std::to_string(K.n) + " given");
+}
+
+void validate_variant(const oracle_request& req) {
+  const auto& v = req.variant;
+  const std::size_t B = req.Q.B, H = req.Q.H, nq = req.Q.n, nk = req.K.n;
+  if (v.window_left < -1 || v.window_right < -1)
+    throw input_error("--window: each side must be >= -1 (-1 = unbounded), got " + std::to_string(v.window_left) + "," +
+                      std::to_string(v.window_right));
+  if (!v.alibi_slopes.empty() && v.alibi_slopes.size() != H && v.alibi_slopes.size() != B * H)
+    throw input_error("--alibi-slopes: " + std::to_string(v.alibi_slopes.size()) + " slopes, expected h_q = " +
+                      std::to_string(H) + " or b·h_q = " + std::to_string(B * H));
+  if (!v.sink.empty() && v.sink.size() != H)
+    throw input_error("--sink: " + std::to_string(v.sink.size()) + " logits, expected one per query head (" +
+                      std::to_string(H) + ")");
+  if (v.has_bias) {
+    const auto& b = v.bias;
+    check_broadcast(b.mb, B, "--bias", "batch");
+    check_broadcast(b.mh, H, "--bias", "head");
+    check_broadcast(b.mq, nq, "--bias", "query");
+    check_broadcast(b.mk, nk, "--bias", "key");
+    if (b.values.size() != b.mb * b.mh * b.mq * b.mk) throw input_error("--bias: values do not match its shape");
+  }
+  if (v.has_dropout) {
+    const auto& m = v.dropout_keep;
+    if (m.nq != nq || m.nk != nk || (m.mb != 1 && m.mb != B) || (m.mh != 1 && m.mh != H))
+      throw input_error("--dropout-mask: shape (" + std::to_string(m.mb) + ", " + std::to_string(m.mh) + ", " +
+                        std::to_string(m.nq) + ", " + std::to_string(m.nk) + ") does not match (b, h_q, n_q, n_k) = (" +
+                        std::to_string(B) + ", " + std::to_string(H) + ", " + std::to_string(nq) + ", " +
+                        std::to_string(nk) + ")");
+    if (m.allowed.size() != m.mb * m.mh * m.nq * m.nk) throw input_error("--dropout-mask: values do not match its shape");
+  }
+}
+
+}  // namespace
+
+io::npy_array reference_array(const oracle_result& r, target_format t, const output_layout& lay) {
+  io::npy_array ref = reference_array(r, t, lay.out_shape);
+  ref.values = lay.output_to_external(r.reference);
+  return ref;
+}
+
+io::npy_array lse_array(const oracle_result& r, const output_layout& lay) {
+  io::npy_array a = reference_array(r, r.lse_target, lay.lse_shape);
+  a.values = lay.lse_to_external(r.lse_reference);
+  return a;
+}
+
+std::vector<double> to_alibi_slopes(const io::npy_array& a, const std::string& what) {
+  if (a.type == io::dtype::b1 || a.type == io::dtype::u1) throw input_error(what + ": slopes must be a float array");
+  if (a.shape.size() != 1 && a.shape.size() != 2)
+    throw input_error(what + ": shape " + shape_text(a.shape) + " is not (h_q,) or (b, h_q)");
+  return a.values;
+}
+
+score_bias to_score_bias(const io::npy_array& a, const std::string& what) {
+  if (a.type == io::dtype::b1 || a.type == io::dtype::u1) throw input_error(what + ": a bias must be a float array");
+  if (a.shape.empty() || a.shape.size() > 4)
+    throw input_error(what + ": shape " + shape_text(a.shape) + " does not broadcast to (b, h_q, n_q, n_k)");
+  std::vector<std::size_t> s(4 - a.shape.size(), 1);
+  s.insert(s.end(), a.shape.begin(), a.shape.end());
+  score_bias b;
+  b.mb = s[0];
+  b.mh = s[1];
+  b.mq = s[2];
+  b.mk = s[3];
+  b.values = a.values;
+  return b;
+}
+
+bool_mask to_keep_mask(const io::npy_array& a, const std::string& what) {
+  if (a.type != io::dtype::b1 && a.type != io::dtype::u1)
+    throw input_error(what + ": a dropout keep-mask must be a bool (or uint8 0/1) array");
+  if (a.shape.empty() || a.shape.size() > 4)
+    throw input_error(what + ": shape " + shape_text(a.shape) + " is not (b, h_q, n_q, n_k)");
+  std::vector<std::size_t> s(4 - a.shape.size(), 1);
+  s.insert(s.end(), a.shape.begin(), a.shape.end());
+  bool_mask m;
+  m.mb = s[0];
+  m.mh = s[1];
+  m.nq = s[2];
+  m.nk = s[3];
+  m.allowed.resize(a.values.size());
+  for (std::size_t i = 0; i < a.values.size(); ++i) {
+    if (a.values[i] != 0 && a.values[i] != 1) throw input_error(what + ": entries must be 0 or 1");
+    m.allowed[i] = a.values[i] != 0;
+  }
+  return m;
+}
+
+descale parse_descale(const std::string& text, const std::string& what) {
+  descale d;
+  if (text.size() > 4 && text.compare(text.size() - 4, 4, ".npy") == 0) {
+    const io::npy_array a = io::read_npy(text, io::nonfinite::allow);
+    if (a.type == io::dtype::b1 || a.type == io::dtype::u1) throw input_error(what + ": must be a float array");
+    if (a.shape.size() > 2) throw input_error(what + ": shape " + shape_text(a.shape) + " is not (), (1,) or (b, h_kv)");
+    d.values = a.values;
+  } else {
+    const mpq_rational x = number_traits<mpq_rational>::from_string(text);
+    const double v = static_cast<double>(x);
+    if (!std::isfinite(v) || mpq_rational(v) != x)
+      throw input_error(what + " '" + text + "' is not exactly representable in binary64 (give it as a .npy float32 value)");
+    d.values = {v};
+  }
+  for (double v : d.values)
+    if (!std::isfinite(v) || !(v > 0)) throw input_error(what + ": every descale factor must be finite and > 0");
+  return d;
+}
+
 void validate_request(const oracle_request& req) {
   check_tensor(req.Q, "Q");
   check_tensor(req.K, "K");
@@ -122,8 +580,11 @@ void validate_request(const oracle_request& req) {
   const auto& Q = req.Q;
   const auto& K = req.K;
   const auto& V = req.V;
-  if (K.B != Q.B || K.H != Q.H || V.B != Q.B || V.H != Q.H)
-    throw input_error("Q, K and V must have the same batch and head dimensions");
+  if (K.B != Q.B || V.B != Q.B) throw input_error("Q, K and V must have the same batch dimension");
+  if (V.H != K.H) throw input_error("K and V must have the same number of heads");
+  if (Q.H % K.H != 0)
+    throw input_error("h_q = " + std::to_string(Q.H) + " is not a multiple of h_kv = " + std::to_string(K.H) +
+                      " (grouped-query attention needs h_q = g·h_kv)");
   if (K.d != Q.d)
     throw input_error("Q and K differ in feature dimension (" + std::to_string(Q.d) + " vs " + std::to_string(K.d) + ")");
   if (V.n != K.n)
@@ -132,7 +593,7 @@ void validate_request(const oracle_request& req) {
     throw input_error("precision cap " + std::to_string(req.max_bits) + " bits is out of range [" +
                       std::to_string(internal::first_mpfi_bits) + ", " + std::to_string(internal::cap_limit) +
                       "] (precision too low?)");
-  if (req.mask == mask_kind::explicit_mask) {
+  if (req.mask == mask_kind::explicit_mask || req.M.nk != 0) {
     const auto& M = req.M;
     if (M.nq != Q.n || M.nk != K.n)
       throw input_error("mask shape (..., " + std::to_string(M.nq) + ", " + std::to_string(M.nk) +
@@ -141,12 +602,9 @@ void validate_request(const oracle_request& req) {
       throw input_error("mask leading dimensions must be 1 or equal to the batch and head dimensions");
     if (M.allowed.size() != M.mb * M.mh * M.nq * M.nk) throw input_error("mask values do not match its shape");
   }
-  auto finite_all = [](const std::vector<double>& v) {
-    return std::all_of(v.begin(), v.end(), [](double x) { return std::isfinite(x); });
-  };
-  const bool all_finite = finite_all(Q.values) && finite_all(K.values) && finite_all(V.values);
-  if (!all_finite && !req.allow_nonfinite)
-    throw input_error("an input contains NaN or Inf (use --allow-nonfinite for IEEE semantics on the affected rows)");
+  validate_lengths(req);
+  validate_variant(req);
+  // NaN/Inf inputs are judged per row (only values an allowed score uses count: P14).
 }
 
 }  // namespace attncert::oracle

@@ -29,7 +29,7 @@ namespace {
 
 /// What one worker counts; merged into the result at the end.
 struct decision_counts {
-  std::size_t double_double = 0, faithful = 0, policy = 0, ieee = 0, escalated = 0, fast_failed = 0, empty = 0;
+  std::size_t double_double = 0, faithful = 0, policy = 0, ieee = 0, escalated = 0, fast_failed = 0, empty = 0, padding = 0;
   std::vector<std::pair<unsigned, std::size_t>> by_mpfi;  ///< (bits, elements decided there)
 
   void add_mpfi(unsigned bits, std::size_t n) {
@@ -46,6 +46,7 @@ struct decision_counts {
     escalated += o.escalated;
     fast_failed += o.fast_failed;
     empty += o.empty;
+    padding += o.padding;
     for (const auto& pr : o.by_mpfi) add_mpfi(pr.first, pr.second);
   }
 };
@@ -53,14 +54,18 @@ struct decision_counts {
 /// One row: where it is, its allowed keys and its inputs.
 struct row_job {
   std::size_t b = 0, h = 0, i = 0, base = 0;  ///< base: index of element (b, h, i, 0)
+  std::size_t row = 0;                        ///< (b·H + h)·nq + i: index of the row's LSE
+  std::size_t hk = 0;                         ///< the kv head of query head h (GQA)
   const std::uint8_t* allowed = nullptr;
   detail::row_inputs in{};
+  mpfi_row_ctx ctx{};                         ///< the same row for the MPFI stage
 };
 
 /// A worker's scratch space.
 struct worker_space {
   detail::row_workspace ws;
-  std::vector<std::uint8_t> allowed;
+  std::vector<std::uint8_t> allowed, keep;
+  std::vector<double> bias, add_hi, add_lo, add_rad;
   std::vector<double> ohi, olo, orad, plain;
   std::vector<std::size_t> pending;
   decision_counts counts;
@@ -70,8 +75,10 @@ struct worker_space {
 class oracle_run {
  public:
   explicit oracle_run(const oracle_request& req)
-      : req_(req), B_(req.Q.B), H_(req.Q.H), nq_(req.Q.n), nk_(req.K.n), d_(req.Q.d), dv_(req.V.d) {
+      : req_(req), var_(req.variant), B_(req.Q.B), H_(req.Q.H), Hkv_(req.K.H), group_(req.Q.H / req.K.H), nq_(req.Q.n),
+        nk_(req.K.n), d_(req.Q.d), dv_(req.V.d) {
     init_scale(sv_, req.scale, d_);
+    init_variant_values(vv_, var_);
     all_finite_ = finite(req.Q.values) && finite(req.K.values) && finite(req.V.values);
     prepare_heads();
     prepare_result();
@@ -91,8 +98,8 @@ class oracle_run {
 
   // Per head: the transposed keys, and which keys / values are finite (only when some input is not).
   void prepare_heads() {
-    heads_.resize(B_ * H_);
-    for (std::size_t bh = 0; bh < B_ * H_; ++bh) {
+    heads_.resize(B_ * Hkv_);
+    for (std::size_t bh = 0; bh < B_ * Hkv_; ++bh) {
       auto& hd = heads_[bh];
       hd.KT.resize(d_ * nk_);
       const double* Kh = req_.K.values.data() + bh * nk_ * d_;
@@ -123,16 +130,37 @@ class oracle_run {
     res_.how.assign(total, decided_by::double_double);
     res_.bits_used.assign(total, 0);
     res_.fast_kernel_vectorized = detail::kernel_vectorized();
+    if (req_.lse.want) {
+      res_.has_lse = true;
+      res_.lse_target = req_.lse.target;
+      const std::size_t n = B_ * H_ * nq_;
+      res_.lse_reference.assign(n, 0.0);
+      res_.lse_hi.assign(n, 0.0);
+      res_.lse_lo.assign(n, 0.0);
+      res_.lse_rad.assign(n, inf);
+      res_.lse_how.assign(n, decided_by::double_double);
+    }
   }
 
   std::size_t rows() const { return B_ * H_ * nq_; }
 
+  // Which keys query i of (b, h) may attend: every mask of P14 step 4, AND-combined, and a bias of -inf.
   void allowed_row(std::size_t b, std::size_t h, std::size_t i, std::vector<std::uint8_t>& a) const {
-    a.assign(nk_, 1);
-    if (req_.mask == mask_kind::causal)
-      for (std::size_t j = 0; j < nk_; ++j) a[j] = j <= i;
-    else if (req_.mask == mask_kind::explicit_mask)
-      for (std::size_t j = 0; j < nk_; ++j) a[j] = req_.M.at(b, h, i, j);
+    const std::size_t nk = req_.seq_k(b);
+    a.assign(nk_, 0);
+    const long long delta = static_cast<long long>(nk) - static_cast<long long>(req_.seq_q(b));
+    const long long diag = static_cast<long long>(i) + delta;  // i + n_k - n_q
+    for (std::size_t j = 0; j < nk; ++j) {
+      const long long jj = static_cast<long long>(j);
+      bool ok = true;
+      if (req_.mask == mask_kind::causal) ok = j <= i;
+      if (var_.causal_bottom_right) ok = ok && jj <= diag;
+      if (var_.window_left >= 0) ok = ok && jj >= diag - var_.window_left;
+      if (var_.window_right >= 0) ok = ok && jj <= diag + var_.window_right;
+      if (req_.M.nk != 0) ok = ok && req_.M.at(b, h, i, j);
+      if (var_.has_bias && ok) ok = var_.bias.at(b, h, i, j) != -inf;
+      a[j] = ok;
+    }
   }
 
   static bool none_allowed(const std::vector<std::uint8_t>& a) {
@@ -141,10 +169,11 @@ class oracle_run {
 
   // Fully masked rows are found up front, so that policy `error` fails before any work.
   void reject_empty_rows_up_front() const {
-    if (req_.mask != mask_kind::explicit_mask || req_.empty_rows != empty_row_policy::error) return;
+    if (req_.empty_rows != empty_row_policy::error || !var_.sink.empty()) return;
     std::vector<std::uint8_t> a;
     for (std::size_t r = 0; r < rows(); ++r) {
       const std::size_t i = r % nq_, h = (r / nq_) % H_, b = r / (nq_ * H_);
+      if (i >= req_.seq_q(b)) continue;
       allowed_row(b, h, i, a);
       if (none_allowed(a))
         throw input_error("row (b, h, i) = (" + std::to_string(b) + ", " + std::to_string(h) + ", " + std::to_string(i) +
@@ -152,7 +181,8 @@ class oracle_run {
     }
   }
 
-  // A fully masked row gets the policy's value (zeros or NaN), decided exactly.
+  // A fully masked row (no allowed key, no sink) gets the policy's value (zeros or NaN), and the
+  // LSE -inf (or +inf), decided exactly.
   void fill_empty_row(const row_job& job, decision_counts& c) {
     if (req_.empty_rows == empty_row_policy::error)
       throw input_error("row (b, h, i) = (" + std::to_string(job.b) + ", " + std::to_string(job.h) + ", " +
@@ -165,62 +195,144 @@ class oracle_run {
       res_.t_rad[job.base + k] = v;
       res_.how[job.base + k] = decided_by::exact_policy;
     }
+    if (res_.has_lse) {
+      const double l = req_.lse.empty_plus_inf ? inf : -inf;
+      res_.lse_reference[job.row] = l;
+      res_.lse_hi[job.row] = l;
+      res_.lse_rad[job.row] = std::numeric_limits<double>::quiet_NaN();
+      res_.lse_how[job.row] = decided_by::exact_policy;
+    }
     c.policy += dv_;
     ++c.empty;
   }
 
-  // With --allow-nonfinite: does the row read a non-finite query, key or value?
-  bool touches_nonfinite(const row_job& job) const {
+  // A row outside its sequence (seqlens_q): not an output.
+  void fill_padding_row(const row_job& job, decision_counts& c) {
+    const double nan = std::numeric_limits<double>::quiet_NaN();
+    for (std::size_t k = 0; k < dv_; ++k) {
+      res_.reference[job.base + k] = nan;
+      res_.t_hi[job.base + k] = nan;
+      res_.t_rad[job.base + k] = nan;
+      res_.how[job.base + k] = decided_by::padding;
+    }
+    if (res_.has_lse) {
+      res_.lse_reference[job.row] = nan;
+      res_.lse_hi[job.row] = nan;
+      res_.lse_rad[job.row] = nan;
+      res_.lse_how[job.row] = decided_by::padding;
+    }
+    ++c.padding;
+  }
+
+  // Does the row use a non-finite value (P14: q, and per allowed key k_j, the bias and v_j if
+  // kept; the head's slope and sink)?  Values no allowed score uses do not count.
+  bool touches_nonfinite(const row_job& job, const worker_space& w) const {
+    auto fin = [](double x) { return std::isfinite(x); };
+    if (job.in.has_sink && !std::isfinite(job.in.sink)) return true;
+    if (job.ctx.has_alibi && !std::isfinite(job.ctx.slope)) return true;
+    if (var_.has_bias)
+      for (std::size_t j = 0; j < nk_; ++j)
+        if (job.allowed[j] && !std::isfinite(w.bias[j])) return true;  // -inf biases are not allowed keys
     if (all_finite_) return false;
     const double* q = job.in.q;
-    if (!std::all_of(q, q + d_, [](double x) { return std::isfinite(x); })) return true;
-    const head_data& hd = heads_[job.b * H_ + job.h];
+    if (!std::all_of(q, q + d_, fin)) return true;
+    const head_data& hd = heads_[job.b * Hkv_ + job.hk];
     for (std::size_t j = 0; j < nk_; ++j)
-      if (job.allowed[j] && (!hd.k_finite[j] || !hd.v_finite[j])) return true;
+      if (job.allowed[j] && (!hd.k_finite[j] || (!hd.v_finite[j] && !(job.in.keep && !job.in.keep[j])))) return true;
     return false;
   }
 
   // Such a row follows plain IEEE binary64 (approx tier, counted, not certified).
   void fill_ieee_row(const row_job& job, worker_space& w) {
-    detail::plain_row(job.in, w.ws, w.plain.data());
+    if (!req_.allow_nonfinite)
+      throw input_error("row (b, h, i) = (" + std::to_string(job.b) + ", " + std::to_string(job.h) + ", " +
+                        std::to_string(job.i) +
+                        ") uses a NaN or Inf input (use --allow-nonfinite for IEEE semantics on the affected rows)");
+    double lse = 0;
+    detail::plain_row(job.in, w.ws, w.plain.data(), &lse);
     for (std::size_t k = 0; k < dv_; ++k) {
       res_.reference[job.base + k] = rn_from_double(w.plain[k], req_.target);
       res_.t_hi[job.base + k] = w.plain[k];
       res_.t_rad[job.base + k] = std::numeric_limits<double>::quiet_NaN();
       res_.how[job.base + k] = decided_by::ieee_nonfinite;
     }
+    if (res_.has_lse) {
+      res_.lse_reference[job.row] = rn_from_double(req_.lse.base2 ? lse / std::log(2.0) : lse, req_.lse.target);
+      res_.lse_hi[job.row] = res_.lse_reference[job.row];
+      res_.lse_rad[job.row] = std::numeric_limits<double>::quiet_NaN();
+      res_.lse_how[job.row] = decided_by::ieee_nonfinite;
+    }
     w.counts.ieee += dv_;
+  }
+
+  // Where element k of a row lives in the result: k < dv an output, k == dv the row's LSE.
+  struct slot {
+    double *reference, *hi, *lo, *rad;
+    decided_by* how;
+    std::uint16_t* bits;
+    target_format target;
+  };
+  slot slot_of(const row_job& job, std::size_t k) {
+    if (k == dv_)
+      return {&res_.lse_reference[job.row], &res_.lse_hi[job.row], &res_.lse_lo[job.row], &res_.lse_rad[job.row],
+              &res_.lse_how[job.row], nullptr, req_.lse.target};
+    const std::size_t e = job.base + k;
+    return {&res_.reference[e], &res_.t_hi[e], &res_.t_lo[e], &res_.t_rad[e], &res_.how[e], &res_.bits_used[e], req_.target};
+  }
+
+  // Decides a slot from an enclosure hi + lo ± rad when it rounds to one target number.
+  static bool decide_from_dd(const slot& sl, double hi, double lo, double rad) {
+    *sl.hi = hi;
+    *sl.lo = lo;
+    *sl.rad = rad;
+    if (!std::isfinite(rad)) return false;
+    const double dn = std::nextafter(lo - rad, -inf);
+    const double up = std::nextafter(lo + rad, inf);
+    const double fl = round_sum_to_target(hi, dn, sl.target);
+    const double fu = round_sum_to_target(hi, up, sl.target);
+    if (fl != fu) return false;
+    *sl.reference = fl == 0 ? 0.0 : fl;  // a zero of uncertain sign is reported as +0 (see the header)
+    *sl.how = decided_by::double_double;
+    return true;
+  }
+
+  // The LSE from the fast path's shift m and bounds W_lo <= W <= W_hi: m + ln [W_lo, W_hi]
+  // (/ ln 2), enclosed by MPFI at 128 bits (P14).
+  bool fast_lse(const row_job& job, const worker_space& w) {
+    mpfi_var W(first_mpfi_bits), t(first_mpfi_bits);
+    mpfi_interv_d(t.v, -w.ws.W_err, w.ws.W_err);
+    mpfi_add_d(t.v, t.v, w.ws.W_hi);
+    mpfi_add_d(W.v, t.v, w.ws.W_lo);  // [W_hi + W_lo - W_err, W_hi + W_lo + W_err], outward
+    if (!(mpfr_sgn(&W.v->left) > 0)) return false;
+    mpfi_log(W.v, W.v);
+    mpfi_add_d(W.v, W.v, w.ws.m);
+    if (req_.lse.base2) {
+      mpfi_const_log2(t.v);
+      mpfi_div(W.v, W.v, t.v);
+    }
+    double hi = 0, lo = 0, rad = 0;
+    enclosure_to_dd(W.v, hi, lo, rad);
+    return decide_from_dd(slot_of(job, dv_), hi, lo, rad);
   }
 
   // The filter: the double-double fast path decides every element whose enclosure rounds to
   // one target number; the others go to w.pending.
   void fast_stage(const row_job& job, worker_space& w) {
     w.pending.clear();
-    const bool fast_ok = std::isfinite(sv_.rad) && detail::fast_row(job.in, w.ws, w.ohi.data(), w.olo.data(), w.orad.data());
+    const bool fast_ok = std::isfinite(sv_.rad) && (!vv_.has_softcap || vv_.softcap_d != 0) &&
+                         (!vv_.has_dropout || std::isfinite(vv_.keep_rad)) &&
+                         detail::fast_row(job.in, w.ws, w.ohi.data(), w.olo.data(), w.orad.data());
+    const std::size_t elems = dv_ + (res_.has_lse ? 1 : 0);
     if (!fast_ok) {
       ++w.counts.fast_failed;
-      for (std::size_t k = 0; k < dv_; ++k) w.pending.push_back(k);
+      for (std::size_t k = 0; k < elems; ++k) w.pending.push_back(k);
       return;
     }
     for (std::size_t k = 0; k < dv_; ++k) {
-      const std::size_t e = job.base + k;
-      res_.t_hi[e] = w.ohi[k];
-      res_.t_lo[e] = w.olo[k];
-      res_.t_rad[e] = w.orad[k];
-      if (std::isfinite(w.orad[k])) {
-        const double dn = std::nextafter(w.olo[k] - w.orad[k], -inf);
-        const double up = std::nextafter(w.olo[k] + w.orad[k], inf);
-        const double fl = round_sum_to_target(w.ohi[k], dn, req_.target);
-        const double fu = round_sum_to_target(w.ohi[k], up, req_.target);
-        if (fl == fu) {  // a zero of uncertain sign is reported as +0 (see the header)
-          res_.reference[e] = fl == 0 ? 0.0 : fl;
-          res_.how[e] = decided_by::double_double;
-          ++w.counts.double_double;
-          continue;
-        }
-      }
-      w.pending.push_back(k);
+      if (decide_from_dd(slot_of(job, k), w.ohi[k], w.olo[k], w.orad[k])) ++w.counts.double_double;
+      else w.pending.push_back(k);
     }
+    if (res_.has_lse && !fast_lse(job, w)) w.pending.push_back(dv_);
   }
 
   // One step of the Ziv stage: encloses the pending elements at `prec` bits, decides those
@@ -228,32 +340,32 @@ class oracle_run {
   // between two adjacent target numbers; else "precision too low"), and keeps the others
   // pending.  Returns how many it decided.
   std::size_t ziv_step(const row_job& job, worker_space& w, unsigned prec) {
-    const mpfi_row_ctx ctx{job.in.q, job.in.K, job.in.V, job.allowed, nk_, d_, dv_, &sv_};
     std::vector<std::unique_ptr<mpfi_var>> enclosures;
     std::vector<mpfi_var*> eptr;
     for (std::size_t idx = 0; idx < w.pending.size(); ++idx) {
       enclosures.push_back(std::make_unique<mpfi_var>(prec));
       eptr.push_back(enclosures.back().get());
     }
-    mpfi_row(ctx, w.pending, prec, eptr);
+    mpfi_row(job.ctx, w.pending, prec, eptr);
     mpfr_var L(prec), U(prec);
     std::vector<std::size_t> still;
     std::size_t decided_here = 0;
     for (std::size_t idx = 0; idx < w.pending.size(); ++idx) {
-      const std::size_t k = w.pending[idx], e = job.base + k;
+      const std::size_t k = w.pending[idx];
+      const slot sl = slot_of(job, k);
       mpfi_get_left(L.v, eptr[idx]->v);
       mpfi_get_right(U.v, eptr[idx]->v);
-      const double fl = round_mpfr_to_target(L.v, req_.target);
-      const double fu = round_mpfr_to_target(U.v, req_.target);
-      enclosure_to_dd(eptr[idx]->v, res_.t_hi[e], res_.t_lo[e], res_.t_rad[e]);
+      const double fl = round_mpfr_to_target(L.v, sl.target);
+      const double fu = round_mpfr_to_target(U.v, sl.target);
+      enclosure_to_dd(eptr[idx]->v, *sl.hi, *sl.lo, *sl.rad);
       if (fl == fu) {
-        res_.reference[e] = fl == 0 ? 0.0 : fl;
-        res_.how[e] = decided_by::mpfi;
-        res_.bits_used[e] = static_cast<std::uint16_t>(std::min(prec, 65535u));
-        ++decided_here;
+        *sl.reference = fl == 0 ? 0.0 : fl;
+        *sl.how = decided_by::mpfi;
+        if (sl.bits) *sl.bits = static_cast<std::uint16_t>(std::min(prec, 65535u));
+        if (k < dv_) ++decided_here;
       } else if (prec >= req_.max_bits) {
-        decide_faithfully_at_cap(job, k, eptr[idx]->v, L.v, U.v, fl, fu, prec);
-        ++w.counts.faithful;
+        decide_faithfully_at_cap(job, k, sl, eptr[idx]->v, L.v, U.v, fl, fu, prec);
+        if (k < dv_) ++w.counts.faithful;
       } else {
         still.push_back(k);
       }
@@ -265,19 +377,20 @@ class oracle_run {
 
   // Cap reached: faithful rounding if the enclosure lies strictly between two adjacent
   // target numbers (both are then faithful); otherwise the cap is too low for this element.
-  void decide_faithfully_at_cap(const row_job& job, std::size_t k, mpfi_srcptr enclosure, mpfr_srcptr L, mpfr_srcptr U,
-                                double fl, double fu, unsigned prec) {
-    const std::size_t e = job.base + k;
-    if (adjacent_or_equal(fl, fu, req_.target) && !std::isnan(fl) && mpfr_cmp_d(L, std::min(fl, fu)) > 0 &&
+  void decide_faithfully_at_cap(const row_job& job, std::size_t k, const slot& sl, mpfi_srcptr enclosure, mpfr_srcptr L,
+                                mpfr_srcptr U, double fl, double fu, unsigned prec) {
+    if (adjacent_or_equal(fl, fu, sl.target) && !std::isnan(fl) && mpfr_cmp_d(L, std::min(fl, fu)) > 0 &&
         mpfr_cmp_d(U, std::max(fl, fu)) < 0) {
       mpfr_var mid(prec);
       mpfi_mid(mid.v, enclosure);
-      res_.reference[e] = round_mpfr_to_target(mid.v, req_.target);
-      res_.how[e] = decided_by::faithful_only;
-      res_.bits_used[e] = static_cast<std::uint16_t>(std::min(prec, 65535u));
+      *sl.reference = round_mpfr_to_target(mid.v, sl.target);
+      *sl.how = decided_by::faithful_only;
+      if (sl.bits) *sl.bits = static_cast<std::uint16_t>(std::min(prec, 65535u));
       return;
     }
-    throw input_error("element (b, h, i, k) = " + index_text(job.b, job.h, job.i, k) +
+    throw input_error((k == dv_ ? "the LSE of row (b, h, i) = (" + std::to_string(job.b) + ", " + std::to_string(job.h) +
+                                      ", " + std::to_string(job.i) + ")"
+                                : "element (b, h, i, k) = " + index_text(job.b, job.h, job.i, k)) +
                       " could not be enclosed within one ulp of the target at " + std::to_string(prec) +
                       " bits (precision too low: raise --max-precision)");
   }
@@ -293,20 +406,49 @@ class oracle_run {
     });
   }
 
-  void process_row(std::size_t r, worker_space& w) {
-    row_job job;
-    job.i = r % nq_;
-    job.h = (r / nq_) % H_;
-    job.b = r / (nq_ * H_);
-    job.base = r * dv_;
-    allowed_row(job.b, job.h, job.i, w.allowed);
-    job.allowed = w.allowed.data();
-    if (none_allowed(w.allowed)) return fill_empty_row(job, w.counts);
-    const std::size_t bh = job.b * H_ + job.h;
-    job.in = detail::row_inputs{req_.Q.values.data() + (bh * nq_ + job.i) * d_,
-                                req_.K.values.data() + bh * nk_ * d_,
-                                heads_[bh].KT.data(),
-                                req_.V.values.data() + bh * nk_ * dv_,
+  // The row's additive terms a_j = -slope |i + n_k - n_q - j| + bias_j (P14 step 3) for the fast
+  // path as hi + lo ± rad: -slope·dist is exact as TwoProd (checked against underflow), the bias
+  // is added by a double-double addition with its bound.
+  void additive_terms(const row_job& job, worker_space& w) {
+    w.bias.assign(nk_, 0.0);
+    if (var_.has_bias)
+      for (std::size_t j = 0; j < nk_; ++j) w.bias[j] = var_.bias.at(job.b, job.h, job.i, j);
+    w.add_hi.assign(nk_, 0.0);
+    w.add_lo.assign(nk_, 0.0);
+    w.add_rad.assign(nk_, 0.0);
+    for (std::size_t j = 0; j < nk_; ++j) {
+      if (!job.allowed[j]) continue;
+      dd a{0.0, 0.0};
+      double rad = 0;
+      if (job.ctx.has_alibi) {
+        const long long dist = std::llabs(job.ctx.pos - static_cast<long long>(j));
+        const double sd = -job.ctx.slope, dd_dist = static_cast<double>(dist);
+        if (sd != 0 && dist != 0) {
+          a = two_prod(sd, dd_dist);
+          if (!dd_detail::product_ok(sd, dd_dist) || !std::isfinite(a.hi)) rad = inf;
+        }
+      }
+      if (var_.has_bias && !std::isfinite(w.bias[j])) {  // +inf / NaN: IEEE semantics only (touches_nonfinite)
+        a = dd{a.hi + w.bias[j], 0.0};
+        rad = inf;
+      } else if (var_.has_bias) {
+        const dd_with_error z = add_with_bound(a, w.bias[j]);
+        rad = (rad + z.rel_error_bound * std::fabs(z.value.hi) * (1.0 + 0x1p-50)) * (1.0 + 0x1p-40);
+        a = z.value;
+      }
+      w.add_hi[j] = a.hi;
+      w.add_lo[j] = a.lo;
+      w.add_rad[j] = std::isfinite(rad) ? rad : inf;
+    }
+  }
+
+  // The row's inputs for both stages: GQA head, masks, additive terms, sink, dropout (P14).
+  void build_job(row_job& job, worker_space& w) {
+    const std::size_t bhk = job.b * Hkv_ + job.hk;
+    job.in = detail::row_inputs{req_.Q.values.data() + ((job.b * H_ + job.h) * nq_ + job.i) * d_,
+                                req_.K.values.data() + bhk * nk_ * d_,
+                                heads_[bhk].KT.data(),
+                                req_.V.values.data() + bhk * nk_ * dv_,
                                 w.allowed.data(),
                                 nk_,
                                 d_,
@@ -314,7 +456,52 @@ class oracle_run {
                                 sv_.hi,
                                 sv_.lo,
                                 sv_.rad};
-    if (touches_nonfinite(job)) return fill_ieee_row(job, w);
+    mpfi_row_ctx& c = job.ctx;
+    c = mpfi_row_ctx{job.in.q, job.in.K, job.in.V, job.allowed, nk_, d_, dv_, &sv_};
+    c.var = &vv_;
+    c.lse_base2 = req_.lse.base2;
+    c.pos = static_cast<long long>(job.i) + static_cast<long long>(req_.seq_k(job.b)) -
+            static_cast<long long>(req_.seq_q(job.b));
+    if (!var_.alibi_slopes.empty()) {
+      c.has_alibi = true;
+      c.slope = var_.alibi_slopes.size() == H_ ? var_.alibi_slopes[job.h] : var_.alibi_slopes[job.b * H_ + job.h];
+    }
+    if (!var_.sink.empty()) {
+      c.has_sink = job.in.has_sink = true;
+      c.sink = job.in.sink = var_.sink[job.h];
+    }
+    job.in.softcap = vv_.softcap_d;
+    if (var_.has_dropout) {
+      w.keep.assign(nk_, 0);
+      for (std::size_t j = 0; j < nk_; ++j) w.keep[j] = var_.dropout_keep.at(job.b, job.h, job.i, j);
+      c.keep = job.in.keep = w.keep.data();
+      job.in.keep_hi = vv_.keep_hi;
+      job.in.keep_lo = vv_.keep_lo;
+      job.in.keep_rad = vv_.keep_rad;
+    }
+    if (var_.has_bias || c.has_alibi) {
+      additive_terms(job, w);
+      job.in.add_hi = w.add_hi.data();
+      job.in.add_lo = w.add_lo.data();
+      job.in.add_rad = w.add_rad.data();
+      if (var_.has_bias) c.bias = w.bias.data();
+    }
+  }
+
+  void process_row(std::size_t r, worker_space& w) {
+    row_job job;
+    job.i = r % nq_;
+    job.h = (r / nq_) % H_;
+    job.b = r / (nq_ * H_);
+    job.hk = job.h / group_;
+    job.base = r * dv_;
+    job.row = r;
+    if (job.i >= req_.seq_q(job.b)) return fill_padding_row(job, w.counts);
+    allowed_row(job.b, job.h, job.i, w.allowed);
+    job.allowed = w.allowed.data();
+    if (none_allowed(w.allowed) && var_.sink.empty()) return fill_empty_row(job, w.counts);
+    build_job(job, w);
+    if (touches_nonfinite(job, w)) return fill_ieee_row(job, w);
     fast_stage(job, w);
     ziv_stage(job, w);
   }
@@ -367,14 +554,18 @@ class oracle_run {
     res_.rows_escalated = totals_.escalated;
     res_.fast_path_rows_failed = totals_.fast_failed;
     res_.empty_rows = totals_.empty;
+    res_.padding_rows = totals_.padding;
     std::size_t by_mpfi = 0;
     for (const auto& pr : totals_.by_mpfi) by_mpfi += pr.second;
     res_.correctly_rounded = totals_.double_double + by_mpfi;
+    res_.elements -= totals_.padding * dv_;  // padding rows are not outputs
   }
 
   const oracle_request& req_;
-  const std::size_t B_, H_, nq_, nk_, d_, dv_;
+  const attention_variant& var_;
+  const std::size_t B_, H_, Hkv_, group_, nq_, nk_, d_, dv_;
   scale_value sv_;
+  variant_values vv_;
   bool all_finite_ = true;
   std::vector<head_data> heads_;
   oracle_result res_;

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <memory>
 
 #include "attncert/error.hpp"
 #include "attncert/number/double_double.hpp"
@@ -32,6 +33,7 @@ void init_scale(scale_value& sv, const scale_spec& spec, std::size_t d) {
   mpfr_var mid(400), a(2600), t(2600);
   mpfi_mid(mid.v, s.v);
   sv.sign = mpfr_sgn(mid.v) > 0 ? 1 : (mpfr_sgn(mid.v) < 0 ? -1 : 0);
+  sv.approx = mpfr_get_d(mid.v, MPFR_RNDN);
   sv.hi = mpfr_get_d(mid.v, MPFR_RNDN);
   if (!std::isfinite(sv.hi) || std::fabs(sv.hi) > 0x1p1000 || (sv.hi != 0 && std::fabs(sv.hi) < 0x1p-900)) {
     sv.hi = sv.lo = 0;
@@ -55,97 +57,273 @@ void init_scale(scale_value& sv, const scale_spec& spec, std::size_t d) {
   if (n.hi != sv.hi) sv.rad = inf;  // not normalized (cannot happen for RN); decline fast path
 }
 
-// Encloses o_k for k in `ks` at `prec` bits.  out[idx] receives the enclosure of o_{ks[idx]}.
-void mpfi_row(const mpfi_row_ctx& c, const std::vector<std::size_t>& ks, mpfr_prec_t prec, std::vector<mpfi_var*>& out) {
-  const std::size_t d = c.d;
-  // approximate reference key: argmax of sign(s) q·k_j in binary64 (any choice is exact)
-  auto approx_key = [&]() {
-    std::size_t best = c.nk;
+void init_variant_values(variant_values& vv, const attention_variant& v) {
+  if (!v.softcap.empty()) {
+    const mpq_rational C = number_traits<mpq_rational>::from_string(v.softcap);
+    if (!(C > 0)) throw input_error("--softcap must be > 0 (got '" + v.softcap + "')");
+    if (mpz_sizeinbase(mpq_numref(C.backend().data()), 2) > 4000 || mpz_sizeinbase(mpq_denref(C.backend().data()), 2) > 4000)
+      throw input_error("--softcap '" + v.softcap + "' is too large or too small (more than 4000 bits)");
+    vv.has_softcap = true;
+    mpq_set(vv.softcap, C.backend().data());
+    const double cd = mpq_get_d(vv.softcap);
+    mpq_t back;
+    mpq_init(back);
+    mpq_set_d(back, cd);
+    vv.softcap_d = (std::isfinite(cd) && cd >= 0x1p-900 && cd <= 0x1p900 && mpq_equal(back, vv.softcap)) ? cd : 0.0;
+    mpq_clear(back);
+  }
+  if (v.has_dropout) {
+    const mpq_rational P = number_traits<mpq_rational>::from_string(v.dropout_p);
+    if (!(P >= 0) || !(P < 1)) throw input_error("--dropout-p must be in [0, 1) (got '" + v.dropout_p + "')");
+    vv.has_dropout = true;
+    const mpq_rational c = mpq_rational(1) / (mpq_rational(1) - P);
+    mpq_set(vv.keep_factor, c.backend().data());
+    mpfr_var hi(53), r(400), t(400);
+    mpfr_set_q(r.v, vv.keep_factor, MPFR_RNDN);
+    vv.keep_hi = mpfr_get_d(r.v, MPFR_RNDN);
+    mpfr_sub_d(t.v, r.v, vv.keep_hi, MPFR_RNDN);
+    vv.keep_lo = mpfr_get_d(t.v, MPFR_RNDN);
+    // |c - (hi + lo)| <= |c - r| + |r - hi - lo| <= 2^-399 c + ulp-level of t
+    mpfr_sub_d(t.v, t.v, vv.keep_lo, MPFR_RNDN);
+    mpfr_abs(t.v, t.v, MPFR_RNDU);
+    vv.keep_rad = (mpfr_get_d(t.v, MPFR_RNDU) + std::fabs(vv.keep_hi) * 0x1p-398) * (1.0 + 0x1p-40);
+    const dd n = two_sum(vv.keep_hi, vv.keep_lo);
+    if (n.hi != vv.keep_hi) vv.keep_rad = inf;
+  }
+}
+
+namespace {
+
+/// The row's additive term a_j = -slope |pos - j| + bias_j as an interval (exact when prec
+/// holds it; outward rounded otherwise).
+void additive_term(const mpfi_row_ctx& c, std::size_t j, mpfi_ptr out) {
+  mpfi_set_ui(out, 0);
+  if (c.has_alibi) {
+    const long long dist = c.pos >= static_cast<long long>(j) ? c.pos - static_cast<long long>(j)
+                                                              : static_cast<long long>(j) - c.pos;
+    mpfi_set_d(out, c.slope);
+    mpfi_mul_d(out, out, static_cast<double>(dist));  // dist < 2^53: exact as a double
+    mpfi_neg(out, out);
+  }
+  if (c.bias) mpfi_add_d(out, out, c.bias[j]);
+}
+
+bool has_additive(const mpfi_row_ctx& c) { return c.has_alibi || c.bias != nullptr; }
+
+/// An approximate score in binary64, only to choose the reference key (any choice is exact).
+double approx_score(const mpfi_row_ctx& c, std::size_t j) {
+  double acc = 0;
+  for (std::size_t l = 0; l < c.d; ++l) acc += c.q[l] * c.K[j * c.d + l];
+  const bool modified = (c.var && c.var->has_softcap) || has_additive(c);
+  if (!modified) return c.scale->sign * acc;  // the ordering of s·q·k_j
+  double x = c.scale->approx * acc;
+  if (c.var && c.var->has_softcap) {
+    const double C = mpq_get_d(c.var->softcap);
+    x = C * std::tanh(x / C);
+  }
+  if (c.has_alibi) x -= c.slope * std::fabs(static_cast<double>(c.pos) - static_cast<double>(j));
+  if (c.bias) x += c.bias[j];
+  return x;
+}
+
+/// The enclosures of one row at one precision (P11, P14).
+class row_enclosure {
+ public:
+  row_enclosure(const mpfi_row_ctx& c, mpfr_prec_t prec)
+      : c_(c), prec_(prec), store_(2 * c.d), ptrs_(2 * c.d), lo_(prec), hi_(prec), z_(c.nk), s_(prec), a_(prec), ar_(prec),
+        S_(prec) {
+    for (std::size_t l = 0; l < 2 * c.d; ++l) {
+      store_[l] = std::make_unique<mpfr_var>(106);
+      ptrs_[l] = store_[l]->v;
+    }
+    c.scale->enclose(s_.v);
+  }
+
+  /// z_j = x_j - S for every allowed key, the shift S, and the sink's exponent.
+  void scores() {
+    std::size_t ref = approx_reference();
+    if (ref == c_.nk) {  // no allowed key: only the sink (the row is not empty)
+      mpfi_set_d(S_.v, c_.sink);
+      return;
+    }
+    softcapped() ? softcap_scores(ref) : difference_scores(ref);
+    const std::size_t best = largest_midpoint(ref);
+    if (best != ref) softcapped() ? softcap_scores(best) : difference_scores(best);
+    shift_to_sink_if_larger();
+  }
+
+  /// out[idx] for ks[idx]: outputs (k < dv) and the LSE (k == dv).
+  void outputs(const std::vector<std::size_t>& ks, std::vector<mpfi_var*>& out) {
+    mpfi_var w(prec_), W(prec_), t(prec_);
+    mpfi_set_ui(W.v, 0);
+    std::vector<std::unique_ptr<mpfi_var>> N;
+    for (std::size_t idx = 0; idx < ks.size(); ++idx) {
+      N.push_back(std::make_unique<mpfi_var>(prec_));
+      mpfi_set_ui(N.back()->v, 0);
+    }
+    for (std::size_t j = 0; j < c_.nk; ++j) {
+      if (!c_.allowed[j]) continue;
+      mpfi_exp(w.v, z_[j]->v);
+      mpfi_add(W.v, W.v, w.v);
+      if (c_.keep && !c_.keep[j]) continue;
+      for (std::size_t idx = 0; idx < ks.size(); ++idx) {
+        if (ks[idx] >= c_.dv) continue;
+        mpfi_mul_d(t.v, w.v, c_.V[j * c_.dv + ks[idx]]);
+        mpfi_add(N[idx]->v, N[idx]->v, t.v);
+      }
+    }
+    if (c_.has_sink) {  // e^{sink - S}
+      mpfi_d_sub(t.v, c_.sink, S_.v);
+      mpfi_exp(w.v, t.v);
+      mpfi_add(W.v, W.v, w.v);
+    }
+    for (std::size_t idx = 0; idx < ks.size(); ++idx) {
+      mpfi_set_prec(out[idx]->v, prec_);
+      if (ks[idx] == c_.dv) {  // LSE = S + ln W
+        mpfi_log(out[idx]->v, W.v);
+        mpfi_add(out[idx]->v, out[idx]->v, S_.v);
+        if (c_.lse_base2) {
+          mpfi_const_log2(t.v);
+          mpfi_div(out[idx]->v, out[idx]->v, t.v);
+        }
+        continue;
+      }
+      mpfi_div(out[idx]->v, N[idx]->v, W.v);
+      if (c_.var && c_.var->has_dropout) mpfi_mul_q(out[idx]->v, out[idx]->v, c_.var->keep_factor);
+    }
+  }
+
+ private:
+  bool softcapped() const { return c_.var && c_.var->has_softcap; }
+
+  std::size_t approx_reference() const {
+    std::size_t best = c_.nk;
     double bv = -inf;
-    for (std::size_t j = 0; j < c.nk; ++j) {
-      if (!c.allowed[j]) continue;
-      double acc = 0;
-      for (std::size_t l = 0; l < d; ++l) acc += c.q[l] * c.K[j * d + l];
-      const double v = c.scale->sign * acc;
-      if (best == c.nk || v > bv || std::isnan(bv)) {
+    for (std::size_t j = 0; j < c_.nk; ++j) {
+      if (!c_.allowed[j]) continue;
+      const double v = approx_score(c_, j);
+      if (best == c_.nk || v > bv || std::isnan(bv)) {
         best = j;
         bv = v;
       }
     }
     return best;
-  };
-  std::size_t ref = approx_key();
-  std::vector<std::unique_ptr<mpfr_var>> store;
-  store.reserve(2 * d);
-  for (std::size_t l = 0; l < 2 * d; ++l) store.push_back(std::make_unique<mpfr_var>(106));
-  std::vector<mpfr_ptr> ptrs(2 * d);
-  for (std::size_t l = 0; l < 2 * d; ++l) ptrs[l] = store[l]->v;
-  mpfr_var lo(prec), hi(prec);
-  std::vector<std::unique_ptr<mpfi_var>> D(c.nk);
-  auto differences = [&](std::size_t r) {
+  }
+
+  mpfi_ptr zvar(std::size_t j) {
+    if (!z_[j]) z_[j] = std::make_unique<mpfi_var>(prec_);
+    return z_[j]->v;
+  }
+
+  /// The exact dot product q·k_j - q·k_r (r == nk: q·k_j) as an interval in `out`.
+  void dot_difference(std::size_t j, std::size_t r, mpfi_ptr out) {
+    const std::size_t d = c_.d;
     for (std::size_t l = 0; l < d; ++l) {
-      mpfr_set_d(store[d + l]->v, c.q[l], MPFR_RNDN);
-      mpfr_mul_d(store[d + l]->v, store[d + l]->v, -c.K[r * d + l], MPFR_RNDN);  // exact (106 bits)
+      mpfr_set_d(store_[l]->v, c_.q[l], MPFR_RNDN);
+      mpfr_mul_d(store_[l]->v, store_[l]->v, c_.K[j * d + l], MPFR_RNDN);  // exact (106 bits)
+      if (r < c_.nk) {
+        mpfr_set_d(store_[d + l]->v, c_.q[l], MPFR_RNDN);
+        mpfr_mul_d(store_[d + l]->v, store_[d + l]->v, -c_.K[r * d + l], MPFR_RNDN);  // exact
+      }
     }
-    for (std::size_t j = 0; j < c.nk; ++j) {
-      if (!c.allowed[j]) continue;
-      if (!D[j]) D[j] = std::make_unique<mpfi_var>(prec);
+    const std::size_t terms = r < c_.nk ? 2 * d : d;
+    mpfr_sum(lo_.v, ptrs_.data(), terms, MPFR_RNDD);
+    mpfr_sum(hi_.v, ptrs_.data(), terms, MPFR_RNDU);
+    mpfi_interv_fr(out, lo_.v, hi_.v);
+  }
+
+  // Without softcap: z_j = s (q·k_j - q·k_r) + (a_j - a_r) from an exactly summed difference
+  // (no cancellation however large the scores), S = s q·k_r + a_r.
+  void difference_scores(std::size_t r) {
+    if (has_additive(c_)) additive_term(c_, r, ar_.v);
+    for (std::size_t j = 0; j < c_.nk; ++j) {
+      if (!c_.allowed[j]) continue;
+      mpfi_ptr z = zvar(j);
       if (j == r) {
-        mpfi_set_ui(D[j]->v, 0);
+        mpfi_set_ui(z, 0);
         continue;
       }
-      for (std::size_t l = 0; l < d; ++l) {
-        mpfr_set_d(store[l]->v, c.q[l], MPFR_RNDN);
-        mpfr_mul_d(store[l]->v, store[l]->v, c.K[j * d + l], MPFR_RNDN);  // exact
+      dot_difference(j, r, z);
+      mpfi_mul(z, z, s_.v);
+      if (has_additive(c_)) {
+        additive_term(c_, j, a_.v);
+        mpfi_sub(a_.v, a_.v, ar_.v);
+        mpfi_add(z, z, a_.v);
       }
-      mpfr_sum(lo.v, ptrs.data(), 2 * d, MPFR_RNDD);
-      mpfr_sum(hi.v, ptrs.data(), 2 * d, MPFR_RNDU);
-      mpfi_interv_fr(D[j]->v, lo.v, hi.v);
     }
-  };
-  differences(ref);
-  // If another key has a larger exact score, shift by that one instead (so no exponent is large
-  // and positive): the exact differences decide it up to the tiny width of D.
-  {
+    dot_difference(r, c_.nk, S_.v);
+    mpfi_mul(S_.v, S_.v, s_.v);
+    if (has_additive(c_)) mpfi_add(S_.v, S_.v, ar_.v);
+  }
+
+  // With softcap: x_j = C tanh(s q·k_j / C) + a_j, bounded by C + |a_j|; z_j = x_j - x_r, S = x_r.
+  void softcap_scores(std::size_t r) {
+    mpfi_var C(prec_);
+    mpfi_set_q(C.v, c_.var->softcap);
+    for (std::size_t j = 0; j < c_.nk; ++j) {
+      if (!c_.allowed[j]) continue;
+      mpfi_ptr x = zvar(j);
+      dot_difference(j, c_.nk, x);
+      mpfi_mul(x, x, s_.v);
+      mpfi_div(x, x, C.v);
+      mpfi_tanh(x, x);
+      mpfi_mul(x, x, C.v);
+      if (has_additive(c_)) {
+        additive_term(c_, j, a_.v);
+        mpfi_add(x, x, a_.v);
+      }
+    }
+    mpfi_set(S_.v, z_[r]->v);
+    for (std::size_t j = 0; j < c_.nk; ++j)
+      if (c_.allowed[j]) mpfi_sub(z_[j]->v, z_[j]->v, S_.v);
+  }
+
+  // If another key has a clearly larger exact score, the caller recomputes with it as the
+  // reference (so no exponent is large and positive).
+  std::size_t largest_midpoint(std::size_t ref) {
     std::size_t best = ref;
-    mpfr_var m(prec), bm(prec);
+    mpfr_var m(prec_), bm(prec_);
     mpfr_set_ui(bm.v, 0, MPFR_RNDN);
-    for (std::size_t j = 0; j < c.nk; ++j) {
-      if (!c.allowed[j] || j == ref) continue;
-      mpfi_mid(m.v, D[j]->v);
-      if (c.scale->sign < 0) mpfr_neg(m.v, m.v, MPFR_RNDN);
+    for (std::size_t j = 0; j < c_.nk; ++j) {
+      if (!c_.allowed[j] || j == ref) continue;
+      mpfi_mid(m.v, z_[j]->v);
       if (mpfr_cmp(m.v, bm.v) > 0) {
         mpfr_set(bm.v, m.v, MPFR_RNDN);
         best = j;
       }
     }
-    if (best != ref) {
-      ref = best;
-      differences(ref);
-    }
+    return best;
   }
-  mpfi_var s(prec), z(prec), w(prec), W(prec), t(prec);
-  c.scale->enclose(s.v);
-  mpfi_set_ui(W.v, 0);
-  std::vector<std::unique_ptr<mpfi_var>> N;
-  for (std::size_t idx = 0; idx < ks.size(); ++idx) {
-    N.push_back(std::make_unique<mpfi_var>(prec));
-    mpfi_set_ui(N.back()->v, 0);
+
+  // A sink larger than every score becomes the shift: z_j -= (sink - S), S = sink.
+  void shift_to_sink_if_larger() {
+    if (!c_.has_sink) return;
+    mpfi_var t(prec_);
+    mpfr_var m(prec_);
+    mpfi_d_sub(t.v, c_.sink, S_.v);
+    mpfi_mid(m.v, t.v);
+    if (mpfr_sgn(m.v) <= 0) return;
+    for (std::size_t j = 0; j < c_.nk; ++j)
+      if (c_.allowed[j]) mpfi_sub(z_[j]->v, z_[j]->v, t.v);
+    mpfi_set_d(S_.v, c_.sink);
   }
-  for (std::size_t j = 0; j < c.nk; ++j) {
-    if (!c.allowed[j]) continue;
-    mpfi_mul(z.v, s.v, D[j]->v);
-    mpfi_exp(w.v, z.v);
-    mpfi_add(W.v, W.v, w.v);
-    for (std::size_t idx = 0; idx < ks.size(); ++idx) {
-      mpfi_mul_d(t.v, w.v, c.V[j * c.dv + ks[idx]]);
-      mpfi_add(N[idx]->v, N[idx]->v, t.v);
-    }
-  }
-  for (std::size_t idx = 0; idx < ks.size(); ++idx) {
-    mpfi_set_prec(out[idx]->v, prec);
-    mpfi_div(out[idx]->v, N[idx]->v, W.v);
-  }
+
+  const mpfi_row_ctx& c_;
+  mpfr_prec_t prec_;
+  std::vector<std::unique_ptr<mpfr_var>> store_;
+  std::vector<mpfr_ptr> ptrs_;
+  mpfr_var lo_, hi_;
+  std::vector<std::unique_ptr<mpfi_var>> z_;
+  mpfi_var s_, a_, ar_, S_;  // scale, additive terms, the shift
+};
+
+}  // namespace
+
+// Encloses o_k for k in `ks` at `prec` bits.  out[idx] receives the enclosure of o_{ks[idx]}.
+void mpfi_row(const mpfi_row_ctx& c, const std::vector<std::size_t>& ks, mpfr_prec_t prec, std::vector<mpfi_var*>& out) {
+  row_enclosure r(c, prec);
+  r.scores();
+  r.outputs(ks, out);
 }
 
 // Fills t_hi, t_lo, t_rad from an MPFI enclosure: |o - (hi + lo)| <= rad.

@@ -26,6 +26,22 @@ std::string fmt(double x, int prec = 4) {
   return os.str();
 }
 
+// How the LSE of each row was decided.
+nlohmann::json lse_summary(const oracle_result& r, const nlohmann::json& file) {
+  std::size_t dd = 0, mpfi = 0, faithful = 0, policy = 0, ieee = 0;
+  for (auto h : r.lse_how) {
+    if (h == decided_by::double_double) ++dd;
+    else if (h == decided_by::mpfi) ++mpfi;
+    else if (h == decided_by::faithful_only) ++faithful;
+    else if (h == decided_by::exact_policy) ++policy;
+    else if (h == decided_by::ieee_nonfinite) ++ieee;
+  }
+  return {{"target", to_string(r.lse_target)},
+          {"file", file},
+          {"decided_by", {{"fast_path", dd}, {"mpfi", mpfi}, {"faithful_at_cap", faithful}, {"empty_row", policy},
+                          {"ieee_nonfinite", ieee}}}};
+}
+
 }  // namespace
 
 nlohmann::json oracle_report(const oracle_report_input& in) {
@@ -55,6 +71,8 @@ nlohmann::json oracle_report(const oracle_report_input& in) {
                   {"empty_rows", r.empty_rows},
                   {"fast_path_vectorized", r.fast_kernel_vectorized},
                   {"seconds", in.seconds}};
+  if (r.padding_rows) j["summary"]["padding_rows"] = r.padding_rows;
+  if (r.has_lse) j["lse"] = lse_summary(r, in.lse_file);
   j["output_shape"] = {r.B, r.H, r.nq, r.dv};
   j["reference"] = in.reference;
   nlohmann::json faithful = nlohmann::json::array();
@@ -135,8 +153,18 @@ void write_oracle_text(std::ostream& os, const nlohmann::json& j) {
   const auto& s = j.at("summary");
   const auto& st = j.at("settings");
   os << "attncert oracle — certified reference for softmax(s·QKᵀ + mask)·V\n";
-  os << "  target " << st.value("target", "?") << ", scale " << st.value("scale", "?") << ", mask " << st.value("mask", "?")
+  std::string masks = "?";
+  if (st.contains("mask")) {
+    const auto& m = st.at("mask");
+    if (m.is_string()) masks = m.get<std::string>();
+    else if (m.is_array()) {
+      masks.clear();
+      for (const auto& x : m) masks += (masks.empty() ? "" : " + ") + x.get<std::string>();
+    }
+  }
+  os << "  target " << st.value("target", "?") << ", scale " << st.value("scale", "?") << ", mask " << masks
      << ", output shape (b, h, n_q, d_v) = " << j.at("output_shape").dump() << "\n";
+  if (st.contains("variant")) os << "  variant " << st.at("variant").dump() << "\n";
   os << "  elements " << s.at("elements") << ": correctly rounded " << s.at("correctly_rounded") << ", faithful only "
      << s.at("faithful_only");
   if (s.at("empty_row_policy").get<std::size_t>()) os << ", empty-row policy " << s.at("empty_row_policy");

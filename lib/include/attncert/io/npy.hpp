@@ -23,7 +23,7 @@
 namespace attncert::io {
 
 /// Element types of an npy_array: float16, float32, float64, int32, int64, bool.
-enum class dtype { f2, f4, f8, i4, i8, b1 };
+enum class dtype { f2, f4, f8, i4, i8, b1, u1 };
 
 /// An n-dimensional array as stored in a `.npy` file.
 struct npy_array {

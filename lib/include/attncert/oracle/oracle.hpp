@@ -184,6 +184,15 @@ struct row_inputs {
   const std::uint8_t* allowed;
   std::size_t nk, d, dv;
   double scale_hi, scale_lo, scale_rad;
+  // The variants (proofs/P14-oracle-variants.md); the defaults give plain attention.
+  double softcap = 0;               ///< C > 0 (a binary64 number), or 0 for none
+  const double* add_hi = nullptr;   ///< per key additive term (ALiBi + bias): a_j in [add_hi + add_lo ± add_rad]
+  const double* add_lo = nullptr;
+  const double* add_rad = nullptr;
+  bool has_sink = false;            ///< a sink logit in the denominator
+  double sink = 0;
+  const std::uint8_t* keep = nullptr;  ///< dropout keep-mask over the keys, or null
+  double keep_hi = 1, keep_lo = 0, keep_rad = 0;  ///< 1/(1 - P) in [keep_hi + keep_lo ± keep_rad]
 };
 struct row_workspace {
   std::vector<double> s_hi, s_lo, s_rad, w_hi, w_lo;
@@ -195,10 +204,14 @@ struct row_workspace {
   // W_lo_bound <= sum_j w_true_j <= W_hi_bound.
   double rho = 0, W_lo_bound = 0, W_hi_bound = 0;
   std::size_t under = 0;
+  double W_hi = 0, W_lo = 0, W_err = 0;  ///< |sum_j w_true_j - (W_hi + W_lo)| <= W_err
+  double m = 0;  ///< the binary64 shift: W_true = sum_j e^{x_j - m} (+ e^{sink - m}), so LSE = m + ln W_true
+  double sink_hi = 0, sink_lo = 0;  ///< the sink's weight e^{sink - m} (0 when it underflowed or there is none)
 };
 bool fast_row(const row_inputs& in, row_workspace& ws, double* out_hi, double* out_lo, double* out_rad);
-/// The same computation in plain binary64, no certification (the benchmark's baseline).
-void plain_row(const row_inputs& in, row_workspace& ws, double* out);
+/// The same computation in plain binary64, no certification (the benchmark's baseline, and the
+/// IEEE semantics of rows touching NaN/Inf).  With `lse`, also writes ln W there.
+void plain_row(const row_inputs& in, row_workspace& ws, double* out, double* lse = nullptr);
 /// w[i] = exp_with_bound(z[i]) for i < n (number/double_double.hpp), bit for bit: the same
 /// sequence of IEEE operations, evaluated four lanes at a time with AVX2 when available; lanes
 /// off the common path (tiny reduced argument, subnormal low word, outside [-708, 709]) call

@@ -18,9 +18,67 @@ tensor4 to_tensor4(const io::npy_array& a, const std::string& what);
 /// may be attended, as PyTorch's boolean attn_mask).  Errors: input_error naming `what`.
 bool_mask to_bool_mask(const io::npy_array& a, const std::string& what);
 
-/// Sets req.Q, req.K, req.V from arrays read from .npy files (to_tensor4 on each).  Errors:
-/// input_error when they differ in their number of dimensions, or as to_tensor4.
-void set_qkv(oracle_request& req, const io::npy_array& q, const io::npy_array& k, const io::npy_array& v);
+/// How Q, K and V are laid out (proofs/P14-oracle-variants.md, "Geometry").
+enum class qkv_layout { bhsd, bshd, thd };
+/// "bhsd", "bshd", "thd"; throws input_error on anything else.
+qkv_layout parse_layout(const std::string& s);
+std::string to_string(qkv_layout l);
+
+/// The 8-bit input formats (OCP FP8), decoded exactly.
+enum class fp8_format { none, e4m3fn, e5m2 };
+/// "e4m3fn", "e5m2" (or "" / "none"); throws input_error on anything else.
+fp8_format parse_fp8_format(const std::string& s);
+/// The exact value of an FP8 byte (NaN for NaN encodings, ±inf for e5m2's infinities).
+double decode_fp8(std::uint8_t byte, fp8_format f);
+
+/// A descale factor: one binary64 number, or one per (b, h_kv).
+struct descale {
+  std::vector<double> values;  ///< empty = 1; size 1 = per tensor; size B·H_kv = per (b, kv head)
+};
+
+/// Everything about the inputs' layout besides Q, K and V themselves.
+struct input_layout {
+  qkv_layout layout = qkv_layout::bhsd;
+  std::vector<std::size_t> cu_seqlens_q, cu_seqlens_k;  ///< thd: b + 1 offsets each
+  std::vector<std::size_t> seqlens_k;                    ///< --seqlens-k: keys used per sequence
+  bool paged = false;                                    ///< --block-table / --page-size
+  std::size_t page_size = 0, table_rows = 0, table_cols = 0;
+  std::vector<long long> block_table;                    ///< (b, m) row-major
+  fp8_format fp8 = fp8_format::none;
+  descale q_descale, k_descale, v_descale;
+};
+
+/// 1-D non-negative integer offsets/lengths from an int32/int64 array.  Errors name `what`.
+std::vector<std::size_t> to_index_vector(const io::npy_array& a, const std::string& what);
+
+/// Sets req.Q, req.K, req.V (and req.seqlens_q / seqlens_k) from the arrays as laid out by `lay`,
+/// gathering bshd, packed thd and paged K/V into the internal (B, H, n, d) tensors; FP8 bytes
+/// are decoded and descaled exactly.  Errors (input_error, one line): wrong ranks, cu_seqlens not
+/// starting at 0 / not monotone / not matching the tensors, a block-table entry out of range,
+/// a descale <= 0 or non-finite or of the wrong shape, uint8 arrays without an FP8 format.
+void set_qkv(oracle_request& req, const io::npy_array& q, const io::npy_array& k, const io::npy_array& v,
+             const input_layout& lay = {});
+
+/// Where the internal rows go in the caller's layout.  Internal row r = (b·H + h)·nq + i.
+struct output_layout {
+  qkv_layout layout = qkv_layout::bhsd;
+  std::size_t B = 1, H = 1, nq = 0, dv = 0, total_q = 0;
+  std::vector<std::size_t> cu_q;                 ///< thd: query offsets
+  std::vector<std::size_t> out_shape, lse_shape;  ///< the shapes of the output and the LSE
+  static constexpr std::size_t none = static_cast<std::size_t>(-1);
+  /// The external output row of internal row r (none for padding rows).
+  std::size_t output_row(std::size_t r) const;
+  /// The external LSE index of internal row r (none for padding rows).
+  std::size_t lse_index(std::size_t r) const;
+  /// Internal (B·H·nq·dv) values in the external layout, and back (padding: NaN).
+  std::vector<double> output_to_external(const std::vector<double>& internal) const;
+  std::vector<double> output_to_internal(const std::vector<double>& external) const;
+  std::vector<double> lse_to_external(const std::vector<double>& internal) const;
+  std::vector<double> lse_to_internal(const std::vector<double>& external) const;
+};
+
+/// The output layout of a request built by set_qkv with `lay` from a Q array of shape `q_shape`.
+output_layout make_output_layout(const oracle_request& req, const input_layout& lay, const std::vector<std::size_t>& q_shape);
 
 /// The output's shape as the inputs lay it out: Q's leading dimensions, then (n_q, d_v).
 std::vector<std::size_t> output_shape(const io::npy_array& q, const io::npy_array& v);
@@ -37,6 +95,20 @@ void check_attention_array(const io::npy_array& a, const io::npy_array& q, const
 /// The reference as --write-reference stores it: float64, float32 or float16 as the target
 /// format (bfloat16 values are stored exactly as float32), of shape `shape`, NaN/Inf allowed.
 io::npy_array reference_array(const oracle_result& r, target_format t, const std::vector<std::size_t>& shape);
+/// The same in the caller's layout.
+io::npy_array reference_array(const oracle_result& r, target_format t, const output_layout& lay);
+/// The LSE as --write-lse stores it (format of r.lse_target, as reference_array), in the caller's layout.
+io::npy_array lse_array(const oracle_result& r, const output_layout& lay);
+
+/// The variant inputs from arrays: ALiBi slopes (h_q,) or (b, h_q); a bias of up to 4 dims
+/// broadcastable to (b, h_q, n_q, n_k) (right-aligned, as PyTorch broadcasts); sink logits (h_q,);
+/// a dropout keep-mask (bool or uint8 0/1, up to 4 dims, broadcast as a mask).  Errors name `what`.
+std::vector<double> to_alibi_slopes(const io::npy_array& a, const std::string& what);
+score_bias to_score_bias(const io::npy_array& a, const std::string& what);
+bool_mask to_keep_mask(const io::npy_array& a, const std::string& what);
+/// A descale from a decimal (exactly representable in binary64) or a .npy file of shape (), (1,)
+/// or (b, h_kv).  Errors name `what`.
+descale parse_descale(const std::string& text_or_file, const std::string& what);
 
 /// The one validation of a request (run_oracle calls it first).  Errors (input_error): empty
 /// tensors, Q/K/V batch, head, feature or length mismatch, max_bits outside [128, 65536], a

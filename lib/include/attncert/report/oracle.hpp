@@ -25,6 +25,7 @@ struct oracle_report_input {
   std::optional<attention_grade> attention;
   std::optional<double> max_ulp;  ///< --max-ulp, if given
   nlohmann::json reference;       ///< where the reference was written (or null)
+  nlohmann::json lse_file;        ///< where the LSE was written (or null)
   double seconds = 0;
 };
 
