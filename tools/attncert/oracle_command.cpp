@@ -43,6 +43,25 @@ void add_variant_options(CLI::App* o, oracle_args& a) {
   o->add_option("--lse-target", a.lse_target, "Format of the LSE (default binary32; binary64 when --target binary64)");
 }
 
+// The grading rules of the published test suites (oracle/grading.hpp), the LSE candidate and reruns.
+void add_grading_options(CLI::App* o, grading_args& g) {
+  o->add_option("--rule", g.rule,
+                "How candidates are judged against the exact values o: ulp (max |c-o|/ulp(o) <= --max-ulp), flash "
+                "(max|c-o| <= k·max|b-o| + atol, FlashAttention's), torch-sdpa (PyTorch's SDPA tests: atol/rtol from "
+                "the baseline's errors × fudge), assert-close (torch.testing's rtol/atol per dtype)")
+      ->capture_default_str();
+  o->add_option("--baseline", g.baseline,
+                "The baseline's output (.npy, e.g. the same math in fp32 / the input dtype): needed by flash and torch-sdpa");
+  o->add_option("--flash-k", g.flash_k, "flash: the factor k (default 2)");
+  o->add_option("--fudge", g.fudge, "torch-sdpa: the fudge factor F (default 4, PyTorch's for the output)");
+  o->add_option("--atol", g.atol, "flash: added to the threshold (default 0); assert-close: atol (default per dtype)");
+  o->add_option("--rtol", g.rtol, "assert-close: rtol (default per dtype)");
+  o->add_option("--candidate-lse", g.candidate_lse, "A kernel's LSE (.npy, the --write-lse layout) graded by the same rule");
+  o->add_option("--baseline-lse", g.baseline_lse, "The baseline's LSE (for flash / torch-sdpa on --candidate-lse)");
+  o->add_option("--rerun", g.rerun,
+                "A second run of the first --candidate on the same inputs: reports their spread next to the error");
+}
+
 }  // namespace
 
 CLI::App* add_oracle_subcommand(CLI::App& app, oracle_args& a) {
@@ -60,9 +79,22 @@ CLI::App* add_oracle_subcommand(CLI::App& app, oracle_args& a) {
       "  attncert oracle --q Q.npy --k K.npy --v V.npy --write-reference ref.npy\n"
       "  attncert oracle --q Q.npy --k K.npy --v V.npy --mask causal --target binary32 \\\n"
       "      --candidate flash.npy --candidate torch_fp32.npy --max-ulp 8 --format json --out report.json\n"
-      "  attncert oracle --q Q.npy --k K.npy --v V.npy --attention-candidate A_hat.npy\n" +
-      exit_codes_text({{exit_ok, "done (every candidate within --max-ulp)"},
-                       {exit_failed, "a candidate exceeds --max-ulp (or has NaN/Inf where the truth is finite)"}}));
+      "  attncert oracle --q Q.npy --k K.npy --v V.npy --attention-candidate A_hat.npy\n"
+      "Grading (--rule; o = the exact value, never the rounded reference):\n"
+      "  ulp           max |c - o| / ulp(o) <= --max-ulp                     (no --max-ulp: errors only)\n"
+      "  flash         max |c - o| <= k·max |b - o| + atol, k = 2, atol = 0   (FlashAttention's tests)\n"
+      "  torch-sdpa    |c - o| <= F·max(max|b - o|, atol_dt) + F·max(max|b - o|/|o|, rtol_dt)·|o|, F = 4\n"
+      "                (PyTorch test_transformers.py; the report gives the fudge needed)\n"
+      "  assert-close  |c - o| <= atol + rtol·|o| with torch.testing's per-dtype defaults\n"
+      "  Every rule reports its margin and ratio, and abs, rel and ulp errors side by side with their indices.\n"
+      "Variant examples (proofs/P14-oracle-variants.md):\n"
+      "  attncert oracle --q Q.npy --k K.npy --v V.npy --mask causal-bottom-right --window 128,0 --softcap 30 \\\n"
+      "      --target bfloat16 --write-lse lse.npy --candidate out_bf16.npy --rule flash --baseline out_ref_bf16.npy\n"
+      "  attncert oracle --layout thd --cu-seqlens-q cq.npy --cu-seqlens-k ck.npy --q Q.npy --k K.npy --v V.npy \\\n"
+      "      --sink sinks.npy --candidate-lse lse_kernel.npy --rule assert-close --target binary32\n" +
+      exit_codes_text({{exit_ok, "done (every graded candidate passes its rule)"},
+                       {exit_failed, "a candidate or LSE candidate fails its rule (NaN/Inf where the truth is finite "
+                                     "fails every rule), or the output bound is refuted"}}));
   o->add_option("--q", a.q, "Queries Q (.npy: float16/32/64 or int)")->required();
   o->add_option("--k", a.k, "Keys K (.npy)")->required();
   o->add_option("--v", a.v, "Values V (.npy)")->required();
@@ -86,6 +118,7 @@ CLI::App* add_oracle_subcommand(CLI::App& app, oracle_args& a) {
   o->add_flag("--allow-nonfinite", a.allow_nonfinite,
               "Accept NaN/Inf inputs: rows touching them follow IEEE binary64 semantics (not certified, counted)");
   add_variant_options(o, a);
+  add_grading_options(o, a.grading);
   add_format_option(o, a.out_format, {"text", "json"});
   add_out_option(o, a.out_path);
   return o;
@@ -189,7 +222,7 @@ void set_variant(const oracle_args& a, oracle::oracle_request& req, nlohmann::js
     v.dropout_p = a.dropout_p;
     inputs["dropout_mask"] = describe(a.dropout_mask, m);
   }
-  if (req.lse.want || !a.write_lse.empty()) {
+  if (req.lse.want || !a.write_lse.empty() || !a.grading.candidate_lse.empty()) {
     req.lse.want = true;
     if (a.lse_base != "e" && a.lse_base != "2") throw input_error("--lse-base must be e or 2 (got '" + a.lse_base + "')");
     if (a.empty_lse != "-inf" && a.empty_lse != "+inf" && a.empty_lse != "inf")
@@ -303,6 +336,54 @@ int run_oracle_command(const oracle_args& a, const std::string& command) {
     check_attention_array(*att, qa, ka, a.attention_candidate);
   }
   if (a.max_ulp != -1 && !(a.max_ulp >= 0)) throw input_error("--max-ulp must be >= 0");
+  // The grading rule and its arrays, all checked before any work.
+  const grading_args& g = a.grading;
+  rule_settings rules;
+  rules.rule = parse_grading_rule(g.rule);
+  if (a.max_ulp >= 0) {
+    if (rules.rule != grading_rule::ulp) throw input_error("--max-ulp belongs to --rule ulp (got --rule " + g.rule + ")");
+    rules.max_ulp = a.max_ulp;
+  }
+  if (g.flash_k) {
+    if (rules.rule != grading_rule::flash) throw input_error("--flash-k belongs to --rule flash");
+    rules.flash_k = *g.flash_k;
+  }
+  if (g.fudge) {
+    if (rules.rule != grading_rule::torch_sdpa) throw input_error("--fudge belongs to --rule torch-sdpa");
+    rules.fudge = *g.fudge;
+  }
+  if (g.atol && rules.rule != grading_rule::flash && rules.rule != grading_rule::assert_close)
+    throw input_error("--atol belongs to --rule flash or assert-close");
+  if (g.rtol && rules.rule != grading_rule::assert_close) throw input_error("--rtol belongs to --rule assert-close");
+  rules.atol = g.atol;
+  rules.rtol = g.rtol;
+  validate_rule_settings(rules);
+  const bool need_base = rule_needs_baseline(rules.rule);
+  if (need_base && !cands.empty() && g.baseline.empty())
+    throw input_error("--rule " + g.rule + " compares with a baseline: give --baseline B.npy");
+  if (need_base && !g.candidate_lse.empty() && g.baseline_lse.empty())
+    throw input_error("--rule " + g.rule + " on --candidate-lse compares with a baseline: give --baseline-lse B.npy");
+  if (!g.baseline.empty() && cands.empty()) throw input_error("--baseline needs a --candidate to compare");
+  if (!g.baseline_lse.empty() && g.candidate_lse.empty()) throw input_error("--baseline-lse needs --candidate-lse");
+  if (!g.rerun.empty() && cands.empty()) throw input_error("--rerun is a second run of the first --candidate: give --candidate");
+  std::optional<io::npy_array> base, rerun, cand_lse, base_lse;
+  if (!g.baseline.empty()) {
+    base = io::read_npy(g.baseline, io::nonfinite::allow);
+    check_candidate_array(*base, out_shape, g.baseline);
+  }
+  if (!g.rerun.empty()) {
+    rerun = io::read_npy(g.rerun, io::nonfinite::allow);
+    check_candidate_array(*rerun, out_shape, g.rerun);
+  }
+  if (!g.candidate_lse.empty()) {
+    if (!req.lse.want) throw internal_error("--candidate-lse without an LSE request");
+    cand_lse = io::read_npy(g.candidate_lse, io::nonfinite::allow);
+    check_candidate_array(*cand_lse, olay.lse_shape, g.candidate_lse);
+  }
+  if (!g.baseline_lse.empty()) {
+    base_lse = io::read_npy(g.baseline_lse, io::nonfinite::allow);
+    check_candidate_array(*base_lse, olay.lse_shape, g.baseline_lse);
+  }
 
   const oracle_result res = run_oracle(req);
   clear_progress();
@@ -312,13 +393,36 @@ int run_oracle_command(const oracle_args& a, const std::string& command) {
   ri.inputs = inputs;
   ri.settings = settings(a, req);
   ri.result = &res;
+  ri.rules = rules;
+  const truth_view out_truth = output_truth(res, req.target);
+  const std::vector<double> base_int = base ? olay.output_to_internal(base->values) : std::vector<double>{};
+  const std::vector<double>* base_ptr = base ? &base_int : nullptr;
+  std::vector<double> first_run;
   for (std::size_t c = 0; c < cands.size(); ++c) {
-    ri.candidates.push_back(
-        grade_candidate(res, olay.output_to_internal(cands[c].values), req.target, "c" + std::to_string(c + 1)));
+    std::vector<double> ci = olay.output_to_internal(cands[c].values);
+    ri.candidates.push_back(approx_grade(out_truth, ci, base_ptr, rules, "c" + std::to_string(c + 1)));
     ri.candidate_files.push_back(a.candidates[c]);
+    if (c == 0) first_run = std::move(ci);
+  }
+  if (base) {
+    ri.baseline = approx_errors(out_truth, base_int, "b");
+    ri.baseline_file = g.baseline;
+  }
+  if (rerun) {
+    ri.rerun = approx_rerun_spread(out_truth, first_run, olay.output_to_internal(rerun->values));
+    ri.rerun_file = g.rerun;
+  }
+  if (cand_lse) {
+    const truth_view lt = lse_truth(res);
+    const std::vector<double> bl = base_lse ? olay.lse_to_internal(base_lse->values) : std::vector<double>{};
+    ri.lse_candidate = approx_grade(lt, olay.lse_to_internal(cand_lse->values), base_lse ? &bl : nullptr, rules, "lse");
+    ri.lse_candidate_file = g.candidate_lse;
+    if (base_lse) {
+      ri.lse_baseline = approx_errors(lt, bl, "b_lse");
+      ri.lse_baseline_file = g.baseline_lse;
+    }
   }
   if (att) ri.attention = grade_attention(req, att->values);
-  if (a.max_ulp >= 0) ri.max_ulp = a.max_ulp;
   command_output out;
   if (!a.write_reference.empty()) {
     const io::npy_array ref = reference_array(res, req.target, olay);

@@ -2,10 +2,18 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
 namespace attncert::cli {
+
+/// The grading options (--rule and what goes with it; oracle_command.cpp, add_grading_options).
+/// Unset optionals: not given (the rule's default applies).
+struct grading_args {
+  std::string rule = "ulp", baseline, candidate_lse, baseline_lse, rerun;
+  std::optional<double> flash_k, fudge, atol, rtol;
+};
 
 struct oracle_args {
   std::string q, k, v, scale, empty_rows = "error", target = "binary64", write_reference;
@@ -21,12 +29,13 @@ struct oracle_args {
               empty_lse = "-inf", lse_target;
   std::size_t page_size = 0;
   bool sink_off_by_one = false;
+  grading_args grading;
 };
 
 /// Adds the `oracle` subcommand with its options bound to `a`.
 CLI::App* add_oracle_subcommand(CLI::App& app, oracle_args& a);
 
-/// Runs it.  Returns the exit status (0, or 1 when a candidate exceeds --max-ulp); throws
+/// Runs it.  Returns the exit status (0, or 1 when a candidate fails its grading rule); throws
 /// input_error on bad input (exit 2).
 int run_oracle_command(const oracle_args& a, const std::string& command);
 

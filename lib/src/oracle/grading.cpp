@@ -1,6 +1,7 @@
 // lib/src/oracle/grading.cpp — grading other implementations against the oracle: a
-// candidate's output in ulps of the target, and a candidate attention matrix against the
-// output bound of the article (§11).  See attncert/oracle/oracle.hpp.
+// candidate's errors from the exact values, the published test-suite rules, the run-to-run
+// spread, and a candidate attention matrix against the output bound of the article (§11).
+// See attncert/oracle/grading.hpp.
 #include <gmp.h>
 #include <mpfi.h>
 #include <mpfr.h>
@@ -8,6 +9,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
+#include <sstream>
 
 #include "attncert/error.hpp"
 #include "attncert/number/double_double.hpp"
@@ -20,41 +23,416 @@ namespace attncert::oracle {
 
 using namespace internal;
 
-candidate_grade grade_candidate(const oracle_result& r, const std::vector<double>& c, target_format t,
-                                const std::string& name) {
-  if (c.size() != r.reference.size())
-    throw input_error("candidate '" + name + "' has " + std::to_string(c.size()) + " elements, the output has " +
-                      std::to_string(r.reference.size()));
+namespace {
+// A binary64 figure in messages: 4 significant digits.
+std::string fmt_g(double x) {
+  std::ostringstream os;
+  os.precision(4);
+  os << x;
+  return os.str();
+}
+}  // namespace
+
+// ---- the truth a graded array is compared with --------------------------------------------------
+
+bool truth_view::enclosed(std::size_t e) const { return std::isfinite((*rad)[e]) && std::isfinite((*hi)[e]); }
+
+std::array<std::size_t, 4> truth_view::index(std::size_t e) const {
+  const std::size_t last = rank == 4 ? shape[3] : 1;
+  const std::size_t k = e % last, i = (e / last) % shape[2], h = (e / (last * shape[2])) % shape[1],
+                    b = e / (last * shape[2] * shape[1]);
+  return {b, h, i, rank == 4 ? k : 0};
+}
+
+namespace {
+void check_view(const truth_view& v) {
+  const std::size_t n = v.shape[0] * v.shape[1] * v.shape[2] * (v.rank == 4 ? v.shape[3] : 1);
+  if (v.hi->size() != n || v.lo->size() != n || v.rad->size() != n || v.reference->size() != n)
+    throw internal_error("oracle result: the " + v.what + " enclosure has " + std::to_string(v.hi->size()) +
+                         " elements, its shape says " + std::to_string(n));
+}
+}  // namespace
+
+truth_view output_truth(const oracle_result& r, target_format t) {
+  truth_view v;
+  v.hi = &r.t_hi;
+  v.lo = &r.t_lo;
+  v.rad = &r.t_rad;
+  v.reference = &r.reference;
+  v.target = t;
+  v.shape = {r.B, r.H, r.nq, r.dv};
+  v.rank = 4;
+  v.what = "output";
+  check_view(v);
+  return v;
+}
+
+truth_view lse_truth(const oracle_result& r) {
+  if (!r.has_lse) throw input_error("the oracle computed no LSE for this request: an LSE candidate cannot be graded");
+  truth_view v;
+  v.hi = &r.lse_hi;
+  v.lo = &r.lse_lo;
+  v.rad = &r.lse_rad;
+  v.reference = &r.lse_reference;
+  v.target = r.lse_target;
+  v.shape = {r.B, r.H, r.nq, 1};
+  v.rank = 3;
+  v.what = "LSE";
+  check_view(v);
+  return v;
+}
+
+// ---- grading rules ------------------------------------------------------------------------------
+
+grading_rule parse_grading_rule(const std::string& s) {
+  if (s == "ulp") return grading_rule::ulp;
+  if (s == "flash") return grading_rule::flash;
+  if (s == "torch-sdpa" || s == "torch_sdpa") return grading_rule::torch_sdpa;
+  if (s == "assert-close" || s == "assert_close") return grading_rule::assert_close;
+  throw input_error("unknown grading rule '" + s + "' (expected ulp, flash, torch-sdpa or assert-close)");
+}
+
+std::string to_string(grading_rule r) {
+  switch (r) {
+    case grading_rule::ulp: return "ulp";
+    case grading_rule::flash: return "flash";
+    case grading_rule::torch_sdpa: return "torch-sdpa";
+    case grading_rule::assert_close: return "assert-close";
+  }
+  return "?";
+}
+
+std::string rule_statement(grading_rule r) {
+  switch (r) {
+    case grading_rule::ulp: return "max |c - o| / ulp(o) <= max_ulp";
+    case grading_rule::flash: return "max |c - o| <= k * max |b - o| + atol";
+    case grading_rule::torch_sdpa:
+      return "|c - o| <= atol + rtol * |o| elementwise, atol = F * max(max |b - o|, default_atol), "
+             "rtol = F * max(max |b - o| / |o|, default_rtol)";
+    case grading_rule::assert_close: return "|c - o| <= atol + rtol * |o| elementwise";
+  }
+  return "?";
+}
+
+std::string rule_source(grading_rule r) {
+  switch (r) {
+    case grading_rule::ulp: return "attncert (--max-ulp)";
+    case grading_rule::flash: return "FlashAttention tests/test_flash_attn.py (test_flash_attn_output)";
+    case grading_rule::torch_sdpa: return "PyTorch test/test_transformers.py (get_tolerances; assertEqual)";
+    case grading_rule::assert_close: return "torch.testing.assert_close (torch/testing/_comparison.py)";
+  }
+  return "?";
+}
+
+// torch/testing/_comparison.py, _DTYPE_PRECISIONS ({dtype: (rtol, atol)}); checked against
+// PyTorch 1.13's own table (Debian's python3-torch).
+tolerances assert_close_defaults(target_format t) {
+  switch (t) {
+    case target_format::binary64: return {1e-7, 1e-7};
+    case target_format::binary32: return {1.3e-6, 1e-5};
+    case target_format::binary16: return {1e-3, 1e-5};
+    case target_format::bfloat16: return {1.6e-2, 1e-5};
+  }
+  return {0, 0};
+}
+
+// PyTorch test/test_transformers.py:
+//   default_atol = {torch.float16: 1e-3, torch.bfloat16: 1e-3, torch.float32: 1e-5}
+//   default_rtol = {torch.float16: 1e-3, torch.bfloat16: 1.6e-2, torch.float32: 1.3e-6}
+// (no float64 entry: the SDPA tests run float64 only as the reference; we take assert_close's).
+tolerances sdpa_defaults(target_format t) {
+  switch (t) {
+    case target_format::binary64: return assert_close_defaults(t);
+    case target_format::binary32: return {1.3e-6, 1e-5};
+    case target_format::binary16: return {1e-3, 1e-3};
+    case target_format::bfloat16: return {1.6e-2, 1e-3};
+  }
+  return {0, 0};
+}
+
+void validate_rule_settings(const rule_settings& s) {
+  auto check = [](double x, const char* option) {
+    if (!(x >= 0) || !std::isfinite(x))
+      throw input_error(std::string(option) + " must be a finite number >= 0 (got " + fmt_g(x) + ")");
+  };
+  if (s.max_ulp) check(*s.max_ulp, "--max-ulp");
+  check(s.flash_k, "--flash-k");
+  check(s.fudge, "--fudge");
+  if (s.atol) check(*s.atol, "--atol");
+  if (s.rtol) check(*s.rtol, "--rtol");
+}
+
+bool rule_needs_baseline(grading_rule r) { return r == grading_rule::flash || r == grading_rule::torch_sdpa; }
+
+// ---- grading candidates ------------------------------------------------------------------------
+
+namespace {
+
+// Calls f(e, d, abs_o, hi) for every element with an enclosed truth and a finite candidate:
+// d = |c - o| computed as |(c - t_hi) - t_lo| (exact when c and t_hi are within a factor 2:
+// Sterbenz), |o| as |t_hi|.
+template <class F>
+void for_each_compared(const truth_view& t, const std::vector<double>& c, F&& f) {
+  for (std::size_t e = 0; e < c.size(); ++e) {
+    if (!t.enclosed(e) || !std::isfinite(c[e])) continue;
+    const double hi = (*t.hi)[e], lo = (*t.lo)[e];
+    f(e, std::fabs((c[e] - hi) - lo), std::fabs(hi), hi);
+  }
+}
+
+void check_size(const truth_view& t, const std::vector<double>& c, const std::string& name) {
+  if (c.size() != t.size())
+    throw input_error(name + " has " + std::to_string(c.size()) + " elements, the " + t.what + " has " +
+                      std::to_string(t.size()));
+}
+
+}  // namespace
+
+candidate_grade approx_errors(const truth_view& t, const std::vector<double>& c, const std::string& name) {
+  check_size(t, c, "candidate '" + name + "'");
   candidate_grade g;
   g.name = name;
   g.elements = c.size();
-  double sum_ulp = 0;
+  g.index_rank = t.rank;
   for (std::size_t e = 0; e < c.size(); ++e) {
-    if (!std::isfinite(r.t_rad[e]) || !std::isfinite(r.t_hi[e])) continue;  // truth not enclosed / not finite
-    if (!std::isfinite(c[e])) {
-      ++g.nonfinite_where_finite;
-      continue;
-    }
+    if (!t.enclosed(e)) ++g.skipped;
+    else if (!std::isfinite(c[e])) ++g.nonfinite_where_finite;
+  }
+  double sum_ulp = 0;
+  bool has_abs = false;
+  for_each_compared(t, c, [&](std::size_t e, double d, double abs_o, double hi) {
     ++g.compared;
-    const double hi = r.t_hi[e], lo = r.t_lo[e];
-    const double diff = std::fabs((c[e] - hi) - lo);
-    const double ulp = target_ulp(hi, t);
-    const double eu = diff / ulp;
+    const double eu = d / target_ulp(hi, t.target);
     sum_ulp += eu;
-    g.max_abs = std::max(g.max_abs, diff);
-    if (hi != 0) g.max_rel = std::max(g.max_rel, diff / std::fabs(hi));
+    if (!has_abs || d > g.max_abs) {
+      has_abs = true;
+      g.max_abs = d;
+      g.worst_abs = t.index(e);
+    }
+    if (abs_o != 0 && (!g.has_worst_rel || d / abs_o > g.max_rel)) {
+      g.has_worst_rel = true;
+      g.max_rel = d / abs_o;
+      g.worst_rel = t.index(e);
+    }
     for (std::size_t q = 0; q < ulp_thresholds.size(); ++q)
       if (eu > ulp_thresholds[q]) ++g.beyond[q];
     if (!g.has_worst || eu > g.max_ulp) {
       g.has_worst = true;
       g.max_ulp = eu;
-      const std::size_t k = e % r.dv, i = (e / r.dv) % r.nq, h = (e / (r.dv * r.nq)) % r.H, b = e / (r.dv * r.nq * r.H);
-      g.worst = {b, h, i, k};
+      g.worst = t.index(e);
+      g.worst_truth = hi + (*t.lo)[e];
+      g.worst_reference = (*t.reference)[e];
+      g.worst_value = c[e];
     }
-  }
+  });
   g.mean_ulp = g.compared ? sum_ulp / static_cast<double>(g.compared) : 0.0;
   return g;
 }
+
+candidate_grade grade_candidate(const oracle_result& r, const std::vector<double>& c, target_format t,
+                                const std::string& name) {
+  return approx_errors(output_truth(r, t), c, name);
+}
+
+namespace {
+
+constexpr double pytorch_rtol_guard = 1e30;  // get_tolerances(): "if rtol > 1e30: rtol = default_rtol"
+
+// observed / threshold, with 0/0 = 0 and x/0 = +inf.
+double ratio_of(double observed, double threshold) {
+  if (observed == 0) return 0;
+  return threshold > 0 ? observed / threshold : std::numeric_limits<double>::infinity();
+}
+
+void set_ratio(rule_verdict& v) {
+  v.margin = v.threshold - v.observed;
+  v.ratio = ratio_of(v.observed, v.threshold);
+}
+
+// The baseline's errors as test_transformers.py get_atol / get_rtol measure them (from the exact
+// value): max |b - o|, and max |b - o| / |o| where 0/0 counts as default_rtol (nan_to_num(nan=
+// default_rtol)) and x/0 as the largest binary64 number (nan_to_num's posinf for a float64 truth).
+void measure_baseline(const truth_view& t, const std::vector<double>& b, double default_rtol, rule_verdict& v) {
+  check_size(t, b, "the baseline");
+  for (std::size_t e = 0; e < b.size(); ++e)
+    if (t.enclosed(e) && !std::isfinite(b[e])) ++v.baseline_nonfinite;
+  for_each_compared(t, b, [&](std::size_t, double d, double abs_o, double) {
+    v.baseline_max_abs = std::max(v.baseline_max_abs, d);
+    const double rel = abs_o != 0 ? d / abs_o : (d == 0 ? default_rtol : std::numeric_limits<double>::max());
+    v.baseline_max_rel = std::max(v.baseline_max_rel, std::min(rel, std::numeric_limits<double>::max()));
+  });
+}
+
+// |c - o| <= atol + rtol |o| elementwise: the decisive element is the one with the largest ratio.
+void judge_elementwise(const truth_view& t, const std::vector<double>& c, rule_verdict& v) {
+  double worst = -1;
+  for_each_compared(t, c, [&](std::size_t e, double d, double abs_o, double) {
+    const double tol = v.atol + v.rtol * abs_o;
+    if (!(d <= tol)) ++v.violations;
+    const double q = ratio_of(d, tol);
+    if (q > worst) {
+      worst = q;
+      v.observed = d;
+      v.threshold = tol;
+      v.at = t.index(e);
+      v.has_at = true;
+    }
+  });
+  set_ratio(v);
+  v.pass = v.violations == 0;
+}
+
+void judge_ulp(const candidate_grade& g, const rule_settings& s, const truth_view& t, const std::vector<double>& c,
+               rule_verdict& v) {
+  if (!s.max_ulp) return;  // no bound, no verdict
+  v.graded = true;
+  v.observed = g.max_ulp;
+  v.threshold = *s.max_ulp;
+  v.at = g.worst;
+  v.has_at = g.has_worst;
+  for_each_compared(t, c, [&](std::size_t, double d, double, double hi) {
+    if (d / target_ulp(hi, t.target) > *s.max_ulp) ++v.violations;
+  });
+  set_ratio(v);
+  v.pass = v.violations == 0;
+  if (!v.pass)
+    v.reason = "max error " + fmt_g(v.observed) + " ulps exceeds --max-ulp " + fmt_g(v.threshold) + " (" +
+               std::to_string(v.violations) + " elements over it)";
+}
+
+void judge_flash(const candidate_grade& g, const rule_settings& s, const truth_view& t, const std::vector<double>& c,
+                 rule_verdict& v) {
+  v.graded = true;
+  v.k = s.flash_k;
+  v.atol = s.atol.value_or(0.0);
+  v.observed = g.max_abs;
+  v.threshold = v.k * v.baseline_max_abs + v.atol;
+  v.at = g.worst_abs;
+  v.has_at = g.compared > 0;
+  set_ratio(v);
+  const double excess = std::max(0.0, v.observed - v.atol);
+  v.k_needed = excess == 0 ? 0.0 : (v.baseline_max_abs > 0 ? excess / v.baseline_max_abs : std::numeric_limits<double>::infinity());
+  for_each_compared(t, c, [&](std::size_t, double d, double, double) {
+    if (!(d <= v.threshold)) ++v.violations;
+  });
+  v.pass = v.baseline_nonfinite == 0 && v.observed <= v.threshold;
+  if (v.baseline_nonfinite == 0 && !v.pass)
+    v.reason = "max |c - o| = " + fmt_g(v.observed) + " exceeds " + fmt_g(v.k) + " x max |b - o| (" +
+               fmt_g(v.baseline_max_abs) + ") + " + fmt_g(v.atol) + " = " + fmt_g(v.threshold) + " (k needed " +
+               fmt_g(v.k_needed) + ")";
+}
+
+// Incremental form of fudge_needed_for: f1 = max d/(A + R|o|), f2 = max (d - default_rtol |o|)/A.
+struct fudge_bounds {
+  double A, R, default_rtol, f1 = 0, f2 = 0;
+  void add(double d, double abs_o) {
+    f1 = std::max(f1, d / (A + R * abs_o));
+    f2 = std::max(f2, (d - default_rtol * abs_o) / A);
+  }
+  double needed() const {
+    const double cap = pytorch_rtol_guard / R;  // F·R > 1e30 from here on
+    if (f1 <= cap) return f1;
+    return f2 > cap ? f2 : std::nextafter(cap, std::numeric_limits<double>::infinity());
+  }
+};
+
+void judge_torch_sdpa(const truth_view& t, const std::vector<double>& c, const rule_settings& s, rule_verdict& v) {
+  v.graded = true;
+  v.defaults = sdpa_defaults(t.target);
+  v.fudge = s.fudge;
+  const double A = std::max(v.baseline_max_abs, v.defaults.atol), R = std::max(v.baseline_max_rel, v.defaults.rtol);
+  v.atol = v.fudge * A;
+  v.rtol = v.fudge * R;
+  if (v.rtol > pytorch_rtol_guard) v.rtol = v.defaults.rtol;
+  judge_elementwise(t, c, v);
+  fudge_bounds fb{A, R, v.defaults.rtol};
+  for_each_compared(t, c, [&](std::size_t, double d, double abs_o, double) { fb.add(d, abs_o); });
+  v.fudge_needed = fb.needed();
+  if (v.baseline_nonfinite) v.pass = false;
+  if (!v.pass && v.baseline_nonfinite == 0)
+    v.reason = std::to_string(v.violations) + " elements over atol + rtol |o| (atol " + fmt_g(v.atol) + ", rtol " +
+               fmt_g(v.rtol) + " from fudge " + fmt_g(v.fudge) + "); worst |c - o| = " + fmt_g(v.observed) +
+               " against " + fmt_g(v.threshold) + " (fudge needed " + fmt_g(v.fudge_needed) + ")";
+}
+
+void judge_assert_close(const truth_view& t, const std::vector<double>& c, const rule_settings& s, rule_verdict& v) {
+  v.graded = true;
+  v.defaults = assert_close_defaults(t.target);
+  v.atol = s.atol.value_or(v.defaults.atol);
+  v.rtol = s.rtol.value_or(v.defaults.rtol);
+  judge_elementwise(t, c, v);
+  if (!v.pass)
+    v.reason = std::to_string(v.violations) + " elements over atol + rtol |o| (atol " + fmt_g(v.atol) + ", rtol " +
+               fmt_g(v.rtol) + "); worst |c - o| = " + fmt_g(v.observed) + " against " + fmt_g(v.threshold);
+}
+
+}  // namespace
+
+double fudge_needed_for(const std::vector<double>& d, const std::vector<double>& abs_o, double A, double R,
+                        double default_rtol) {
+  if (d.size() != abs_o.size()) throw internal_error("fudge_needed_for: sizes differ");
+  fudge_bounds fb{A, R, default_rtol};
+  for (std::size_t e = 0; e < d.size(); ++e) fb.add(d[e], abs_o[e]);
+  return fb.needed();
+}
+
+candidate_grade approx_grade(const truth_view& t, const std::vector<double>& c, const std::vector<double>* baseline,
+                             const rule_settings& s, const std::string& name) {
+  validate_rule_settings(s);
+  if (rule_needs_baseline(s.rule) && baseline == nullptr)
+    throw input_error("--rule " + to_string(s.rule) + " compares with a baseline: give --baseline B.npy");
+  candidate_grade g = approx_errors(t, c, name);
+  rule_verdict& v = g.rule;
+  v.rule = s.rule;
+  v.nonfinite = g.nonfinite_where_finite;
+  if (rule_needs_baseline(s.rule)) measure_baseline(t, *baseline, sdpa_defaults(t.target).rtol, v);
+  switch (s.rule) {
+    case grading_rule::ulp: judge_ulp(g, s, t, c, v); break;
+    case grading_rule::flash: judge_flash(g, s, t, c, v); break;
+    case grading_rule::torch_sdpa: judge_torch_sdpa(t, c, s, v); break;
+    case grading_rule::assert_close: judge_assert_close(t, c, s, v); break;
+  }
+  if (!v.graded) return g;
+  if (v.baseline_nonfinite) {
+    v.pass = false;
+    v.reason = "the baseline has " + std::to_string(v.baseline_nonfinite) +
+               " NaN/Inf where the truth is finite: no threshold (as upstream, a NaN tolerance fails)";
+  }
+  if (v.nonfinite) {
+    v.pass = false;
+    v.reason = std::to_string(v.nonfinite) + " NaN/Inf where the truth is finite" + (v.reason.empty() ? "" : "; " + v.reason);
+  }
+  return g;
+}
+
+// ---- run-to-run spread ---------------------------------------------------------------------------
+
+rerun_spread approx_rerun_spread(const truth_view& t, const std::vector<double>& c1, const std::vector<double>& c2) {
+  check_size(t, c1, "the first run");
+  check_size(t, c2, "the second run (--rerun)");
+  rerun_spread s;
+  s.elements = c1.size();
+  s.index_rank = t.rank;
+  for (std::size_t e = 0; e < c1.size(); ++e) {
+    const double a = c1[e], b = c2[e];
+    if (a == b || (std::isnan(a) && std::isnan(b))) continue;
+    ++s.differing;
+    if (!std::isfinite(a) || !std::isfinite(b)) {
+      ++s.nonfinite_differing;
+      continue;
+    }
+    const double d = std::fabs(a - b);
+    if (!s.has_worst || d > s.max_abs) {
+      s.has_worst = true;
+      s.max_abs = d;
+      s.worst = t.index(e);
+    }
+    if (t.enclosed(e)) s.max_ulp = std::max(s.max_ulp, d / target_ulp((*t.hi)[e], t.target));
+  }
+  return s;
+}
+
+// ---- attention candidates ------------------------------------------------------------------------
 
 namespace {
 // Outward-rounded interval arithmetic in binary64: a rounded sum or product is moved one ulp

@@ -42,6 +42,162 @@ nlohmann::json lse_summary(const oracle_result& r, const nlohmann::json& file) {
                           {"ieee_nonfinite", ieee}}}};
 }
 
+nlohmann::json index_json(const std::array<std::size_t, 4>& i, std::size_t rank) {
+  nlohmann::json a = nlohmann::json::array();
+  for (std::size_t q = 0; q < rank; ++q) a.push_back(i[q]);
+  return a;
+}
+
+// ---- grading -------------------------------------------------------------------------------------
+
+nlohmann::json rule_settings_json(const rule_settings& s) {
+  nlohmann::json j = {{"rule", to_string(s.rule)}};
+  switch (s.rule) {
+    case grading_rule::ulp: j["max_ulp"] = s.max_ulp ? num(*s.max_ulp) : nlohmann::json(nullptr); break;
+    case grading_rule::flash:
+      j["k"] = num(s.flash_k);
+      j["atol"] = num(s.atol.value_or(0.0));
+      break;
+    case grading_rule::torch_sdpa: j["fudge"] = num(s.fudge); break;
+    case grading_rule::assert_close:
+      j["atol"] = s.atol ? num(*s.atol) : nlohmann::json("default of the dtype");
+      j["rtol"] = s.rtol ? num(*s.rtol) : nlohmann::json("default of the dtype");
+      break;
+  }
+  return j;
+}
+
+const char* observed_is(grading_rule r) {
+  switch (r) {
+    case grading_rule::ulp: return "the largest error in ulps of the target at the exact value";
+    case grading_rule::flash: return "max |c - o|; threshold = k * max |b - o| + atol";
+    case grading_rule::torch_sdpa:
+    case grading_rule::assert_close:
+      return "|c - o| at the decisive element (the largest |c - o| / (atol + rtol |o|)); threshold = atol + rtol |o| there";
+  }
+  return "?";
+}
+
+nlohmann::json verdict_json(const rule_verdict& v, std::size_t rank) {
+  nlohmann::json j = {{"rule", to_string(v.rule)}};
+  if (!v.graded) {
+    j["verdict"] = "none";
+    j["note"] = "no --max-ulp: errors reported, no verdict";
+    return j;
+  }
+  j["verdict"] = v.pass ? "pass" : "fail";
+  j["observed"] = num(v.observed);
+  j["threshold"] = num(v.threshold);
+  j["margin"] = num(v.margin);
+  j["ratio"] = num(v.ratio);
+  j["observed_is"] = observed_is(v.rule);
+  j["index"] = v.has_at ? index_json(v.at, rank) : nlohmann::json(nullptr);
+  j["violations"] = v.violations;
+  j["nonfinite_where_truth_finite"] = v.nonfinite;
+  switch (v.rule) {
+    case grading_rule::ulp: j["max_ulp"] = num(v.threshold); break;
+    case grading_rule::flash:
+      j["k"] = num(v.k);
+      j["atol"] = num(v.atol);
+      j["k_needed"] = num(v.k_needed);
+      break;
+    case grading_rule::torch_sdpa:
+      j["fudge"] = num(v.fudge);
+      j["fudge_needed"] = num(v.fudge_needed);
+      [[fallthrough]];
+    case grading_rule::assert_close:
+      j["atol"] = num(v.atol);
+      j["rtol"] = num(v.rtol);
+      j["default_atol"] = num(v.defaults.atol);
+      j["default_rtol"] = num(v.defaults.rtol);
+      break;
+  }
+  if (rule_needs_baseline(v.rule)) {
+    j["baseline_max_abs_error"] = num(v.baseline_max_abs);
+    j["baseline_max_rel_error"] = num(v.baseline_max_rel);
+    j["baseline_nonfinite_where_truth_finite"] = v.baseline_nonfinite;
+  }
+  if (!v.pass) j["reason"] = v.reason;
+  return j;
+}
+
+// One graded array: the existing fields (name, file, elements, compared, max_ulp, mean_ulp,
+// max_abs_error, max_rel_error, beyond_ulps, nonfinite_where_truth_finite, worst), the errors
+// side by side with the index of each maximum, and the rule's verdict.
+nlohmann::json grade_json(const candidate_grade& g, const std::string& file) {
+  const std::size_t rank = g.index_rank;
+  nlohmann::json beyond;
+  for (std::size_t q = 0; q < ulp_thresholds.size(); ++q) beyond[fmt(ulp_thresholds[q])] = g.beyond[q];
+  nlohmann::json j = {{"name", g.name},
+                      {"file", file},
+                      {"elements", g.elements},
+                      {"compared", g.compared},
+                      {"skipped", g.skipped},
+                      {"max_ulp", num(g.max_ulp)},
+                      {"mean_ulp", num(g.mean_ulp)},
+                      {"max_abs_error", num(g.max_abs)},
+                      {"max_rel_error", num(g.max_rel)},
+                      {"beyond_ulps", beyond},
+                      {"nonfinite_where_truth_finite", g.nonfinite_where_finite}};
+  const nlohmann::json none(nullptr);
+  j["index_order"] = rank == 4 ? "b,h,i,k" : "b,h,i";
+  j["errors"] = {
+      {"abs", {{"max", num(g.max_abs)}, {"index", g.compared ? index_json(g.worst_abs, rank) : none}}},
+      {"rel", {{"max", num(g.max_rel)}, {"index", g.has_worst_rel ? index_json(g.worst_rel, rank) : none}}},
+      {"ulp", {{"max", num(g.max_ulp)}, {"mean", num(g.mean_ulp)}, {"index", g.has_worst ? index_json(g.worst, rank) : none}}}};
+  if (g.has_worst)
+    j["worst"] = {{rank == 4 ? "index_bhik" : "index_bhi", index_json(g.worst, rank)},
+                  {"truth_approx", num(g.worst_truth)},
+                  {"reference", num(g.worst_reference)},
+                  {"value", num(g.worst_value)}};
+  j["rule"] = verdict_json(g.rule, rank);
+  if (g.rule.rule == grading_rule::ulp && g.rule.graded) j["within_max_ulp"] = g.rule.pass;
+  return j;
+}
+
+nlohmann::json rerun_json(const rerun_spread& s, const std::string& file, const candidate_grade& first) {
+  return {{"file", file},
+          {"of", first.name},
+          {"elements", s.elements},
+          {"differing", s.differing},
+          {"differing_is", "values differ (NaN equals NaN, -0 equals +0)"},
+          {"nonfinite_differing", s.nonfinite_differing},
+          {"max_abs_difference", num(s.max_abs)},
+          {"max_ulp_difference", num(s.max_ulp)},
+          {"max_ulp_difference_is", "max |c1 - c2| / ulp(o), ulps of the target at the exact value"},
+          {"index", s.has_worst ? index_json(s.worst, s.index_rank) : nlohmann::json(nullptr)},
+          {"first_run_error", {{"max_abs_error", num(first.max_abs)}, {"max_ulp", num(first.max_ulp)}}}};
+}
+
+// The grading part of the report: settings.grading, grading, baseline, candidates, lse, rerun;
+// failing verdicts append to `reasons`.
+void add_grading(nlohmann::json& j, const oracle_report_input& in, nlohmann::json& reasons) {
+  j["settings"]["grading"] = rule_settings_json(in.rules);
+  j["grading"] = {{"rule", to_string(in.rules.rule)},
+                  {"statement", rule_statement(in.rules.rule)},
+                  {"source", rule_source(in.rules.rule)},
+                  {"truth", "o = the exact value of each element (the oracle's enclosure t_hi + t_lo), not the rounded reference; "
+                            "c = candidate, b = baseline"},
+                  {"arithmetic", "binary64 (approx tier): each figure within a relative 2^-50"},
+                  {"nonfinite", "NaN/Inf in a candidate where the truth is finite fails every rule"}};
+  if (in.baseline) j["baseline"] = grade_json(*in.baseline, in.baseline_file);
+  nlohmann::json cands = nlohmann::json::array();
+  for (std::size_t c = 0; c < in.candidates.size(); ++c) {
+    const auto& g = in.candidates[c];
+    cands.push_back(grade_json(g, c < in.candidate_files.size() ? in.candidate_files[c] : g.name));
+    if (g.rule.graded && !g.rule.pass) reasons.push_back("candidate " + g.name + " fails --rule " + to_string(g.rule.rule) + ": " + g.rule.reason);
+  }
+  j["candidates"] = cands;
+  if (in.lse_candidate) {
+    nlohmann::json l = {{"target", to_string(in.result->lse_target)}, {"candidate", grade_json(*in.lse_candidate, in.lse_candidate_file)}};
+    if (in.lse_baseline) l["baseline"] = grade_json(*in.lse_baseline, in.lse_baseline_file);
+    for (auto it = l.begin(); it != l.end(); ++it) j["lse"][it.key()] = it.value();
+    const auto& v = in.lse_candidate->rule;
+    if (v.graded && !v.pass) reasons.push_back("LSE candidate fails --rule " + to_string(v.rule) + ": " + v.reason);
+  }
+  if (in.rerun && !in.candidates.empty()) j["rerun"] = rerun_json(*in.rerun, in.rerun_file, in.candidates.front());
+}
+
 }  // namespace
 
 nlohmann::json oracle_report(const oracle_report_input& in) {
@@ -84,36 +240,7 @@ nlohmann::json oracle_report(const oracle_report_input& in) {
   j["faithful_only_elements"] = faithful;
 
   nlohmann::json reasons = nlohmann::json::array();
-  nlohmann::json cands = nlohmann::json::array();
-  for (std::size_t c = 0; c < in.candidates.size(); ++c) {
-    const auto& g = in.candidates[c];
-    nlohmann::json beyond;
-    for (std::size_t q = 0; q < ulp_thresholds.size(); ++q) beyond[fmt(ulp_thresholds[q])] = g.beyond[q];
-    nlohmann::json cj = {{"name", g.name},
-                         {"file", c < in.candidate_files.size() ? in.candidate_files[c] : g.name},
-                         {"elements", g.elements},
-                         {"compared", g.compared},
-                         {"max_ulp", num(g.max_ulp)},
-                         {"mean_ulp", num(g.mean_ulp)},
-                         {"max_abs_error", num(g.max_abs)},
-                         {"max_rel_error", num(g.max_rel)},
-                         {"beyond_ulps", beyond},
-                         {"nonfinite_where_truth_finite", g.nonfinite_where_finite}};
-    if (g.has_worst) {
-      const std::size_t e = ((g.worst[0] * r.H + g.worst[1]) * r.nq + g.worst[2]) * r.dv + g.worst[3];
-      cj["worst"] = {{"index_bhik", g.worst}, {"truth_approx", num(r.t_hi[e] + r.t_lo[e])}, {"reference", num(r.reference[e])}};
-    }
-    if (in.max_ulp) {
-      const bool ok = g.max_ulp <= *in.max_ulp && g.nonfinite_where_finite == 0;
-      cj["within_max_ulp"] = ok;
-      if (!ok)
-        reasons.push_back("candidate " + g.name + ": max error " + fmt(g.max_ulp) + " ulps" +
-                          (g.nonfinite_where_finite ? " and " + std::to_string(g.nonfinite_where_finite) + " NaN/Inf" : "") +
-                          " exceeds --max-ulp " + fmt(*in.max_ulp));
-    }
-    cands.push_back(cj);
-  }
-  j["candidates"] = cands;
+  add_grading(j, in, reasons);
   if (in.candidates.size() >= 2) {
     const auto& a = in.candidates[0];
     const auto& b = in.candidates[1];
@@ -149,6 +276,83 @@ nlohmann::json oracle_report(const oracle_report_input& in) {
 
 int oracle_exit_code(const nlohmann::json& report) { return report.at("verdict").at("exit_code").get<int>(); }
 
+namespace {
+
+std::string g4(const nlohmann::json& x) { return x.is_number() ? fmt(x.get<double>(), 4) : x.get<std::string>(); }
+
+// "rule flash: PASS  max |c - o| 6.2e-07 <= threshold 6.4e-07 (k 2 x max |b - o| 3.2e-07 + atol 0); margin ..., ratio ..."
+void write_verdict_text(std::ostream& os, const nlohmann::json& v) {
+  const std::string rule = v.at("rule").get<std::string>();
+  os << "    rule " << rule << ": ";
+  const std::string verdict = v.at("verdict").get<std::string>();
+  if (verdict == "none") {
+    os << "no verdict (no --max-ulp)\n";
+    return;
+  }
+  os << (verdict == "pass" ? "PASS" : "FAIL") << "  ";
+  const std::string at = v.at("index").is_null() ? "" : " at " + v.at("index").dump();
+  if (rule == "ulp") {
+    os << "max " << g4(v.at("observed")) << " ulp vs --max-ulp " << g4(v.at("threshold"));
+  } else if (rule == "flash") {
+    os << "max |c - o| " << g4(v.at("observed")) << " vs " << g4(v.at("k")) << " x max |b - o| "
+       << g4(v.at("baseline_max_abs_error")) << " + atol " << g4(v.at("atol")) << " = " << g4(v.at("threshold"));
+  } else {
+    os << "|c - o| <= atol " << g4(v.at("atol")) << " + rtol " << g4(v.at("rtol")) << " |o|";
+    if (rule == "torch-sdpa") os << " (fudge " << g4(v.at("fudge")) << ")";
+    os << "; decisive element |c - o| " << g4(v.at("observed")) << " vs " << g4(v.at("threshold"));
+  }
+  os << at << "; margin " << g4(v.at("margin")) << ", ratio " << g4(v.at("ratio"));
+  if (rule == "flash") os << "; k needed " << g4(v.at("k_needed"));
+  if (rule == "torch-sdpa") os << "; fudge needed " << g4(v.at("fudge_needed"));
+  if (v.at("violations").get<std::size_t>()) os << "; " << v.at("violations") << " elements over";
+  if (v.at("nonfinite_where_truth_finite").get<std::size_t>()) os << "; NaN/Inf where finite: " << v.at("nonfinite_where_truth_finite");
+  os << "\n";
+}
+
+// A graded array: the errors (abs, rel, ulp side by side, each with its index), the counts, the rule.
+void write_grade_text(std::ostream& os, const std::string& label, const nlohmann::json& c, bool with_rule) {
+  os << label << " " << c.at("name").get<std::string>() << " (" << c.at("file").get<std::string>() << "): max "
+     << g4(c.at("max_ulp")) << " ulp, mean " << g4(c.at("mean_ulp")) << " ulp, max abs error " << g4(c.at("max_abs_error"))
+     << ", max rel error " << g4(c.at("max_rel_error")) << "\n";
+  const auto& e = c.at("errors");
+  os << "    worst at (" << (c.at("index_order").get<std::string>() == "b,h,i" ? "b, h, i" : "b, h, i, k") << "): abs "
+     << e.at("abs").at("index").dump() << ", rel " << e.at("rel").at("index").dump() << ", ulp " << e.at("ulp").at("index").dump()
+     << "\n    elements beyond";
+  for (double t : ulp_thresholds) os << " " << fmt(t) << " ulp: " << c.at("beyond_ulps").at(fmt(t));
+  os << "; NaN/Inf where finite: " << c.at("nonfinite_where_truth_finite");
+  if (c.at("skipped").get<std::size_t>()) os << "; not graded (no enclosed truth): " << c.at("skipped");
+  os << "\n";
+  if (with_rule) write_verdict_text(os, c.at("rule"));
+}
+
+void write_grading_text(std::ostream& os, const nlohmann::json& j) {
+  if (j.at("candidates").empty() && !j.contains("lse")) return;
+  const auto& gr = j.at("grading");
+  os << "grading rule " << gr.at("rule").get<std::string>() << " (" << gr.at("source").get<std::string>()
+     << "): " << gr.at("statement").get<std::string>() << "; o = the exact value, computed in binary64\n";
+  if (j.contains("baseline")) write_grade_text(os, "baseline", j.at("baseline"), false);
+  for (const auto& c : j.at("candidates")) write_grade_text(os, "candidate", c, true);
+  if (j.contains("lse")) {
+    const auto& l = j.at("lse");
+    if (l.contains("baseline")) write_grade_text(os, "LSE baseline", l.at("baseline"), false);
+    write_grade_text(os, "LSE candidate", l.at("candidate"), true);
+  }
+  if (j.contains("rerun")) {
+    const auto& r = j.at("rerun");
+    os << "rerun of " << r.at("of").get<std::string>() << " (" << r.at("file").get<std::string>() << "): "
+       << r.at("differing") << " of " << r.at("elements") << " elements differ";
+    if (r.at("nonfinite_differing").get<std::size_t>()) os << " (" << r.at("nonfinite_differing") << " NaN/Inf)";
+    os << "; max |c1 - c2| " << g4(r.at("max_abs_difference")) << " = " << g4(r.at("max_ulp_difference"))
+       << " ulp at the truth";
+    if (!r.at("index").is_null()) os << " at " << r.at("index").dump();
+    const auto& f = r.at("first_run_error");
+    os << "; error of " << r.at("of").get<std::string>() << " from the truth: max abs " << g4(f.at("max_abs_error")) << ", max "
+       << g4(f.at("max_ulp")) << " ulp\n";
+  }
+}
+
+}  // namespace
+
 void write_oracle_text(std::ostream& os, const nlohmann::json& j) {
   const auto& s = j.at("summary");
   const auto& st = j.at("settings");
@@ -174,17 +378,7 @@ void write_oracle_text(std::ostream& os, const nlohmann::json& j) {
   os << "\n  rows " << s.at("rows") << " (escalated " << s.at("rows_escalated") << ", fast path declined "
      << s.at("rows_fast_path_declined") << "), " << fmt(s.at("seconds").get<double>(), 3) << " s\n";
   if (!j.at("reference").is_null()) os << "  reference written to " << j.at("reference").value("file", "?") << "\n";
-  auto g4 = [](const nlohmann::json& x) { return x.is_number() ? fmt(x.get<double>(), 4) : x.get<std::string>(); };
-  for (const auto& c : j.at("candidates")) {
-    os << "candidate " << c.at("name").get<std::string>() << " (" << c.at("file").get<std::string>() << "): max "
-       << g4(c.at("max_ulp")) << " ulp, mean " << g4(c.at("mean_ulp")) << " ulp, max abs error " << g4(c.at("max_abs_error"))
-       << ", max rel error " << g4(c.at("max_rel_error")) << "\n    elements beyond";
-    for (double t : ulp_thresholds) os << " " << fmt(t) << " ulp: " << c.at("beyond_ulps").at(fmt(t));
-    os << "; NaN/Inf where finite: " << c.at("nonfinite_where_truth_finite");
-    if (c.contains("worst")) os << "; worst at (b, h, i, k) = " << c.at("worst").at("index_bhik").dump();
-    if (c.contains("within_max_ulp")) os << (c.at("within_max_ulp").get<bool>() ? "; within --max-ulp" : "; EXCEEDS --max-ulp");
-    os << "\n";
-  }
+  write_grading_text(os, j);
   if (j.contains("comparison")) {
     const auto& c = j.at("comparison");
     os << "comparison: " << c.at("candidate").get<std::string>() << " max " << g4(c.at("candidate_max_ulp")) << " ulp vs "

@@ -1,10 +1,19 @@
 // attncert/oracle/grading.hpp — grading other implementations' outputs against the oracle's
-// exact values: errors in ulps / absolute / relative, and a candidate attention matrix against
-// the article's output bound (§11).
+// exact values: errors in ulps / absolute / relative, the published test-suite rules
+// (FlashAttention's, PyTorch's SDPA tests', torch.testing.assert_close's, a bound in ulps),
+// the run-to-run spread of a kernel, and a candidate attention matrix against the article's
+// output bound (§11).
+//
+// Tier: approx.  The truth of every rule is the exact value o of each element (the oracle's
+// enclosure |o - (t_hi + t_lo)| <= t_rad), never the rounded reference; every error, threshold
+// and margin is computed in binary64 from t_hi + t_lo, so each figure has a relative error
+// below 2^-50 and a verdict whose observed/threshold ratio lies within 2^-48 of 1 may differ
+// from the comparison in exact arithmetic.
 #pragma once
 
 #include <array>
 #include <cstddef>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -12,11 +21,125 @@
 
 namespace attncert::oracle {
 
+// ---- the truth a graded array is compared with --------------------------------------------------
+
+/// A view of the exact values an array is graded against: element e is the exact o_e with
+/// |o_e - (hi[e] + lo[e])| <= rad[e], `reference[e]` its correctly rounded value in `target`.
+/// Elements whose rad or hi is not finite (padding rows, ieee_nonfinite rows, empty rows under
+/// policy nan, an LSE of -inf) have no enclosed truth: they are skipped by every measure.
+/// A view: the vectors belong to the oracle_result and must outlive it.
+struct truth_view {
+  const std::vector<double>* hi = nullptr;
+  const std::vector<double>* lo = nullptr;
+  const std::vector<double>* rad = nullptr;
+  const std::vector<double>* reference = nullptr;
+  target_format target = target_format::binary64;  ///< ulps are ulps of this format at o
+  std::array<std::size_t, 4> shape{};              ///< (B, H, nq, dv), or (B, H, nq) when rank == 3
+  std::size_t rank = 4;
+  std::string what;                                ///< "output" or "LSE" (for messages)
+
+  std::size_t size() const { return hi->size(); }
+  bool enclosed(std::size_t e) const;
+  /// (b, h, i, k) of element e, or (b, h, i, 0) when rank == 3.
+  std::array<std::size_t, 4> index(std::size_t e) const;
+};
+
+/// The attention output of `r`, ulps of `t` (the format the candidates were computed in; the
+/// oracle's target).  Index order (b, h, i, k).
+truth_view output_truth(const oracle_result& r, target_format t);
+/// The LSE of `r` (index (b, h, i), ulps of r.lse_target).  Errors: input_error when the
+/// oracle computed no LSE (!r.has_lse).
+truth_view lse_truth(const oracle_result& r);
+
+// ---- grading rules ------------------------------------------------------------------------------
+
+/// The acceptance rules of the published test suites, evaluated against the exact value o
+/// (c: the candidate, b: the baseline, elementwise |·|; max over the graded elements):
+///   ulp          max |c - o| / ulp(o) <= max_ulp                       (attncert's own)
+///   flash        max |c - o| <= k · max |b - o| + atol                 (FlashAttention,
+///                tests/test_flash_attn.py: "numerical error at most twice that of a PyTorch
+///                implementation"; k = 2, atol = 0 there, + 1e-5 or 3e-5 in some tests)
+///   torch_sdpa   |c - o| <= atol + rtol·|o| for every element, with the tolerances PyTorch's
+///                test/test_transformers.py get_tolerances() derives from the baseline:
+///                atol = F·max(max|b - o|, default_atol), rtol = F·max(max|b - o|/|o|,
+///                default_rtol) (0/0 -> default_rtol; rtol > 1e30 -> default_rtol), F = fudge
+///   assert_close |c - o| <= atol + rtol·|o| for every element (torch.testing.assert_close)
+/// NaN/Inf in the candidate where the truth is finite fails every rule.
+enum class grading_rule { ulp, flash, torch_sdpa, assert_close };
+
+/// "ulp", "flash", "torch-sdpa", "assert-close" (parse accepts also torch_sdpa, assert_close).
+/// Errors: input_error on anything else.
+grading_rule parse_grading_rule(const std::string& s);
+std::string to_string(grading_rule r);
+/// The rule as a formula ("max|c - o| <= k * max|b - o| + atol", ...) and where it comes from
+/// (the test file / function it reproduces), for reports.
+std::string rule_statement(grading_rule r);
+std::string rule_source(grading_rule r);
+
+struct tolerances {
+  double rtol = 0, atol = 0;
+};
+
+/// torch.testing.assert_close's defaults for the dtype of format t (torch/testing/_comparison.py,
+/// _DTYPE_PRECISIONS): float64 (1e-7, 1e-7), float32 (1.3e-6, 1e-5), float16 (1e-3, 1e-5),
+/// bfloat16 (1.6e-2, 1e-5) as (rtol, atol).
+tolerances assert_close_defaults(target_format t);
+/// PyTorch test/test_transformers.py default_rtol / default_atol: float32 (1.3e-6, 1e-5),
+/// float16 (1e-3, 1e-3), bfloat16 (1.6e-2, 1e-3).  That file has no float64 entry: binary64
+/// takes assert_close's (1e-7, 1e-7).
+tolerances sdpa_defaults(target_format t);
+
+/// A rule and its settings (the CLI's --rule, --max-ulp, --flash-k, --fudge, --atol, --rtol).
+struct rule_settings {
+  grading_rule rule = grading_rule::ulp;
+  std::optional<double> max_ulp;  ///< ulp: the bound; none: errors are reported, no verdict
+  double flash_k = 2;             ///< flash: k
+  double fudge = 4;               ///< torch_sdpa: F (PyTorch's forward-output fudge factor)
+  std::optional<double> atol;     ///< flash: default 0; assert_close: default per dtype
+  std::optional<double> rtol;     ///< assert_close: default per dtype
+};
+
+/// Errors: input_error naming the option when a value is negative, NaN or infinite.
+void validate_rule_settings(const rule_settings& s);
+
+/// True for the rules that need a baseline (flash, torch_sdpa).
+bool rule_needs_baseline(grading_rule r);
+
+/// The verdict of a rule on one candidate.  observed / threshold / margin / ratio:
+///   ulp:   max ulp error / max_ulp, at the largest ulp error;
+///   flash: max |c - o| / (k · max |b - o| + atol), at the largest absolute error;
+///   torch_sdpa, assert_close: |c - o| / (atol + rtol·|o|) at the decisive element, the one
+///   with the largest ratio (the rule holds iff that ratio is <= 1);
+/// margin = threshold - observed, ratio = observed / threshold (0 when observed is 0, +inf when
+/// only the threshold is 0).  All over the elements where both the truth and the candidate are
+/// finite; NaN/Inf there are counted in `nonfinite` and fail the rule.
+struct rule_verdict {
+  grading_rule rule = grading_rule::ulp;
+  bool graded = false;  ///< false: ulp without max_ulp (no verdict)
+  bool pass = true;
+  double observed = 0, threshold = 0, margin = 0, ratio = 0;
+  std::array<std::size_t, 4> at{};  ///< index of the element observed
+  bool has_at = false;
+  std::size_t violations = 0;  ///< elements over their tolerance (flash: over the threshold; ulp: over max_ulp)
+  std::size_t nonfinite = 0;   ///< NaN/Inf in the candidate where the truth is finite
+  double atol = 0, rtol = 0;   ///< the tolerances applied (flash: atol; elementwise rules: both)
+  double k = 0;                ///< flash
+  double k_needed = 0;         ///< flash: the smallest k that passes ((observed - atol) / max|b - o|)
+  double fudge = 0;            ///< torch_sdpa
+  double fudge_needed = 0;     ///< torch_sdpa: the smallest F that passes (see fudge_needed_for)
+  tolerances defaults;         ///< torch_sdpa / assert_close: the dtype's defaults
+  double baseline_max_abs = 0, baseline_max_rel = 0;  ///< flash, torch_sdpa: max |b - o|, max |b - o|/|o|
+  std::size_t baseline_nonfinite = 0;  ///< NaN/Inf in the baseline where the truth is finite (fails the rule)
+  std::string reason;          ///< why it failed (empty when it passed or was not graded)
+};
+
 // ---- grading candidates ------------------------------------------------------------------------
 
 /// Thresholds (in ulps of the target) counted by the candidate report.
 inline constexpr std::array<double, 5> ulp_thresholds{0.5, 1, 2, 4, 16};
 
+/// The errors of one graded array from the exact values, and its rule's verdict.  Indices are
+/// (b, h, i, k), or (b, h, i, 0) with index_rank 3 (an LSE).
 struct candidate_grade {
   std::string name;
   std::size_t elements = 0;
@@ -24,17 +147,60 @@ struct candidate_grade {
   std::array<std::size_t, ulp_thresholds.size()> beyond{};  ///< elements with error > threshold ulps
   std::size_t nonfinite_where_finite = 0;  ///< NaN/Inf in the candidate where the truth is finite
   std::size_t compared = 0;                ///< elements with a finite truth and a finite candidate
-  std::array<std::size_t, 4> worst{};      ///< (b, h, i, k) of the largest ulp error
+  std::size_t skipped = 0;                 ///< elements without an enclosed, finite truth (not graded)
+  std::array<std::size_t, 4> worst{};      ///< index of the largest ulp error
   bool has_worst = false;
+  std::array<std::size_t, 4> worst_abs{}, worst_rel{};  ///< index of the largest absolute / relative error
+  bool has_worst_rel = false;              ///< false when every compared truth is 0 (no relative error)
+  std::size_t index_rank = 4;
+  double worst_truth = 0, worst_reference = 0, worst_value = 0;  ///< at `worst`: t_hi + t_lo, the rounded reference, c
+  rule_verdict rule;                       ///< the rule's verdict (approx_grade); ungraded from grade_candidate
 };
 
-/// Grades candidate values (same layout as the result) against the exact values.  Errors are
-/// measured from the exact value o (not from the rounded reference): ulp error |c - o| / ulp(o)
-/// with ulp of the target format at o; computed in binary64 from the enclosure, so each
-/// reported figure has a relative error below 2^-50 (approx tier, documented).  Elements whose
-/// truth is not finite or not enclosed (empty rows with policy nan, ieee_nonfinite) are skipped.
+/// The errors of `c` (same layout as the truth) from the exact values: |c - o| (abs),
+/// |c - o| / |o| (rel, elements with o != 0), |c - o| / ulp(o) with ulp of truth.target at o
+/// (ulp, mean and beyond-threshold counts), each with the index of its maximum.  Approx tier
+/// (header comment).  Errors: input_error when c.size() != truth.size().
+candidate_grade approx_errors(const truth_view& truth, const std::vector<double>& c, const std::string& name);
+
+/// approx_errors on the output of r in ulps of t, with no rule verdict (rule.graded false).
+/// Errors are measured from the exact value o (not from the rounded reference).
 candidate_grade grade_candidate(const oracle_result& r, const std::vector<double>& c, target_format t,
                                 const std::string& name);
+
+/// approx_errors plus the verdict of rule `s` (the header's table).  `baseline` (same layout)
+/// is required by flash and torch_sdpa and ignored by the others.  Errors: input_error on a
+/// missing baseline, a size mismatch, or settings validate_rule_settings rejects.
+candidate_grade approx_grade(const truth_view& truth, const std::vector<double>& c, const std::vector<double>* baseline,
+                             const rule_settings& s, const std::string& name);
+
+/// torch_sdpa: the smallest fudge factor F for which candidate errors d_e = |c_e - o_e| pass,
+/// given A = max(max|b - o|, default_atol) > 0 and R = max(max|b - o|/|o|, default_rtol) (R may
+/// be +inf): the tolerance of element e is F·A + r(F)·|o_e| with r(F) = F·R, or default_rtol
+/// when F·R > 1e30 (PyTorch's guard).  With F·R <= 1e30 the answer is max_e d_e/(A + R|o_e|);
+/// beyond 1e30/R it is max_e (d_e - default_rtol|o_e|)/A (the infimum just above 1e30/R).
+/// `d` and `abs_o` hold d_e and |o_e| of the compared elements.
+double fudge_needed_for(const std::vector<double>& d, const std::vector<double>& abs_o, double A, double R,
+                        double default_rtol);
+
+// ---- run-to-run spread ---------------------------------------------------------------------------
+
+/// Two runs c1, c2 of the same kernel on the same inputs: how far apart they are.
+struct rerun_spread {
+  std::size_t elements = 0;
+  std::size_t differing = 0;          ///< elements whose values differ (NaN equals NaN; -0 equals +0)
+  std::size_t nonfinite_differing = 0;  ///< of those, elements where exactly one run is NaN/Inf, or Infs of opposite sign
+  double max_abs = 0;                 ///< max |c1 - c2| over elements finite in both runs
+  double max_ulp = 0;                 ///< max |c1 - c2| / ulp(o) over those with an enclosed truth
+  std::array<std::size_t, 4> worst{};  ///< index of max_abs
+  bool has_worst = false;
+  std::size_t index_rank = 4;
+};
+
+/// The spread between two runs (approx tier: binary64).  Errors: input_error on a size mismatch.
+rerun_spread approx_rerun_spread(const truth_view& truth, const std::vector<double>& c1, const std::vector<double>& c2);
+
+// ---- attention candidates ------------------------------------------------------------------------
 
 /// Per-row results of an attention-probability candidate Â (shape (B, H, nq, nk)).
 struct attention_grade {

@@ -14,29 +14,41 @@
 
 namespace attncert::oracle {
 
-/// Everything the report shows.
+/// Everything the report shows.  Grades carry their rule's verdict (oracle/grading.hpp:
+/// approx_grade); the report renders them and computes nothing.
 struct oracle_report_input {
   std::string command;
   nlohmann::json inputs;    ///< description of the input files
-  nlohmann::json settings;  ///< every setting that shapes the answer
+  nlohmann::json settings;  ///< every setting that shapes the answer (the rule's are added from `rules`)
   const oracle_result* result = nullptr;
   std::vector<candidate_grade> candidates;
   std::vector<std::string> candidate_files;
   std::optional<attention_grade> attention;
-  std::optional<double> max_ulp;  ///< --max-ulp, if given
+  rule_settings rules;                          ///< --rule and its settings
+  std::optional<candidate_grade> baseline;      ///< --baseline: its own errors from the truth
+  std::string baseline_file;
+  std::optional<candidate_grade> lse_candidate;  ///< --candidate-lse, graded by the same rule
+  std::string lse_candidate_file;
+  std::optional<candidate_grade> lse_baseline;   ///< --baseline-lse
+  std::string lse_baseline_file;
+  std::optional<rerun_spread> rerun;             ///< --rerun: spread between two runs of candidate 1
+  std::string rerun_file;
   nlohmann::json reference;       ///< where the reference was written (or null)
   nlohmann::json lse_file;        ///< where the LSE was written (or null)
   double seconds = 0;
 };
 
-/// The JSON report: tool, version, command, inputs, settings, guarantee, summary (elements,
-/// correctly_rounded, faithful_only, decided_by{...}, ...), candidates[], comparison (two
-/// candidates: max_ulp(c1) <= 2 max_ulp(c2)), attention (with --attention-candidate),
-/// faithful_only_elements (first 100 indices), verdict {exit_code, reasons}.
+/// The JSON report: tool, version, command, inputs, settings (with settings.grading), guarantee,
+/// grading (the rule, its source, what the truth is), summary (elements, correctly_rounded,
+/// faithful_only, decided_by{...}, ...), baseline, candidates[] (errors abs / rel / ulp with the
+/// index of each maximum, beyond_ulps, rule {verdict, observed, threshold, margin, ratio, ...}),
+/// lse {candidate, baseline}, rerun, comparison (two candidates: max_ulp(c1) <= 2 max_ulp(c2)),
+/// attention (with --attention-candidate), faithful_only_elements (first 100 indices),
+/// verdict {exit_code, reasons}.
 nlohmann::json oracle_report(const oracle_report_input& in);
 
-/// Exit code the report implies: 1 if a candidate exceeds --max-ulp (or has NaN/Inf where
-/// the truth is finite, when --max-ulp is given) or the output bound is refuted; else 0.
+/// Exit code the report implies: 1 if a candidate (or the LSE candidate) fails its rule (the
+/// ulp rule only with --max-ulp) or the output bound is refuted; else 0.
 int oracle_exit_code(const nlohmann::json& report);
 
 /// Human-readable rendering of oracle_report().
