@@ -227,6 +227,8 @@ void check_descale(const descale& ds, std::size_t B, std::size_t Hkv, const std:
   if (!ds.values.empty() && ds.values.size() != 1 && ds.values.size() != B * Hkv)
     throw input_error(what + ": " + std::to_string(ds.values.size()) + " factors, expected 1 or b·h_kv = " +
                       std::to_string(B * Hkv));
+  for (double v : ds.values)
+    if (!std::isfinite(v) || !(v > 0)) throw input_error(what + ": every descale factor must be finite and > 0");
 }
 
 // FP8 bytes -> exact values times the descale of (b, kv head); products checked exact.
