@@ -420,3 +420,146 @@ BOOST_AUTO_TEST_CASE(batched_exp_is_exp_with_bound_bit_for_bit) {
   BOOST_TEST(bad == 0u);
   BOOST_TEST_MESSAGE(zh.size() << " exponentials identical (vectorized kernel: " << oracle::detail::kernel_vectorized() << ")");
 }
+
+namespace {
+
+// The exact row of proofs/P14 at 1024 bits with MPFR: x_j = C·tanh(s·q·k_j / C) + a_j over the
+// allowed keys (a_j = add_hi + add_lo exactly), W = Σ e^{x_j - m} + e^{sink - m},
+// o_k = keep_factor · Σ_{kept} e^{x_j - m} v_jk / W.  Returns false when some |o_k - (hi + lo)|
+// exceeds rad_k, or |W - (W_hi + W_lo)| exceeds W_err (ws.m is the fast path's shift).
+bool variant_row_sound(const oracle::detail::row_inputs& in, double scale, double keep_factor_num,
+                       double keep_factor_den, const oracle::detail::row_workspace& ws, const std::vector<double>& hi,
+                       const std::vector<double>& lo, const std::vector<double>& rad, double& worst_ratio) {
+  const mpfr_prec_t P = 1024;
+  mpfr_t x, t, W, acc, kf, m;
+  for (auto* v : {&x, &t, &W, &acc, &kf, &m}) mpfr_init2(*v, P);
+  mpfr_set_d(m, ws.m, MPFR_RNDN);
+  mpfr_set_d(kf, keep_factor_num, MPFR_RNDN);
+  mpfr_div_d(kf, kf, keep_factor_den, MPFR_RNDN);
+  std::vector<mpfr_t> w(in.nk);
+  mpfr_set_zero(W, 1);
+  for (std::size_t j = 0; j < in.nk; ++j) {
+    mpfr_init2(w[j], P);
+    mpfr_set_zero(w[j], 1);
+    if (!in.allowed[j]) continue;
+    mpfr_set_zero(x, 1);
+    for (std::size_t l = 0; l < in.d; ++l) {
+      mpfr_set_d(t, in.q[l], MPFR_RNDN);
+      mpfr_mul_d(t, t, in.K[j * in.d + l], MPFR_RNDN);
+      mpfr_add(x, x, t, MPFR_RNDN);
+    }
+    mpfr_mul_d(x, x, scale, MPFR_RNDN);
+    if (in.softcap > 0) {
+      mpfr_div_d(x, x, in.softcap, MPFR_RNDN);
+      mpfr_tanh(x, x, MPFR_RNDN);
+      mpfr_mul_d(x, x, in.softcap, MPFR_RNDN);
+    }
+    if (in.add_hi) {
+      mpfr_add_d(x, x, in.add_hi[j], MPFR_RNDN);
+      mpfr_add_d(x, x, in.add_lo[j], MPFR_RNDN);
+    }
+    mpfr_sub(x, x, m, MPFR_RNDN);
+    mpfr_exp(w[j], x, MPFR_RNDN);
+    mpfr_add(W, W, w[j], MPFR_RNDN);
+  }
+  if (in.has_sink) {
+    mpfr_set_d(x, in.sink, MPFR_RNDN);
+    mpfr_sub(x, x, m, MPFR_RNDN);
+    mpfr_exp(x, x, MPFR_RNDN);
+    mpfr_add(W, W, x, MPFR_RNDN);
+  }
+  bool sound = true;
+  auto check = [&](mpfr_t v, double h, double l, double r) {
+    mpfr_sub_d(v, v, h, MPFR_RNDN);
+    mpfr_sub_d(v, v, l, MPFR_RNDN);
+    mpfr_abs(v, v, MPFR_RNDN);
+    const double e = mpfr_get_d(v, MPFR_RNDU);
+    if (!(e <= r)) sound = false;
+    if (r > 0) worst_ratio = std::max(worst_ratio, e / r);
+  };
+  mpfr_set(t, W, MPFR_RNDN);
+  check(t, ws.W_hi, ws.W_lo, ws.W_err);
+  for (std::size_t k = 0; k < in.dv; ++k) {
+    mpfr_set_zero(acc, 1);
+    for (std::size_t j = 0; j < in.nk; ++j) {
+      if (!in.allowed[j] || (in.keep && !in.keep[j])) continue;
+      mpfr_mul_d(t, w[j], in.V[j * in.dv + k], MPFR_RNDN);
+      mpfr_add(acc, acc, t, MPFR_RNDN);
+    }
+    if (in.keep) mpfr_mul(acc, acc, kf, MPFR_RNDN);
+    mpfr_div(acc, acc, W, MPFR_RNDN);
+    check(acc, hi[k], lo[k], rad[k]);
+  }
+  for (auto* v : {&x, &t, &W, &acc, &kf, &m}) mpfr_clear(*v);
+  for (auto& v : w) mpfr_clear(v);
+  return sound;
+}
+
+}  // namespace
+
+// Soundness of the variants' fast path (softcap through the double-double tanh, additive terms
+// with a two-word value, the sink in the denominator, dropout with 1/(1 - P) as an enclosure):
+// every output enclosure and the enclosure of the row sum contain the 1024-bit value.
+BOOST_AUTO_TEST_CASE(variant_fast_path_enclosures_are_sound) {
+  auto rng = make_rng(7);
+  std::uniform_real_distribution<double> U(-4, 4);
+  std::size_t rows = 0, decided = 0;
+  double worst_ratio = 0;
+  const double caps[] = {0.3, 1.0, 5.0, 30.0, 0.0};
+  for (int it = 0; it < 80; ++it) {
+    const std::size_t nk = 1 + rng() % 24, d = 1 + rng() % 8, dv = 1 + rng() % 4;
+    row_case c = make_row(rng, nk, d, dv, it % 3 == 0 ? 8.0 : 1.0);
+    auto in = c.in();
+    in.scale_hi = 0.125;  // exact
+    in.softcap = caps[it % 5];
+    std::vector<double> ah(nk), al(nk), ar(nk, 0.0);
+    if (it % 2 == 0) {  // ALiBi-like term plus a bias: a two-word exact value per key
+      for (std::size_t j = 0; j < nk; ++j) {
+        ah[j] = -0.5 * static_cast<double>(nk - 1 - j) + U(rng);
+        al[j] = std::ldexp(U(rng), -60);
+      }
+      in.add_hi = ah.data();
+      in.add_lo = al.data();
+      in.add_rad = ar.data();
+    }
+    if (it % 4 == 1) {
+      in.has_sink = true;
+      in.sink = U(rng) * (it % 8 == 1 ? 10 : 1);
+    }
+    if (it % 10 == 9) {  // every key masked: only the sink remains (the output is 0)
+      in.has_sink = true;
+      std::fill(c.allowed.begin(), c.allowed.end(), 0);
+    }
+    std::vector<std::uint8_t> keep(nk);
+    double kf_num = 1, kf_den = 1;
+    if (it % 3 == 2) {  // dropout P = 0.1: keep factor 10/9, an enclosure of two words
+      for (auto& x : keep) x = static_cast<std::uint8_t>(rng() % 4 != 0);
+      in.keep = keep.data();
+      kf_num = 10, kf_den = 9;
+      mpfr_t f, r;
+      mpfr_init2(f, 400);
+      mpfr_init2(r, 400);
+      mpfr_set_ui(f, 10, MPFR_RNDN);
+      mpfr_div_ui(f, f, 9, MPFR_RNDN);
+      in.keep_hi = mpfr_get_d(f, MPFR_RNDN);
+      mpfr_sub_d(r, f, in.keep_hi, MPFR_RNDN);
+      in.keep_lo = mpfr_get_d(r, MPFR_RNDN);
+      mpfr_sub_d(r, r, in.keep_lo, MPFR_RNDN);
+      in.keep_rad = std::fabs(mpfr_get_d(r, MPFR_RNDU)) * 2 + 0x1p-1000;
+      mpfr_clear(f);
+      mpfr_clear(r);
+    }
+    oracle::detail::row_workspace ws;
+    std::vector<double> hi(dv), lo(dv), rad(dv);
+    ++rows;
+    if (!oracle::detail::fast_row(in, ws, hi.data(), lo.data(), rad.data())) continue;
+    ++decided;
+    BOOST_TEST(variant_row_sound(in, 0.125, kf_num, kf_den, ws, hi, lo, rad, worst_ratio),
+               "variant fast-path enclosure misses the 1024-bit value in case " << it << " (softcap " << in.softcap
+                                                                               << ")");
+    for (std::size_t k = 0; k < dv; ++k) BOOST_TEST(std::isfinite(rad[k]));
+  }
+  BOOST_TEST(decided >= rows / 2);
+  BOOST_TEST_MESSAGE(rows << " rows, " << decided << " decided by the fast path; largest actual error / radius = "
+                          << worst_ratio);
+}
