@@ -563,3 +563,34 @@ BOOST_AUTO_TEST_CASE(variant_fast_path_enclosures_are_sound) {
   BOOST_TEST_MESSAGE(rows << " rows, " << decided << " decided by the fast path; largest actual error / radius = "
                           << worst_ratio);
 }
+
+// Peaked rows whose weights fall in [e^-708, 2^-900] (low words near the subnormal range, the
+// weights with an absolute instead of a relative bound): the enclosures stay sound against
+// MPFR, also when the largest weight's value is 0 so that the output is made of tiny weights
+// only; and on ordinary peaked rows the fast path stays tight (radius far below an ulp).
+BOOST_AUTO_TEST_CASE(peaked_rows_with_tiny_weights_are_sound_and_tight) {
+  auto rng = make_rng(8);
+  std::uniform_real_distribution<double> U(0, 1);
+  double worst_ratio = 0, widest = 0;
+  for (int it = 0; it < 40; ++it) {
+    const std::size_t nk = 2 + rng() % 30, dv = 1 + rng() % 3;
+    row_case c = make_row(rng, nk, 1, dv);
+    c.q = {1.0};
+    for (std::size_t j = 0; j < nk; ++j) c.K[j] = c.KT[j] = j == 0 ? 0.0 : -(600.0 + 110.0 * U(rng));  // z_j = K_j
+    if (it % 2 == 1)
+      for (std::size_t k = 0; k < dv; ++k) c.V[k] = 0.0;  // the largest weight carries a zero value
+    auto in = c.in();
+    in.scale_hi = 1.0;
+    if (it % 4 == 2) in.softcap = 1000.0;
+
+    oracle::detail::row_workspace ws;
+    std::vector<double> hi(dv), lo(dv), rad(dv);
+    BOOST_TEST_REQUIRE(oracle::detail::fast_row(in, ws, hi.data(), lo.data(), rad.data()));
+    BOOST_TEST(variant_row_sound(in, 1.0, 1, 1, ws, hi, lo, rad, worst_ratio), "peaked case " << it);
+    if (it % 2 == 0)
+      for (std::size_t k = 0; k < dv; ++k)
+        if (hi[k] != 0) widest = std::max(widest, rad[k] / std::fabs(hi[k]));
+  }
+  BOOST_TEST(widest < 0x1p-70, "a peaked row's relative radius " << widest << " is not tight");
+  BOOST_TEST_MESSAGE("largest actual error / radius = " << worst_ratio << ", widest relative radius " << widest);
+}

@@ -181,7 +181,9 @@ struct fast_row_state {
   double dot_factor = 0, dot_abs = 0;  // step 1's error bound
   double m = -inf;             // step 2: the largest score
   std::size_t under = 0;       // step 3: weights below e^-707 set to 0 (true value in [0, 2^-1019])
-  double rho = 0;              // step 3: max relative radius of the weights
+  double rho = 0;              // step 3: max relative radius of the weights not below 2^-900
+  double rho_all = 0;          // step 3: max relative radius of all weights (ws.rho)
+  std::size_t tiny = 0;        // step 3: weights below 2^-900, each with absolute error < 2^-928
   dd W{0, 0};                  // step 4: sum of the weights, with bound eW
   double eW = 0, Wlow = 0, vmax = 0, sum_factor = 0, under_w = 0, abs_allow = 0;
 };
@@ -365,7 +367,14 @@ bool exponential_weights(const row_inputs& in, row_workspace& ws, fast_row_state
     // e^{z_true} = e^z e^delta, |delta| <= rz:  |e^{z_true} - w| <= (B + (1 + B)(e^rz - 1)) |w|,
     // e^rz - 1 <= rz (1 + rz) for rz <= 1.
     const double rj = (B + (1.0 + B) * rz * (1.0 + rz)) * round_up_factor;
-    st.rho = std::max(st.rho, rj);
+    st.rho_all = std::max(st.rho_all, rj);
+    // A weight below 2^-900 (z < -623) has a low word near the subnormal range, so its relative
+    // bound B can reach 2^-52 and would dominate rho for the whole row (peaked scores): such a
+    // weight contributes an absolute error instead.  rj <= 2^-40 + 2^-30 (1 + 2^-40)(1 + 2^-30)
+    // times round_up_factor < 2^-29 by the two tests above, and |w| <= |w_hi| (1 + 2^-50) <
+    // 2^-900 (1 + 2^-50), so |e^{z_true} - w| < 2^-929 (1 + 2^-50) < 2^-928 per tiny weight.
+    if (std::fabs(ws.e_hi[t]) < 0x1p-900) ++st.tiny;
+    else st.rho = std::max(st.rho, rj);
     if (t >= nkeys) {
       ws.sink_hi = ws.e_hi[t];
       ws.sink_lo = ws.e_lo[t];
@@ -423,20 +432,21 @@ bool weighted_sums(const row_inputs& in, row_workspace& ws, fast_row_state& st) 
     cW = cW + (sig + wl);
     PW = PW + wh;
   }
-  if (st.under > 0)  // max |v_jk| over allowed j, for the underflowed weights
+  if (st.under > 0 || st.tiny > 0)  // max |v_jk| over allowed j, for the underflowed and tiny weights
     for (std::size_t j = 0; j < st.jend; ++j)
       if (in.allowed[j])
         for (std::size_t k = 0; k < dv; ++k) st.vmax = std::max(st.vmax, std::fabs(in.V[j * dv + k]));
   const double nt = static_cast<double>(terms);
   st.sum_factor = (nt + 3) * (nt + 3) * u * u * (1.0 + 0x1p-26);
-  st.under_w = static_cast<double>(st.under) * 0x1p-1019;
+  // Underflowed weights: true value in [0, 2^-1019]; tiny weights: absolute error < 2^-928.
+  st.under_w = static_cast<double>(st.under) * 0x1p-1019 + static_cast<double>(st.tiny) * 0x1p-928;
   st.abs_allow = (nt + 3) * 3 * subnormal_allowance;
   if (!std::isfinite(sW) || !std::isfinite(cW) || !(PW <= 0x1p1000)) return false;
   st.W = two_sum(sW, cW);
   st.eW = (st.sum_factor * PW + st.rho * PW * (1.0 + 0x1p-26) + st.under_w + st.abs_allow) * round_up_factor;
   st.Wlow = st.W.hi * (1.0 - 0x1p-50) - st.eW;
   if (!(st.Wlow > 0.0) || !dd_detail::operand_ok(st.W)) return false;
-  ws.rho = st.rho;
+  ws.rho = st.rho_all;  // a relative radius valid for every weight (grade_attention uses it per weight)
   ws.under = st.under;
   ws.m = st.m;
   ws.W_hi = st.W.hi;
@@ -466,12 +476,21 @@ void divide_outputs(const row_inputs& in, const row_workspace& ws, const fast_ro
       out_rad[k] = eN / st.Wlow * round_up_factor;
       continue;
     }
-    const dd_with_error o = div_with_bound(N, st.W);
+    dd_with_error o = div_with_bound(N, st.W);
+    double eN2 = eN, eW2 = st.eW;
+    if (!std::isfinite(o.rel_error_bound)) {
+      // Low words near the underflow range (a row of tiny weights: peaked scores) fail the
+      // product conditions of Algorithm 18.  Dividing the high words instead moves |N_lo| and
+      // |W_lo| into the absolute errors: |N_true - N_hi| <= eN + |N_lo|, |W_true - W_hi| <= eW + |W_lo|.
+      o = div_with_bound(dd{N.hi, 0.0}, dd{st.W.hi, 0.0});
+      eN2 = eN + std::fabs(N.lo);
+      eW2 = st.eW + std::fabs(st.W.lo);
+    }
     if (!std::isfinite(o.rel_error_bound)) continue;  // tiny or huge quotient: left to MPFI
     const double ao = std::fabs(o.value.hi) * (1.0 + 0x1p-50);
     out_hi[k] = o.value.hi;
     out_lo[k] = o.value.lo;
-    out_rad[k] = (o.rel_error_bound * ao + (eN + ao * st.eW) / st.Wlow) * round_up_factor;
+    out_rad[k] = (o.rel_error_bound * ao + (eN2 + ao * eW2) / st.Wlow) * round_up_factor;
   }
   if (in.keep) scale_by_keep_factor(in, out_hi, out_lo, out_rad);
 }
