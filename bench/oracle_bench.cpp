@@ -90,8 +90,101 @@ void args(benchmark::internal::Benchmark* b, bool threads) {
     }
 }
 
+// ---- the variants (proofs/P14): the same request run certified and in plain binary64 ----------
+// The plain side runs the same jobs (masks, GQA head, additive terms, softcap, sink, dropout)
+// through detail::plain_row (oracle_request::approx_plain_binary64), one thread.
+// case 0: peaked, scale 50 on N(0,1) (the variants issue's case), n x n, one head
+// case 1: GQA h_q = 8, h_kv = 2, causal
+// case 2: bottom-right causal + window (256, 0) + softcap 30 + ALiBi + sink, n_q = n/2, n_k = n
+// case 3: varlen, 64 sequences of 2..n/32 queries and as many keys (padded to n/32), 4 heads, causal
+// case 4: bias (h, n_q, n_k) + dropout keep-mask, P = 0.1
+oracle_request make_variant_request(std::size_t n, int c) {
+  const std::size_t d = 64;
+  std::mt19937_64 g(11 + n + static_cast<std::size_t>(c));
+  std::normal_distribution<double> N(0, 1);
+  oracle_request r;
+  std::size_t B = 1, Hq = 1, Hkv = 1, nq = n, nk = n;
+  if (c == 1) Hq = 8, Hkv = 2;
+  if (c == 2) nq = n / 2;
+  if (c == 3) B = 64, Hq = Hkv = 4, nq = nk = n / 32;
+  if (c == 4) Hq = Hkv = 2;
+  auto fill = [&](tensor4& t, std::size_t H, std::size_t len) {
+    t.B = B, t.H = H, t.n = len, t.d = d;
+    t.values.resize(B * H * len * d);
+    for (auto& x : t.values) x = N(g);
+  };
+  fill(r.Q, Hq, nq);
+  fill(r.K, Hkv, nk);
+  fill(r.V, Hkv, nk);
+  attention_variant& v = r.variant;
+  if (c == 0) {
+    r.scale.inv_sqrt_d = false;
+    r.scale.rational = "50";
+  }
+  if (c == 1 || c == 3) r.mask = mask_kind::causal;
+  if (c == 2) {
+    v.causal_bottom_right = true;
+    v.window_left = 256;
+    v.window_right = 0;
+    v.softcap = "30";
+    v.alibi_slopes = {0.0625};
+    v.sink = {0.5};
+  }
+  if (c == 3) {
+    std::uniform_int_distribution<std::size_t> L(2, n / 32);
+    for (std::size_t b = 0; b < B; ++b) {
+      r.seqlens_q.push_back(L(g));
+      r.seqlens_k.push_back(r.seqlens_q.back());
+    }
+  }
+  if (c == 4) {
+    v.has_bias = true;
+    v.bias.mb = 1, v.bias.mh = Hq, v.bias.mq = nq, v.bias.mk = nk;
+    v.bias.values.resize(Hq * nq * nk);
+    for (auto& x : v.bias.values) x = 0.5 * N(g);
+    v.has_dropout = true;
+    v.dropout_p = "0.1";
+    v.dropout_keep.mb = 1, v.dropout_keep.mh = Hq, v.dropout_keep.nq = nq, v.dropout_keep.nk = nk;
+    v.dropout_keep.allowed.resize(Hq * nq * nk);
+    for (auto& x : v.dropout_keep.allowed) x = static_cast<std::uint8_t>(g() % 10 != 0);
+  }
+  r.threads = 1;
+  return r;
+}
+
+void BM_variant_plain_binary64(benchmark::State& state) {
+  auto r = make_variant_request(static_cast<std::size_t>(state.range(0)), static_cast<int>(state.range(1)));
+  r.approx_plain_binary64 = true;
+  for (auto _ : state) {
+    const auto res = run_oracle(r);
+    benchmark::DoNotOptimize(res.t_hi.data());
+  }
+}
+
+void BM_variant_oracle(benchmark::State& state) {
+  const auto r = make_variant_request(static_cast<std::size_t>(state.range(0)), static_cast<int>(state.range(1)));
+  std::size_t escalated = 0, not_cr = 0, rows = 0;
+  for (auto _ : state) {
+    const auto res = run_oracle(r);
+    escalated = res.rows_escalated;
+    not_cr = res.faithful_only + res.ieee_nonfinite;
+    rows = res.B * res.H * res.nq - res.padding_rows;
+    benchmark::DoNotOptimize(res.reference.data());
+  }
+  state.counters["rows"] = static_cast<double>(rows);
+  state.counters["rows_escalated"] = static_cast<double>(escalated);
+  state.counters["not_correctly_rounded"] = static_cast<double>(not_cr);
+}
+
+void variant_args(benchmark::internal::Benchmark* b) {
+  b->Args({256, 0});
+  for (int c : {0, 1, 2, 3, 4}) b->Args({1024, c});
+}
+
 }  // namespace
 
+BENCHMARK(BM_variant_plain_binary64)->Apply(variant_args)->Unit(benchmark::kMillisecond)->MeasureProcessCPUTime();
+BENCHMARK(BM_variant_oracle)->Apply(variant_args)->Unit(benchmark::kMillisecond)->MeasureProcessCPUTime();
 BENCHMARK(BM_plain_binary64)->Apply([](auto* b) { args(b, false); })->Unit(benchmark::kMillisecond)->MeasureProcessCPUTime();
 BENCHMARK(BM_oracle)->Apply([](auto* b) { args(b, true); })->Unit(benchmark::kMillisecond)->MeasureProcessCPUTime();
 

@@ -177,7 +177,7 @@ namespace {
 
 // What the steps of fast_row pass on (proofs/P11-oracle.md, steps 1-5).
 struct fast_row_state {
-  std::size_t jend = 0;        // keys actually used: [0, jend), jend = 1 + last allowed key
+  std::size_t jbegin = 0, jend = 0;  // keys actually used: [jbegin, jend), the first and 1 + the last allowed key
   double dot_factor = 0, dot_abs = 0;  // step 1's error bound
   double m = -inf;             // step 2: the largest score
   std::size_t under = 0;       // step 3: weights below e^-707 set to 0 (true value in [0, 2^-1019])
@@ -191,7 +191,7 @@ struct fast_row_state {
 // ---- step 1: t_j = q·k_j by Dot2 (TwoProd + TwoSum, errors summed in c) -------------------
 // s_hi = s, s_lo = c, s_rad = P = sum |p| per key.
 void dot_products(const row_inputs& in, row_workspace& ws, fast_row_state& st) {
-  const std::size_t n = in.nk, d = in.d, jend = st.jend;
+  const std::size_t n = in.nk, d = in.d, jbegin = st.jbegin, jend = st.jend;
   ws.s_hi.assign(jend, 0.0);
   ws.s_lo.assign(jend, 0.0);
   ws.s_rad.assign(jend, 0.0);
@@ -201,7 +201,7 @@ void dot_products(const row_inputs& in, row_workspace& ws, fast_row_state& st) {
   for (std::size_t l = 0; l < d; ++l) {
     const double ql = in.q[l];
     const double* __restrict kt = in.KT + l * n;
-    for (std::size_t j = 0; j < jend; ++j) {
+    for (std::size_t j = jbegin; j < jend; ++j) {
       const double k = kt[j];
       const double p = ql * k;
       const double e = std::fma(ql, k, -p);
@@ -225,28 +225,40 @@ void dot_products(const row_inputs& in, row_workspace& ws, fast_row_state& st) {
 // quotient's derivative in e is at most 2 and e <= 1); the two sums and the quotient add at
 // most (Ba + Ba + Bq)(1 + 2^-50) relative to a quotient <= 1, i.e. that much times C; the final
 // product by C adds Bm |x_new|.  For 2|y| > 708: tanh|y| = 1 - t with 0 < t < 2e^{-708} < 2^-1020.
-bool apply_softcap(double C, dd& x, double& rx) {
+// The exponentials e = e^{-2|y|} of a row are evaluated in one exp_batch (bit for bit the same
+// as exp_with_bound, vectorized): softcap_scores below; finish_softcap does the rest for one key.
+struct softcap_y {
+  dd y;          // x / C
+  double By;     // its relative bound
+};
+
+bool softcap_quotient(double C, const dd& x, softcap_y& q) {
   const dd_with_error y = div_with_bound(x, dd{C, 0.0});
-  if (!std::isfinite(y.rel_error_bound)) return false;
-  const bool negative = y.value.hi < 0;
-  const dd a = negative ? neg(y.value) : y.value;
+  q.y = y.value;
+  q.By = y.rel_error_bound;
+  return std::isfinite(q.By);
+}
+
+// x <- C tanh(y) given y = x / C and, when 2|y| <= 708, e = e^{-2|y|} with relative bound Be.
+bool finish_softcap(double C, const softcap_y& q, dd e_value, double Be, dd& x, double& rx) {
+  const bool negative = q.y.hi < 0;
+  const dd a = negative ? neg(q.y) : q.y;
   dd th{1.0, 0.0};
   double terr = 0x1p-1020;
   if (2 * a.hi <= 708.0) {
-    const dd_with_error e = exp_with_bound(dd{-2 * a.hi, -2 * a.lo});  // exact doubling
-    if (!(e.rel_error_bound <= 0x1p-40)) return false;
-    const dd_with_error num = add_with_bound(dd{1.0, 0.0}, neg(e.value));
-    const dd_with_error den = add_with_bound(e.value, dd{1.0, 0.0});
+    if (!(Be <= 0x1p-40)) return false;
+    const dd_with_error num = add_with_bound(dd{1.0, 0.0}, neg(e_value));
+    const dd_with_error den = add_with_bound(e_value, dd{1.0, 0.0});
     if (!std::isfinite(num.rel_error_bound) || !std::isfinite(den.rel_error_bound)) return false;
     if (num.value.hi == 0.0) {
       th = {0.0, 0.0};  // e rounded to 1: |y| tiny; tanh|y| <= |y| covered below
-      terr = a.hi * (1.0 + 0x1p-50) + 2 * e.rel_error_bound;
+      terr = a.hi * (1.0 + 0x1p-50) + 2 * Be;
     } else {
-      const dd_with_error q = div_with_bound(num.value, den.value);
-      if (!std::isfinite(q.rel_error_bound)) return false;
-      th = q.value;
-      terr = ((num.rel_error_bound + den.rel_error_bound + q.rel_error_bound) * (1.0 + 0x1p-50) +
-              2 * e.rel_error_bound) * round_up_factor;
+      const dd_with_error qq = div_with_bound(num.value, den.value);
+      if (!std::isfinite(qq.rel_error_bound)) return false;
+      th = qq.value;
+      terr = ((num.rel_error_bound + den.rel_error_bound + qq.rel_error_bound) * (1.0 + 0x1p-50) + 2 * Be) *
+             round_up_factor;
     }
   }
   if (negative) th = neg(th);
@@ -259,10 +271,63 @@ bool apply_softcap(double C, dd& x, double& rx) {
     Bm = p.rel_error_bound;
   }
   const double aC = std::fabs(C);
-  rx = (rx + y.rel_error_bound * std::fabs(x.hi) * (1.0 + 0x1p-50) + aC * terr +
-        Bm * std::fabs(z.hi) * (1.0 + 0x1p-50) + subnormal_allowance) * round_up_factor;
+  rx = (rx + q.By * std::fabs(x.hi) * (1.0 + 0x1p-50) + aC * terr + Bm * std::fabs(z.hi) * (1.0 + 0x1p-50) +
+        subnormal_allowance) *
+       round_up_factor;
   x = z;
   return std::isfinite(rx) && dd_detail::operand_ok(x);
+}
+
+// Softcap over the allowed keys [jbegin, jend) of s_hi + s_lo ± s_rad, in place.
+bool softcap_scores(const row_inputs& in, row_workspace& ws, const fast_row_state& st) {
+  const double C = in.softcap;
+  double* __restrict s = ws.s_hi.data();
+  double* __restrict c = ws.s_lo.data();
+  double* __restrict P = ws.s_rad.data();
+  ws.y_hi.resize(st.jend);
+  ws.y_lo.resize(st.jend);
+  ws.y_b.resize(st.jend);
+  ws.z_hi.clear();
+  ws.z_lo.clear();
+  ws.z_idx.clear();
+  for (std::size_t j = st.jbegin; j < st.jend; ++j) {
+    if (!in.allowed[j]) continue;
+    softcap_y q;
+    if (!softcap_quotient(C, dd{s[j], c[j]}, q)) return false;
+    ws.y_hi[j] = q.y.hi;
+    ws.y_lo[j] = q.y.lo;
+    ws.y_b[j] = q.By;
+    const dd& y = q.y;
+    const dd a = y.hi < 0 ? neg(y) : y;
+    if (2 * a.hi <= 708.0) {
+      ws.z_hi.push_back(-2 * a.hi);  // exact doubling
+      ws.z_lo.push_back(-2 * a.lo);
+      ws.z_idx.push_back(j);
+    }
+  }
+  const std::size_t ne = ws.z_idx.size();
+  ws.e_hi.resize(ne);
+  ws.e_lo.resize(ne);
+  ws.e_b.resize(ne);
+  exp_batch(ws.z_hi.data(), ws.z_lo.data(), ne, ws.e_hi.data(), ws.e_lo.data(), ws.e_b.data());
+  std::size_t t = 0;
+  for (std::size_t j = st.jbegin; j < st.jend; ++j) {
+    if (!in.allowed[j]) continue;
+    dd e{0.0, 0.0};
+    double Be = 0;
+    if (t < ne && ws.z_idx[t] == j) {
+      e = {ws.e_hi[t], ws.e_lo[t]};
+      Be = ws.e_b[t];
+      ++t;
+    }
+    dd x{s[j], c[j]};
+    double rx = P[j];
+    if (!finish_softcap(C, softcap_y{dd{ws.y_hi[j], ws.y_lo[j]}, ws.y_b[j]}, e, Be, x, rx)) return false;
+    s[j] = x.hi;
+    c[j] = x.lo;
+    P[j] = rx;
+  }
+  return true;
 }
 
 // ---- P14: the additive term (ALiBi + bias) a_j, given as hi + lo with a radius ------------
@@ -285,7 +350,7 @@ bool scale_scores(const row_inputs& in, row_workspace& ws, fast_row_state& st) {
   const bool exact_scale = in.scale_lo == 0.0 && in.scale_rad == 0.0 && is_pow2(in.scale_hi);
   if (!dd_detail::operand_ok(sc) || !std::isfinite(in.scale_rad)) return false;
   const double asc = std::fabs(in.scale_hi) * (1.0 + 0x1p-52);
-  for (std::size_t j = 0; j < st.jend; ++j) {
+  for (std::size_t j = st.jbegin; j < st.jend; ++j) {
     if (!in.allowed[j]) continue;
     if (!std::isfinite(s[j]) || !std::isfinite(c[j]) || !(P[j] <= 0x1p1000)) return false;
     const dd t = two_sum(s[j], c[j]);
@@ -303,12 +368,20 @@ bool scale_scores(const row_inputs& in, row_workspace& ws, fast_row_state& st) {
            round_up_factor;
     }
     if (!dd_detail::operand_ok(x) || !std::isfinite(rx)) return false;
-    if ((in.softcap != 0 && !apply_softcap(in.softcap, x, rx)) || (in.add_hi && !apply_additive(in, j, x, rx)))
-      return false;
     s[j] = x.hi;
     c[j] = x.lo;
     P[j] = rx;
-    st.m = std::max(st.m, x.hi);
+  }
+  if (in.softcap != 0 && !softcap_scores(in, ws, st)) return false;
+  for (std::size_t j = st.jbegin; j < st.jend; ++j) {
+    if (!in.allowed[j]) continue;
+    if (in.add_hi) {
+      dd x{s[j], c[j]};
+      if (!apply_additive(in, j, x, P[j])) return false;
+      s[j] = x.hi;
+      c[j] = x.lo;
+    }
+    st.m = std::max(st.m, s[j]);
   }
   if (in.has_sink) {
     if (!std::isfinite(in.sink) || !(std::fabs(in.sink) <= 0x1p1000)) return false;
@@ -329,7 +402,7 @@ bool exponential_weights(const row_inputs& in, row_workspace& ws, fast_row_state
   ws.z_lo.clear();
   ws.z_rad.clear();
   ws.z_idx.clear();
-  for (std::size_t j = 0; j < st.jend; ++j) {
+  for (std::size_t j = st.jbegin; j < st.jend; ++j) {
     if (!in.allowed[j]) continue;
     const dd z = add(dd{s[j], c[j]}, -st.m);
     const double rz = (P[j] + dd_add_fp_bound * std::fabs(z.hi) * (1.0 + 0x1p-52)) * round_up_factor;
@@ -397,7 +470,7 @@ bool weighted_sums(const row_inputs& in, row_workspace& ws, fast_row_state& st) 
   double* __restrict ac = ws.acc_c.data();
   double* __restrict ap = ws.acc_p.data();
   std::size_t terms = 0;
-  for (std::size_t j = 0; j < st.jend; ++j) {
+  for (std::size_t j = st.jbegin; j < st.jend; ++j) {
     if (!in.allowed[j]) continue;
     ++terms;
     const double wh = ws.w_hi[j], wl = ws.w_lo[j];
@@ -433,7 +506,7 @@ bool weighted_sums(const row_inputs& in, row_workspace& ws, fast_row_state& st) 
     PW = PW + wh;
   }
   if (st.under > 0 || st.tiny > 0)  // max |v_jk| over allowed j, for the underflowed and tiny weights
-    for (std::size_t j = 0; j < st.jend; ++j)
+    for (std::size_t j = st.jbegin; j < st.jend; ++j)
       if (in.allowed[j])
         for (std::size_t k = 0; k < dv; ++k) st.vmax = std::max(st.vmax, std::fabs(in.V[j * dv + k]));
   const double nt = static_cast<double>(terms);
@@ -526,6 +599,7 @@ bool fast_row(const row_inputs& in, row_workspace& ws, double* out_hi, double* o
   fast_row_state st;
   for (std::size_t j = 0; j < in.nk; ++j)
     if (in.allowed[j]) st.jend = j + 1;
+  while (st.jbegin < st.jend && !in.allowed[st.jbegin]) ++st.jbegin;  // windows: skip the keys left of it
   if (st.jend == 0 && !in.has_sink) return false;
   dot_products(in, ws, st);
   if (!scale_scores(in, ws, st) || !exponential_weights(in, ws, st) || !weighted_sums(in, ws, st)) return false;
@@ -535,19 +609,20 @@ bool fast_row(const row_inputs& in, row_workspace& ws, double* out_hi, double* o
 
 void plain_row(const row_inputs& in, row_workspace& ws, double* out, double* lse) {
   const std::size_t n = in.nk, d = in.d, dv = in.dv;
-  std::size_t jend = 0;
+  std::size_t jbegin = 0, jend = 0;
   for (std::size_t j = 0; j < n; ++j)
     if (in.allowed[j]) jend = j + 1;
+  while (jbegin < jend && !in.allowed[jbegin]) ++jbegin;
   ws.s_hi.assign(jend, 0.0);
   double* __restrict s = ws.s_hi.data();
   for (std::size_t l = 0; l < d; ++l) {
     const double ql = in.q[l];
     const double* __restrict kt = in.KT + l * n;
-    for (std::size_t j = 0; j < jend; ++j) s[j] = s[j] + ql * kt[j];
+    for (std::size_t j = jbegin; j < jend; ++j) s[j] = s[j] + ql * kt[j];
   }
   const double sc = in.scale_hi;
   double m = in.has_sink ? in.sink : -inf;
-  for (std::size_t j = 0; j < jend; ++j)
+  for (std::size_t j = jbegin; j < jend; ++j)
     if (in.allowed[j]) {
       s[j] *= sc;
       if (in.softcap != 0) s[j] = in.softcap * std::tanh(s[j] / in.softcap);
@@ -557,7 +632,7 @@ void plain_row(const row_inputs& in, row_workspace& ws, double* out, double* lse
   ws.acc_s.assign(dv, 0.0);
   double* __restrict acc = ws.acc_s.data();
   double W = in.has_sink ? std::exp(in.sink - m) : 0.0;
-  for (std::size_t j = 0; j < jend; ++j) {
+  for (std::size_t j = jbegin; j < jend; ++j) {
     if (!in.allowed[j]) continue;
     const double w = std::exp(s[j] - m);
     W += w;

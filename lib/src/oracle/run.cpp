@@ -244,7 +244,7 @@ class oracle_run {
 
   // Such a row follows plain IEEE binary64 (approx tier, counted, not certified).
   void fill_ieee_row(const row_job& job, worker_space& w) {
-    if (!req_.allow_nonfinite)
+    if (!req_.allow_nonfinite && !req_.approx_plain_binary64)
       throw input_error("row (b, h, i) = (" + std::to_string(job.b) + ", " + std::to_string(job.h) + ", " +
                         std::to_string(job.i) +
                         ") uses a NaN or Inf input (use --allow-nonfinite for IEEE semantics on the affected rows)");
@@ -501,7 +501,7 @@ class oracle_run {
     job.allowed = w.allowed.data();
     if (none_allowed(w.allowed) && var_.sink.empty()) return fill_empty_row(job, w.counts);
     build_job(job, w);
-    if (touches_nonfinite(job, w)) return fill_ieee_row(job, w);
+    if (req_.approx_plain_binary64 || touches_nonfinite(job, w)) return fill_ieee_row(job, w);
     fast_stage(job, w);
     ziv_stage(job, w);
   }

@@ -129,6 +129,9 @@ struct oracle_request {
   /// computed in plain IEEE binary64 (approx tier) and counted as ieee_nonfinite.  Non-finite
   /// values that no allowed score uses are ignored either way.
   bool allow_nonfinite = false;
+  /// Approx tier, for benchmarks only: every row is computed by detail::plain_row in binary64
+  /// (the same jobs, masks and variants, no certification); results are marked ieee_nonfinite.
+  bool approx_plain_binary64 = false;
   /// Called now and then from the main thread with (rows done, rows total); may be empty.
   std::function<void(std::size_t, std::size_t)> progress;
 
@@ -198,6 +201,7 @@ struct row_workspace {
   std::vector<double> s_hi, s_lo, s_rad, w_hi, w_lo;
   std::vector<double> acc_s, acc_c, acc_p;
   std::vector<double> z_hi, z_lo, z_rad, e_hi, e_lo, e_b;
+  std::vector<double> y_hi, y_lo, y_b;  ///< softcap: y_j = x_j / C and its relative bound
   std::vector<std::size_t> z_idx;
   // After a successful fast_row: weights w_j = w_hi[j] + w_lo[j] with |w_true - w| <= rho |w|
   // (w_hi[j] == 0: an underflowed weight in [0, 2^-1019], `under` of them), and
