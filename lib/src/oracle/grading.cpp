@@ -168,15 +168,24 @@ bool rule_needs_baseline(grading_rule r) { return r == grading_rule::flash || r 
 
 namespace {
 
-// Calls f(e, d, abs_o, hi) for every element with an enclosed truth and a finite candidate:
+// The ulp of the target format at the exact value o = hi + lo.  hi is o rounded to binary64, so when
+// hi is a power of two and lo has the opposite sign, o lies in the binade below hi and its ulp is the
+// smaller one (a candidate one target ulp below 1 is about 1 ulp from o = 1 - 2^-60, not 0.5);
+// nextafter(hi, 0) lies in that binade then, and in hi's own binade otherwise.
+double ulp_of_truth(double hi, double lo, target_format t) noexcept {
+  const bool below = hi != 0 && lo != 0 && std::signbit(lo) != std::signbit(hi);
+  return target_ulp(below ? std::nextafter(hi, 0.0) : hi, t);
+}
+
+// Calls f(e, d, abs_o, ulp) for every element with an enclosed truth and a finite candidate:
 // d = |c - o| computed as |(c - t_hi) - t_lo| (exact when c and t_hi are within a factor 2:
-// Sterbenz), |o| as |t_hi|.
+// Sterbenz), |o| as |t_hi|, ulp = ulp_of_truth.
 template <class F>
 void for_each_compared(const truth_view& t, const std::vector<double>& c, F&& f) {
   for (std::size_t e = 0; e < c.size(); ++e) {
     if (!t.enclosed(e) || !std::isfinite(c[e])) continue;
     const double hi = (*t.hi)[e], lo = (*t.lo)[e];
-    f(e, std::fabs((c[e] - hi) - lo), std::fabs(hi), hi);
+    f(e, std::fabs((c[e] - hi) - lo), std::fabs(hi), ulp_of_truth(hi, lo, t.target));
   }
 }
 
@@ -200,9 +209,9 @@ candidate_grade approx_errors(const truth_view& t, const std::vector<double>& c,
   }
   double sum_ulp = 0;
   bool has_abs = false;
-  for_each_compared(t, c, [&](std::size_t e, double d, double abs_o, double hi) {
+  for_each_compared(t, c, [&](std::size_t e, double d, double abs_o, double ulp) {
     ++g.compared;
-    const double eu = d / target_ulp(hi, t.target);
+    const double eu = d / ulp;
     sum_ulp += eu;
     if (!has_abs || d > g.max_abs) {
       has_abs = true;
@@ -220,7 +229,7 @@ candidate_grade approx_errors(const truth_view& t, const std::vector<double>& c,
       g.has_worst = true;
       g.max_ulp = eu;
       g.worst = t.index(e);
-      g.worst_truth = hi + (*t.lo)[e];
+      g.worst_truth = (*t.hi)[e] + (*t.lo)[e];
       g.worst_reference = (*t.reference)[e];
       g.worst_value = c[e];
     }
@@ -290,8 +299,8 @@ void judge_ulp(const candidate_grade& g, const rule_settings& s, const truth_vie
   v.threshold = *s.max_ulp;
   v.at = g.worst;
   v.has_at = g.has_worst;
-  for_each_compared(t, c, [&](std::size_t, double d, double, double hi) {
-    if (d / target_ulp(hi, t.target) > *s.max_ulp) ++v.violations;
+  for_each_compared(t, c, [&](std::size_t, double d, double, double ulp) {
+    if (d / ulp > *s.max_ulp) ++v.violations;
   });
   set_ratio(v);
   v.pass = v.violations == 0;
@@ -330,6 +339,7 @@ struct fudge_bounds {
     f2 = std::max(f2, (d - default_rtol * abs_o) / A);
   }
   double needed() const {
+    if (std::isinf(R)) return std::max(f2, 0.0);  // every F > 0 has F·R > 1e30: rtol is the default
     const double cap = pytorch_rtol_guard / R;  // F·R > 1e30 from here on
     if (f1 <= cap) return f1;
     return f2 > cap ? f2 : std::nextafter(cap, std::numeric_limits<double>::infinity());
@@ -427,7 +437,7 @@ rerun_spread approx_rerun_spread(const truth_view& t, const std::vector<double>&
       s.max_abs = d;
       s.worst = t.index(e);
     }
-    if (t.enclosed(e)) s.max_ulp = std::max(s.max_ulp, d / target_ulp((*t.hi)[e], t.target));
+    if (t.enclosed(e)) s.max_ulp = std::max(s.max_ulp, d / ulp_of_truth((*t.hi)[e], (*t.lo)[e], t.target));
   }
   return s;
 }
