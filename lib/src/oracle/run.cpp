@@ -16,6 +16,7 @@
 #include "attncert/number/ziv.hpp"
 #include "attncert/oracle/request.hpp"
 #include "internal.hpp"
+#include "rows.hpp"
 
 namespace attncert::oracle {
 
@@ -51,21 +52,10 @@ struct decision_counts {
   }
 };
 
-/// One row: where it is, its allowed keys and its inputs.
-struct row_job {
-  std::size_t b = 0, h = 0, i = 0, base = 0;  ///< base: index of element (b, h, i, 0)
-  std::size_t row = 0;                        ///< (b·H + h)·nq + i: index of the row's LSE
-  std::size_t hk = 0;                         ///< the kv head of query head h (GQA)
-  const std::uint8_t* allowed = nullptr;
-  detail::row_inputs in{};
-  mpfi_row_ctx ctx{};                         ///< the same row for the MPFI stage
-};
-
 /// A worker's scratch space.
 struct worker_space {
   detail::row_workspace ws;
-  std::vector<std::uint8_t> allowed, keep;
-  std::vector<double> bias, add_hi, add_lo, add_rad;
+  row_scratch rows;
   std::vector<double> ohi, olo, orad, plain;
   std::vector<std::size_t> pending;
   decision_counts counts;
@@ -75,12 +65,8 @@ struct worker_space {
 class oracle_run {
  public:
   explicit oracle_run(const oracle_request& req)
-      : req_(req), var_(req.variant), B_(req.Q.B), H_(req.Q.H), Hkv_(req.K.H), group_(req.Q.H / req.K.H), nq_(req.Q.n),
-        nk_(req.K.n), d_(req.Q.d), dv_(req.V.d) {
-    init_scale(sv_, req.scale, d_);
-    init_variant_values(vv_, var_);
-    all_finite_ = finite(req.Q.values) && finite(req.K.values) && finite(req.V.values);
-    prepare_heads();
+      : req_(req), var_(req.variant), src_(req), B_(req.Q.B), H_(req.Q.H), nq_(req.Q.n), dv_(req.V.d),
+        sv_(src_.scale()), vv_(src_.values()) {
     prepare_result();
   }
 
@@ -92,30 +78,6 @@ class oracle_run {
   }
 
  private:
-  static bool finite(const std::vector<double>& v) {
-    return std::all_of(v.begin(), v.end(), [](double x) { return std::isfinite(x); });
-  }
-
-  // Per head: the transposed keys, and which keys / values are finite (only when some input is not).
-  void prepare_heads() {
-    heads_.resize(B_ * Hkv_);
-    for (std::size_t bh = 0; bh < B_ * Hkv_; ++bh) {
-      auto& hd = heads_[bh];
-      hd.KT.resize(d_ * nk_);
-      const double* Kh = req_.K.values.data() + bh * nk_ * d_;
-      for (std::size_t j = 0; j < nk_; ++j)
-        for (std::size_t l = 0; l < d_; ++l) hd.KT[l * nk_ + j] = Kh[j * d_ + l];
-      if (all_finite_) continue;
-      hd.k_finite.resize(nk_);
-      hd.v_finite.resize(nk_);
-      const double* Vh = req_.V.values.data() + bh * nk_ * dv_;
-      for (std::size_t j = 0; j < nk_; ++j) {
-        hd.k_finite[j] = std::all_of(Kh + j * d_, Kh + (j + 1) * d_, [](double x) { return std::isfinite(x); });
-        hd.v_finite[j] = std::all_of(Vh + j * dv_, Vh + (j + 1) * dv_, [](double x) { return std::isfinite(x); });
-      }
-    }
-  }
-
   void prepare_result() {
     res_.B = B_;
     res_.H = H_;
@@ -144,28 +106,7 @@ class oracle_run {
 
   std::size_t rows() const { return B_ * H_ * nq_; }
 
-  // Which keys query i of (b, h) may attend: every mask of P14 step 4, AND-combined, and a bias of -inf.
-  void allowed_row(std::size_t b, std::size_t h, std::size_t i, std::vector<std::uint8_t>& a) const {
-    const std::size_t nk = req_.seq_k(b);
-    a.assign(nk_, 0);
-    const long long delta = static_cast<long long>(nk) - static_cast<long long>(req_.seq_q(b));
-    const long long diag = static_cast<long long>(i) + delta;  // i + n_k - n_q
-    for (std::size_t j = 0; j < nk; ++j) {
-      const long long jj = static_cast<long long>(j);
-      bool ok = true;
-      if (req_.mask == mask_kind::causal) ok = j <= i;
-      if (var_.causal_bottom_right) ok = ok && jj <= diag;
-      if (var_.window_left >= 0) ok = ok && jj >= diag - var_.window_left;
-      if (var_.window_right >= 0) ok = ok && jj <= diag + var_.window_right;
-      if (req_.M.nk != 0) ok = ok && req_.M.at(b, h, i, j);
-      if (var_.has_bias && ok) ok = var_.bias.at(b, h, i, j) != -inf;
-      a[j] = ok;
-    }
-  }
 
-  static bool none_allowed(const std::vector<std::uint8_t>& a) {
-    return std::none_of(a.begin(), a.end(), [](std::uint8_t x) { return x != 0; });
-  }
 
   // Fully masked rows are found up front, so that policy `error` fails before any work.
   void reject_empty_rows_up_front() const {
@@ -174,8 +115,8 @@ class oracle_run {
     for (std::size_t r = 0; r < rows(); ++r) {
       const std::size_t i = r % nq_, h = (r / nq_) % H_, b = r / (nq_ * H_);
       if (i >= req_.seq_q(b)) continue;
-      allowed_row(b, h, i, a);
-      if (none_allowed(a))
+      src_.allowed_row(b, h, i, a);
+      if (row_source::none_allowed(a))
         throw input_error("row (b, h, i) = (" + std::to_string(b) + ", " + std::to_string(h) + ", " + std::to_string(i) +
                           ") is fully masked: softmax is undefined (use --empty-rows zeros|nan to choose a value)");
     }
@@ -224,23 +165,6 @@ class oracle_run {
     ++c.padding;
   }
 
-  // Does the row use a non-finite value (P14: q, and per allowed key k_j, the bias and v_j if
-  // kept; the head's slope and sink)?  Values no allowed score uses do not count.
-  bool touches_nonfinite(const row_job& job, const worker_space& w) const {
-    auto fin = [](double x) { return std::isfinite(x); };
-    if (job.in.has_sink && !std::isfinite(job.in.sink)) return true;
-    if (job.ctx.has_alibi && !std::isfinite(job.ctx.slope)) return true;
-    if (var_.has_bias)
-      for (std::size_t j = 0; j < nk_; ++j)
-        if (job.allowed[j] && !std::isfinite(w.bias[j])) return true;  // -inf biases are not allowed keys
-    if (all_finite_) return false;
-    const double* q = job.in.q;
-    if (!std::all_of(q, q + d_, fin)) return true;
-    const head_data& hd = heads_[job.b * Hkv_ + job.hk];
-    for (std::size_t j = 0; j < nk_; ++j)
-      if (job.allowed[j] && (!hd.k_finite[j] || (!hd.v_finite[j] && !(job.in.keep && !job.in.keep[j])))) return true;
-    return false;
-  }
 
   // Such a row follows plain IEEE binary64 (approx tier, counted, not certified).
   void fill_ieee_row(const row_job& job, worker_space& w) {
@@ -406,102 +330,17 @@ class oracle_run {
     });
   }
 
-  // The row's additive terms a_j = -slope |i + n_k - n_q - j| + bias_j (P14 step 3) for the fast
-  // path as hi + lo ± rad: -slope·dist is exact as TwoProd (checked against underflow), the bias
-  // is added by a double-double addition with its bound.
-  void additive_terms(const row_job& job, worker_space& w) {
-    w.bias.assign(nk_, 0.0);
-    if (var_.has_bias)
-      for (std::size_t j = 0; j < nk_; ++j) w.bias[j] = var_.bias.at(job.b, job.h, job.i, j);
-    w.add_hi.assign(nk_, 0.0);
-    w.add_lo.assign(nk_, 0.0);
-    w.add_rad.assign(nk_, 0.0);
-    for (std::size_t j = 0; j < nk_; ++j) {
-      if (!job.allowed[j]) continue;
-      dd a{0.0, 0.0};
-      double rad = 0;
-      if (job.ctx.has_alibi) {
-        const long long dist = std::llabs(job.ctx.pos - static_cast<long long>(j));
-        const double sd = -job.ctx.slope, dd_dist = static_cast<double>(dist);
-        if (sd != 0 && dist != 0) {
-          a = two_prod(sd, dd_dist);
-          if (!dd_detail::product_ok(sd, dd_dist) || !std::isfinite(a.hi)) rad = inf;
-        }
-      }
-      if (var_.has_bias && !std::isfinite(w.bias[j])) {  // +inf / NaN: IEEE semantics only (touches_nonfinite)
-        a = dd{a.hi + w.bias[j], 0.0};
-        rad = inf;
-      } else if (var_.has_bias) {
-        const dd_with_error z = add_with_bound(a, w.bias[j]);
-        rad = (rad + z.rel_error_bound * std::fabs(z.value.hi) * (1.0 + 0x1p-50)) * (1.0 + 0x1p-40);
-        a = z.value;
-      }
-      w.add_hi[j] = a.hi;
-      w.add_lo[j] = a.lo;
-      w.add_rad[j] = std::isfinite(rad) ? rad : inf;
-    }
-  }
 
-  // The row's inputs for both stages: GQA head, masks, additive terms, sink, dropout (P14).
-  void build_job(row_job& job, worker_space& w) {
-    const std::size_t bhk = job.b * Hkv_ + job.hk;
-    job.in = detail::row_inputs{req_.Q.values.data() + ((job.b * H_ + job.h) * nq_ + job.i) * d_,
-                                req_.K.values.data() + bhk * nk_ * d_,
-                                heads_[bhk].KT.data(),
-                                req_.V.values.data() + bhk * nk_ * dv_,
-                                w.allowed.data(),
-                                nk_,
-                                d_,
-                                dv_,
-                                sv_.hi,
-                                sv_.lo,
-                                sv_.rad};
-    mpfi_row_ctx& c = job.ctx;
-    c = mpfi_row_ctx{job.in.q, job.in.K, job.in.V, job.allowed, nk_, d_, dv_, &sv_};
-    c.var = &vv_;
-    c.lse_base2 = req_.lse.base2;
-    c.pos = static_cast<long long>(job.i) + static_cast<long long>(req_.seq_k(job.b)) -
-            static_cast<long long>(req_.seq_q(job.b));
-    if (!var_.alibi_slopes.empty()) {
-      c.has_alibi = true;
-      c.slope = var_.alibi_slopes.size() == H_ ? var_.alibi_slopes[job.h] : var_.alibi_slopes[job.b * H_ + job.h];
-    }
-    if (!var_.sink.empty()) {
-      c.has_sink = job.in.has_sink = true;
-      c.sink = job.in.sink = var_.sink[job.h];
-    }
-    job.in.softcap = vv_.softcap_d;
-    if (var_.has_dropout) {
-      w.keep.assign(nk_, 0);
-      for (std::size_t j = 0; j < nk_; ++j) w.keep[j] = var_.dropout_keep.at(job.b, job.h, job.i, j);
-      c.keep = job.in.keep = w.keep.data();
-      job.in.keep_hi = vv_.keep_hi;
-      job.in.keep_lo = vv_.keep_lo;
-      job.in.keep_rad = vv_.keep_rad;
-    }
-    if (var_.has_bias || c.has_alibi) {
-      additive_terms(job, w);
-      job.in.add_hi = w.add_hi.data();
-      job.in.add_lo = w.add_lo.data();
-      job.in.add_rad = w.add_rad.data();
-      if (var_.has_bias) c.bias = w.bias.data();
-    }
-  }
 
   void process_row(std::size_t r, worker_space& w) {
     row_job job;
-    job.i = r % nq_;
-    job.h = (r / nq_) % H_;
-    job.b = r / (nq_ * H_);
-    job.hk = job.h / group_;
-    job.base = r * dv_;
-    job.row = r;
+    src_.locate(r, job);
     if (job.i >= req_.seq_q(job.b)) return fill_padding_row(job, w.counts);
-    allowed_row(job.b, job.h, job.i, w.allowed);
-    job.allowed = w.allowed.data();
-    if (none_allowed(w.allowed) && var_.sink.empty()) return fill_empty_row(job, w.counts);
-    build_job(job, w);
-    if (req_.approx_plain_binary64 || touches_nonfinite(job, w)) return fill_ieee_row(job, w);
+    src_.allowed_row(job.b, job.h, job.i, w.rows.allowed);
+    job.allowed = w.rows.allowed.data();
+    if (row_source::none_allowed(w.rows.allowed) && var_.sink.empty()) return fill_empty_row(job, w.counts);
+    src_.build_job(job, w.rows);
+    if (req_.approx_plain_binary64 || src_.touches_nonfinite(job, w.rows)) return fill_ieee_row(job, w);
     fast_stage(job, w);
     ziv_stage(job, w);
   }
@@ -563,11 +402,10 @@ class oracle_run {
 
   const oracle_request& req_;
   const attention_variant& var_;
-  const std::size_t B_, H_, Hkv_, group_, nq_, nk_, d_, dv_;
-  scale_value sv_;
-  variant_values vv_;
-  bool all_finite_ = true;
-  std::vector<head_data> heads_;
+  const row_source src_;
+  const std::size_t B_, H_, nq_, dv_;
+  const scale_value& sv_;
+  const variant_values& vv_;
   oracle_result res_;
   std::atomic<std::size_t> next_row_{0}, rows_done_{0};
   std::atomic<bool> stop_{false};

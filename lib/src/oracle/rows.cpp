@@ -1,0 +1,180 @@
+// lib/src/oracle/rows.cpp — the rows of an oracle request (rows.hpp): masks, GQA heads, additive
+// terms, sinks and dropout per row, for the forward run (run.cpp) and the backward (backward.cpp).
+#include "rows.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+
+#include "attncert/number/double_double.hpp"
+
+namespace attncert::oracle::internal {
+
+namespace {
+bool finite(const std::vector<double>& v) {
+  return std::all_of(v.begin(), v.end(), [](double x) { return std::isfinite(x); });
+}
+}  // namespace
+
+row_source::row_source(const oracle_request& req)
+    : req_(req), var_(req.variant), B_(req.Q.B), H_(req.Q.H), Hkv_(req.K.H), group_(req.Q.H / req.K.H), nq_(req.Q.n),
+      nk_(req.K.n), d_(req.Q.d), dv_(req.V.d) {
+  init_scale(sv_, req.scale, d_);
+  init_variant_values(vv_, var_);
+  all_finite_ = finite(req.Q.values) && finite(req.K.values) && finite(req.V.values);
+  prepare_heads();
+}
+
+void row_source::locate(std::size_t r, row_job& job) const {
+  job.i = r % nq_;
+  job.h = (r / nq_) % H_;
+  job.b = r / (nq_ * H_);
+  job.hk = job.h / group_;
+  job.base = r * dv_;
+  job.row = r;
+}
+
+bool row_source::none_allowed(const std::vector<std::uint8_t>& a) {
+  return std::none_of(a.begin(), a.end(), [](std::uint8_t x) { return x != 0; });
+}
+
+// Per head: the transposed keys, and which keys / values are finite (only when some input is not).
+void row_source::prepare_heads() {
+  heads_.resize(B_ * Hkv_);
+  for (std::size_t bh = 0; bh < B_ * Hkv_; ++bh) {
+    auto& hd = heads_[bh];
+    hd.KT.resize(d_ * nk_);
+    const double* Kh = req_.K.values.data() + bh * nk_ * d_;
+    for (std::size_t j = 0; j < nk_; ++j)
+      for (std::size_t l = 0; l < d_; ++l) hd.KT[l * nk_ + j] = Kh[j * d_ + l];
+    if (all_finite_) continue;
+    hd.k_finite.resize(nk_);
+    hd.v_finite.resize(nk_);
+    const double* Vh = req_.V.values.data() + bh * nk_ * dv_;
+    for (std::size_t j = 0; j < nk_; ++j) {
+      hd.k_finite[j] = std::all_of(Kh + j * d_, Kh + (j + 1) * d_, [](double x) { return std::isfinite(x); });
+      hd.v_finite[j] = std::all_of(Vh + j * dv_, Vh + (j + 1) * dv_, [](double x) { return std::isfinite(x); });
+    }
+  }
+}
+
+// Which keys query i of (b, h) may attend: every mask of P14 step 4, AND-combined, and a bias of -inf.
+void row_source::allowed_row(std::size_t b, std::size_t h, std::size_t i, std::vector<std::uint8_t>& a) const {
+  const std::size_t nk = req_.seq_k(b);
+  a.assign(nk_, 0);
+  const long long delta = static_cast<long long>(nk) - static_cast<long long>(req_.seq_q(b));
+  const long long diag = static_cast<long long>(i) + delta;  // i + n_k - n_q
+  for (std::size_t j = 0; j < nk; ++j) {
+    const long long jj = static_cast<long long>(j);
+    bool ok = true;
+    if (req_.mask == mask_kind::causal) ok = j <= i;
+    if (var_.causal_bottom_right) ok = ok && jj <= diag;
+    if (var_.window_left >= 0) ok = ok && jj >= diag - var_.window_left;
+    if (var_.window_right >= 0) ok = ok && jj <= diag + var_.window_right;
+    if (req_.M.nk != 0) ok = ok && req_.M.at(b, h, i, j);
+    if (var_.has_bias && ok) ok = var_.bias.at(b, h, i, j) != -inf;
+    a[j] = ok;
+  }
+}
+
+// Does the row use a non-finite value (P14: q, and per allowed key k_j, the bias and v_j if
+// kept; the head's slope and sink)?  Values no allowed score uses do not count.
+bool row_source::touches_nonfinite(const row_job& job, const row_scratch& w) const {
+  auto fin = [](double x) { return std::isfinite(x); };
+  if (job.in.has_sink && !std::isfinite(job.in.sink)) return true;
+  if (job.ctx.has_alibi && !std::isfinite(job.ctx.slope)) return true;
+  if (var_.has_bias)
+    for (std::size_t j = 0; j < nk_; ++j)
+      if (job.allowed[j] && !std::isfinite(w.bias[j])) return true;  // -inf biases are not allowed keys
+  if (all_finite_) return false;
+  const double* q = job.in.q;
+  if (!std::all_of(q, q + d_, fin)) return true;
+  const head_data& hd = heads_[job.b * Hkv_ + job.hk];
+  for (std::size_t j = 0; j < nk_; ++j)
+    if (job.allowed[j] && (!hd.k_finite[j] || (!hd.v_finite[j] && !(job.in.keep && !job.in.keep[j])))) return true;
+  return false;
+}
+
+// The row's additive terms a_j = -slope |i + n_k - n_q - j| + bias_j (P14 step 3) for the fast
+// path as hi + lo ± rad: -slope·dist is exact as TwoProd (checked against underflow), the bias
+// is added by a double-double addition with its bound.
+void row_source::additive_terms(const row_job& job, row_scratch& w) const {
+  w.bias.assign(nk_, 0.0);
+  if (var_.has_bias)
+    for (std::size_t j = 0; j < nk_; ++j) w.bias[j] = var_.bias.at(job.b, job.h, job.i, j);
+  w.add_hi.assign(nk_, 0.0);
+  w.add_lo.assign(nk_, 0.0);
+  w.add_rad.assign(nk_, 0.0);
+  for (std::size_t j = 0; j < nk_; ++j) {
+    if (!job.allowed[j]) continue;
+    dd a{0.0, 0.0};
+    double rad = 0;
+    if (job.ctx.has_alibi) {
+      const long long dist = std::llabs(job.ctx.pos - static_cast<long long>(j));
+      const double sd = -job.ctx.slope, dd_dist = static_cast<double>(dist);
+      if (sd != 0 && dist != 0) {
+        a = two_prod(sd, dd_dist);
+        if (!dd_detail::product_ok(sd, dd_dist) || !std::isfinite(a.hi)) rad = inf;
+      }
+    }
+    if (var_.has_bias && !std::isfinite(w.bias[j])) {  // +inf / NaN: IEEE semantics only (touches_nonfinite)
+      a = dd{a.hi + w.bias[j], 0.0};
+      rad = inf;
+    } else if (var_.has_bias) {
+      const dd_with_error z = add_with_bound(a, w.bias[j]);
+      rad = (rad + z.rel_error_bound * std::fabs(z.value.hi) * (1.0 + 0x1p-50)) * (1.0 + 0x1p-40);
+      a = z.value;
+    }
+    w.add_hi[j] = a.hi;
+    w.add_lo[j] = a.lo;
+    w.add_rad[j] = std::isfinite(rad) ? rad : inf;
+  }
+}
+
+// The row's inputs for both stages: GQA head, masks, additive terms, sink, dropout (P14).
+void row_source::build_job(row_job& job, row_scratch& w) const {
+  const std::size_t bhk = job.b * Hkv_ + job.hk;
+  job.in = detail::row_inputs{req_.Q.values.data() + ((job.b * H_ + job.h) * nq_ + job.i) * d_,
+                              req_.K.values.data() + bhk * nk_ * d_,
+                              heads_[bhk].KT.data(),
+                              req_.V.values.data() + bhk * nk_ * dv_,
+                              w.allowed.data(),
+                              nk_,
+                              d_,
+                              dv_,
+                              sv_.hi,
+                              sv_.lo,
+                              sv_.rad};
+  mpfi_row_ctx& c = job.ctx;
+  c = mpfi_row_ctx{job.in.q, job.in.K, job.in.V, job.allowed, nk_, d_, dv_, &sv_};
+  c.var = &vv_;
+  c.lse_base2 = req_.lse.base2;
+  c.pos = static_cast<long long>(job.i) + static_cast<long long>(req_.seq_k(job.b)) -
+          static_cast<long long>(req_.seq_q(job.b));
+  if (!var_.alibi_slopes.empty()) {
+    c.has_alibi = true;
+    c.slope = var_.alibi_slopes.size() == H_ ? var_.alibi_slopes[job.h] : var_.alibi_slopes[job.b * H_ + job.h];
+  }
+  if (!var_.sink.empty()) {
+    c.has_sink = job.in.has_sink = true;
+    c.sink = job.in.sink = var_.sink[job.h];
+  }
+  job.in.softcap = vv_.softcap_d;
+  if (var_.has_dropout) {
+    w.keep.assign(nk_, 0);
+    for (std::size_t j = 0; j < nk_; ++j) w.keep[j] = var_.dropout_keep.at(job.b, job.h, job.i, j);
+    c.keep = job.in.keep = w.keep.data();
+    job.in.keep_hi = vv_.keep_hi;
+    job.in.keep_lo = vv_.keep_lo;
+    job.in.keep_rad = vv_.keep_rad;
+  }
+  if (var_.has_bias || c.has_alibi) {
+    additive_terms(job, w);
+    job.in.add_hi = w.add_hi.data();
+    job.in.add_lo = w.add_lo.data();
+    job.in.add_rad = w.add_rad.data();
+    if (var_.has_bias) c.bias = w.bias.data();
+  }
+}
+
+}  // namespace attncert::oracle::internal
