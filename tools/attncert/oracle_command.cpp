@@ -6,6 +6,7 @@
 
 #include "attncert/error.hpp"
 #include "attncert/io/npy.hpp"
+#include "attncert/oracle/backward.hpp"
 #include "attncert/report/oracle.hpp"
 #include "cli_common.hpp"
 #include "cli_options.hpp"
@@ -41,6 +42,15 @@ void add_variant_options(CLI::App* o, oracle_args& a) {
   o->add_option("--lse-base", a.lse_base, "LSE base: e (natural log) or 2")->capture_default_str();
   o->add_option("--empty-lse", a.empty_lse, "LSE of a row without keys: -inf or +inf (FlashAttention 2)")->capture_default_str();
   o->add_option("--lse-target", a.lse_target, "Format of the LSE (default binary32; binary64 when --target binary64)");
+}
+
+// The backward pass (proofs/P15-oracle-backward.md).
+void add_backward_options(CLI::App* o, oracle_args& a) {
+  o->add_option("--grad-out", a.grad_out, "Backward: the output gradient dO (.npy, the output's shape and layout)");
+  o->add_option("--grad-lse", a.grad_lse, "Backward: the LSE gradient dLSE (.npy, the --write-lse shape; base as --lse-base)");
+  o->add_option("--write-grad-references", a.write_grad_references,
+                "Backward: write PREFIX.dq.npy, PREFIX.dk.npy, PREFIX.dv.npy (the layouts of Q, K, V), and "
+                "PREFIX.dbias.npy (the bias's shape) / PREFIX.dsink.npy ((h_q,)) with a bias / sink; correctly rounded");
 }
 
 // The grading rules of the published test suites (oracle/grading.hpp), the LSE candidate and reruns.
@@ -91,7 +101,11 @@ CLI::App* add_oracle_subcommand(CLI::App& app, oracle_args& a) {
       "  attncert oracle --q Q.npy --k K.npy --v V.npy --mask causal-bottom-right --window 128,0 --softcap 30 \\\n"
       "      --target bfloat16 --write-lse lse.npy --candidate out_bf16.npy --rule flash --baseline out_ref_bf16.npy\n"
       "  attncert oracle --layout thd --cu-seqlens-q cq.npy --cu-seqlens-k ck.npy --q Q.npy --k K.npy --v V.npy \\\n"
-      "      --sink sinks.npy --candidate-lse lse_kernel.npy --rule assert-close --target binary32\n" +
+      "      --sink sinks.npy --candidate-lse lse_kernel.npy --rule assert-close --target binary32\n"
+      "Backward (proofs/P15-oracle-backward.md): dQ, dK, dV (and dBias, dSink) of the same attention for a given dO\n"
+      "(and dLSE), each element correctly rounded; exact zeros (keys no query attends, rows with constant dO·v_j)\n"
+      "come out as exact zeros:\n"
+      "  attncert oracle --q Q.npy --k K.npy --v V.npy --mask causal --grad-out dO.npy --write-grad-references ref\n" +
       exit_codes_text({{exit_ok, "done (every graded candidate passes its rule)"},
                        {exit_failed, "a candidate or LSE candidate fails its rule (NaN/Inf where the truth is finite "
                                      "fails every rule), or the output bound is refuted"}}));
@@ -119,6 +133,7 @@ CLI::App* add_oracle_subcommand(CLI::App& app, oracle_args& a) {
               "Accept NaN/Inf inputs: rows touching them follow IEEE binary64 semantics (not certified, counted)");
   add_variant_options(o, a);
   add_grading_options(o, a.grading);
+  add_backward_options(o, a);
   add_format_option(o, a.out_format, {"text", "json"});
   add_out_option(o, a.out_path);
   return o;
@@ -222,7 +237,7 @@ void set_variant(const oracle_args& a, oracle::oracle_request& req, nlohmann::js
     v.dropout_p = a.dropout_p;
     inputs["dropout_mask"] = describe(a.dropout_mask, m);
   }
-  if (req.lse.want || !a.write_lse.empty() || !a.grading.candidate_lse.empty()) {
+  if (req.lse.want || !a.write_lse.empty() || !a.grading.candidate_lse.empty() || !a.grad_lse.empty()) {
     req.lse.want = true;
     if (a.lse_base != "e" && a.lse_base != "2") throw input_error("--lse-base must be e or 2 (got '" + a.lse_base + "')");
     if (a.empty_lse != "-inf" && a.empty_lse != "+inf" && a.empty_lse != "inf")
@@ -385,8 +400,39 @@ int run_oracle_command(const oracle_args& a, const std::string& command) {
     check_candidate_array(*base_lse, olay.lse_shape, g.baseline_lse);
   }
 
+  // The backward's cotangents and layouts, checked before any work.
+  std::optional<io::npy_array> dout, dlse;
+  std::vector<output_layout> glay;
+  if (a.grad_out.empty() && (!a.grad_lse.empty() || !a.write_grad_references.empty()))
+    throw input_error("--grad-lse and --write-grad-references belong to a backward call: give --grad-out dO.npy");
+  if (!a.grad_out.empty()) {
+    if (a.write_grad_references.empty()) throw input_error("--grad-out needs --write-grad-references PREFIX");
+    dout = io::read_npy(a.grad_out, io::nonfinite::allow);
+    check_candidate_array(*dout, out_shape, a.grad_out);
+    inputs["grad_out"] = describe(a.grad_out, *dout);
+    if (!a.grad_lse.empty()) {
+      dlse = io::read_npy(a.grad_lse, io::nonfinite::allow);
+      check_candidate_array(*dlse, olay.lse_shape, a.grad_lse);
+      inputs["grad_lse"] = describe(a.grad_lse, *dlse);
+    }
+    glay.push_back(make_gradient_layout(req, lay, gradient_of::q, qa.shape));
+    glay.push_back(make_gradient_layout(req, lay, gradient_of::k, ka.shape));
+    glay.push_back(make_gradient_layout(req, lay, gradient_of::v, va.shape));
+  }
+
   const oracle_result res = run_oracle(req);
   clear_progress();
+  std::optional<backward_result> grads;
+  double backward_seconds = 0;
+  if (dout) {
+    const auto tb = std::chrono::steady_clock::now();
+    backward_inputs gi;
+    gi.dO = olay.output_to_internal(dout->values);
+    if (dlse) gi.dLSE = olay.lse_to_internal(dlse->values);
+    grads = run_oracle_backward(req, gi);
+    clear_progress();
+    backward_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - tb).count();
+  }
 
   oracle_report_input ri;
   ri.command = command;
@@ -435,6 +481,22 @@ int run_oracle_command(const oracle_args& a, const std::string& command) {
     out.files.stage_file(a.write_lse, io::serialize_npy(l));
     ri.lse_file = {{"file", a.write_lse}, {"dtype", io::dtype_descr(l.type)}, {"shape", olay.lse_shape},
                    {"base", req.lse.base2 ? "2" : "e"}};
+  }
+  if (grads) {
+    ri.backward = &*grads;
+    ri.backward_seconds = backward_seconds;
+    auto stage = [&](const std::string& name, const gradient_tensor& g, const output_layout* gl,
+                     const std::vector<std::size_t>& shape) {
+      const std::string file = a.write_grad_references + "." + name + ".npy";
+      const io::npy_array arr = target_array(gl ? gl->output_to_external(g.reference) : g.reference, req.target, shape);
+      out.files.stage_file(file, io::serialize_npy(arr));
+      ri.gradient_files[name] = {{"file", file}, {"dtype", io::dtype_descr(arr.type)}, {"shape", shape}};
+    };
+    stage("dq", grads->dq, &glay[0], qa.shape);
+    stage("dk", grads->dk, &glay[1], ka.shape);
+    stage("dv", grads->dv, &glay[2], va.shape);
+    if (grads->has_dbias) stage("dbias", grads->dbias, nullptr, inputs.at("bias").at("shape").get<std::vector<std::size_t>>());
+    if (grads->has_dsink) stage("dsink", grads->dsink, nullptr, {req.Q.H});
   }
   ri.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   const nlohmann::json report = oracle_report(ri);

@@ -28,6 +28,8 @@ struct oracle_args {
               sink, dropout_mask, dropout_p, qkv_format, q_descale, k_descale, v_descale, write_lse, lse_base = "e",
               empty_lse = "-inf", lse_target;
   std::size_t page_size = 0;
+  // backward (proofs/P15-oracle-backward.md)
+  std::string grad_out, grad_lse, write_grad_references;
   bool sink_off_by_one = false;
   grading_args grading;
 };

@@ -122,6 +122,20 @@ struct mpfi_row_ctx {
 /// Encloses o_k for k in `ks` at `prec` bits: out[idx] receives the enclosure of o_{ks[idx]};
 /// k == dv stands for the row's LSE (ln W, or log2 W with lse_base2).
 void mpfi_row(const mpfi_row_ctx& c, const std::vector<std::size_t>& ks, mpfr_prec_t prec, std::vector<mpfi_var*>& out);
+/// Where the backward of one row (P15) puts its contributions: the arrays hold intervals at the
+/// precision of the call; the row adds to dq (d), dk (nk·d of its kv head) and dv (nk·dv), and sets
+/// ds[j] = dS_j (nk, for dBias; null: not wanted) and *dsink (the sink's dS; null: no sink).
+struct row_grad_sinks {
+  mpfi_ptr* dq = nullptr;
+  mpfi_ptr* dk = nullptr;
+  mpfi_ptr* dv = nullptr;
+  mpfi_ptr* ds = nullptr;
+  mpfi_ptr dsink = nullptr;
+};
+/// Adds the row's contributions to the gradients for the cotangent dO (dv values) and dLSE
+/// (null: none; in the units of c.lse_base2), at `prec` bits.
+void mpfi_row_backward(const mpfi_row_ctx& c, const double* dO, const double* dlse, mpfr_prec_t prec,
+                       const row_grad_sinks& out);
 /// t_hi, t_lo, t_rad from an MPFI enclosure: |o - (hi + lo)| <= rad.
 void enclosure_to_dd(mpfi_srcptr o, double& hi, double& lo, double& rad);
 

@@ -433,13 +433,35 @@ void check_attention_array(const io::npy_array& a, const io::npy_array& q, const
   if (a.shape != want) throw input_error(file + ": attention candidate shape must be (…, n_q, n_k)");
 }
 
-io::npy_array reference_array(const oracle_result& r, target_format t, const std::vector<std::size_t>& shape) {
+io::npy_array target_array(const std::vector<double>& values, target_format t, const std::vector<std::size_t>& shape) {
   io::npy_array ref;
   ref.type = t == target_format::binary64 ? io::dtype::f8 : t == target_format::binary16 ? io::dtype::f2 : io::dtype::f4;
   ref.shape = shape;
-  ref.values = r.reference;
+  ref.values = values;
   ref.allow_nonfinite = true;
   return ref;
+}
+
+io::npy_array reference_array(const oracle_result& r, target_format t, const std::vector<std::size_t>& shape) {
+  return target_array(r.reference, t, shape);
+}
+
+output_layout make_gradient_layout(const oracle_request& req, const input_layout& lay, gradient_of which,
+                                   const std::vector<std::size_t>& shape) {
+  if (which != gradient_of::q && lay.paged)
+    throw input_error("the backward pass does not support paged K/V yet (give K and V unpaged)");
+  output_layout o;
+  o.layout = lay.layout;
+  o.B = req.Q.B;
+  o.H = which == gradient_of::q ? req.Q.H : req.K.H;
+  o.nq = which == gradient_of::q ? req.Q.n : req.K.n;
+  o.dv = which == gradient_of::v ? req.V.d : req.Q.d;
+  o.out_shape = shape;
+  if (lay.layout == qkv_layout::thd) {
+    o.cu_q = which == gradient_of::q ? lay.cu_seqlens_q : lay.cu_seqlens_k;
+    o.total_q = shape[0];
+  }
+  return o;
 }
 
 namespace {

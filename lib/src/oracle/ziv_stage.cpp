@@ -130,9 +130,10 @@ double approx_score(const mpfi_row_ctx& c, std::size_t j) {
 class row_enclosure {
  public:
   row_enclosure(const mpfi_row_ctx& c, mpfr_prec_t prec)
-      : c_(c), prec_(prec), store_(2 * c.d), ptrs_(2 * c.d), lo_(prec), hi_(prec), z_(c.nk), s_(prec), a_(prec), ar_(prec),
-        S_(prec) {
-    for (std::size_t l = 0; l < 2 * c.d; ++l) {
+      : c_(c), prec_(prec), store_(2 * std::max(c.d, c.dv)), ptrs_(2 * std::max(c.d, c.dv)), lo_(prec), hi_(prec), z_(c.nk),
+        s_(prec), a_(prec), ar_(prec), S_(prec), th_(c.nk) {
+    keep_tanh_ = softcapped();
+    for (std::size_t l = 0; l < ptrs_.size(); ++l) {
       store_[l] = std::make_unique<mpfr_var>(106);
       ptrs_[l] = store_[l]->v;
     }
@@ -149,6 +150,7 @@ class row_enclosure {
     softcapped() ? softcap_scores(ref) : difference_scores(ref);
     const std::size_t best = largest_midpoint(ref);
     if (best != ref) softcapped() ? softcap_scores(best) : difference_scores(best);
+    ref_ = best;
     shift_to_sink_if_larger();
   }
 
@@ -193,7 +195,129 @@ class row_enclosure {
     }
   }
 
+  /// The backward of the row (P15), after scores(): adds its contributions to `out`.
+  void gradients(const double* dO, const double* dlse, const row_grad_sinks& out) {
+    const std::size_t nk = c_.nk, d = c_.d, dv = c_.dv;
+    std::vector<std::unique_ptr<mpfi_var>> P(nk), dP(nk);
+    mpfi_var W(prec_), t(prec_), u(prec_), wsink(prec_), base(prec_), g(prec_), Dp(prec_), c(prec_);
+    // weights, their sum (with the sink) and the probabilities P_j = w_j / W, P_sink = w_sink / W
+    mpfi_set_ui(W.v, 0);
+    for (std::size_t j = 0; j < nk; ++j) {
+      if (!c_.allowed[j]) continue;
+      P[j] = std::make_unique<mpfi_var>(prec_);
+      mpfi_exp(P[j]->v, z_[j]->v);
+      mpfi_add(W.v, W.v, P[j]->v);
+    }
+    mpfi_set_ui(wsink.v, 0);
+    if (c_.has_sink) {
+      mpfi_d_sub(t.v, c_.sink, S_.v);
+      mpfi_exp(wsink.v, t.v);
+      mpfi_add(W.v, W.v, wsink.v);
+      mpfi_div(wsink.v, wsink.v, W.v);  // P_sink
+    }
+    for (std::size_t j = 0; j < nk; ++j)
+      if (P[j]) mpfi_div(P[j]->v, P[j]->v, W.v);
+    // delta_j = dP_j - c with dP_j = kappa_j dO·v_j.  Without dropout c = dO·v_r and delta_j is the
+    // exactly summed difference dO·(v_j - v_r) (exactly 0 when the products agree); with dropout c = 0.
+    const bool dropout = c_.keep != nullptr;
+    const std::size_t r = ref_;
+    mpfi_set_ui(c.v, 0);
+    if (!dropout && nk > 0 && c_.allowed[r]) dot_dv(dO, r, c_.nk, c.v);
+    mpfi_set_ui(Dp.v, 0);  // D' = sum_j P_j delta_j
+    for (std::size_t j = 0; j < nk; ++j) {
+      if (!P[j]) continue;
+      dP[j] = std::make_unique<mpfi_var>(prec_);
+      mpfi_ptr x = dP[j]->v;
+      if (!dropout) {
+        if (j == r) mpfi_set_ui(x, 0);
+        else dot_dv(dO, j, r, x);
+      } else if (c_.keep[j]) {
+        dot_dv(dO, j, c_.nk, x);
+        mpfi_mul_q(x, x, c_.var->keep_factor);
+      } else {
+        mpfi_set_ui(x, 0);
+      }
+      mpfi_mul(t.v, P[j]->v, x);
+      mpfi_add(Dp.v, Dp.v, t.v);
+    }
+    // g = dLSE (in natural-log units), base = c P_sink - D' + g:  dS_j = P_j (delta_j + base);
+    // the sink's dS = P_sink (g - D) with D = c (1 - P_sink) + D'.
+    mpfi_set_ui(g.v, 0);
+    if (dlse) {
+      mpfi_set_d(g.v, *dlse);
+      if (c_.lse_base2) {
+        mpfi_const_log2(t.v);
+        mpfi_div(g.v, g.v, t.v);
+      }
+    }
+    mpfi_mul(base.v, c.v, wsink.v);
+    mpfi_sub(base.v, base.v, Dp.v);
+    mpfi_add(base.v, base.v, g.v);
+    if (out.dsink) {
+      mpfi_ui_sub(t.v, 1, wsink.v);
+      mpfi_mul(t.v, t.v, c.v);
+      mpfi_add(t.v, t.v, Dp.v);
+      mpfi_sub(t.v, g.v, t.v);
+      mpfi_mul(out.dsink, wsink.v, t.v);
+    }
+    std::vector<std::unique_ptr<mpfi_var>> dq(d);
+    for (std::size_t l = 0; l < d; ++l) {
+      dq[l] = std::make_unique<mpfi_var>(prec_);
+      mpfi_set_ui(dq[l]->v, 0);
+    }
+    for (std::size_t j = 0; j < nk; ++j) {
+      if (!P[j]) continue;
+      // dS_j, then dU_j = dS_j (1 - t_j^2) with softcap, times the scale
+      mpfi_add(u.v, dP[j]->v, base.v);
+      mpfi_mul(u.v, u.v, P[j]->v);
+      if (out.ds) mpfi_set(out.ds[j], u.v);
+      if (keep_tanh_) {
+        mpfi_sqr(t.v, th_[j]->v);
+        mpfi_ui_sub(t.v, 1, t.v);
+        mpfi_mul(u.v, u.v, t.v);
+      }
+      for (std::size_t l = 0; l < d; ++l) {  // dq += dU_j k_j (the scale once at the end)
+        mpfi_mul_d(t.v, u.v, c_.K[j * d + l]);
+        mpfi_add(dq[l]->v, dq[l]->v, t.v);
+      }
+      mpfi_mul(u.v, u.v, s_.v);  // s dU_j
+      for (std::size_t l = 0; l < d; ++l) {  // dk_j += s dU_j q
+        mpfi_mul_d(t.v, u.v, c_.q[l]);
+        mpfi_add(out.dk[j * d + l], out.dk[j * d + l], t.v);
+      }
+      if (dropout && !c_.keep[j]) continue;
+      mpfi_set(u.v, P[j]->v);
+      if (dropout) mpfi_mul_q(u.v, u.v, c_.var->keep_factor);
+      for (std::size_t k = 0; k < dv; ++k) {  // dv_j += P_j kappa_j dO
+        mpfi_mul_d(t.v, u.v, dO[k]);
+        mpfi_add(out.dv[j * dv + k], out.dv[j * dv + k], t.v);
+      }
+    }
+    for (std::size_t l = 0; l < d; ++l) {
+      mpfi_mul(t.v, dq[l]->v, s_.v);
+      mpfi_add(out.dq[l], out.dq[l], t.v);
+    }
+  }
+
  private:
+  /// The exact dO·v_j - dO·v_r (r == nk: dO·v_j) as an interval in `out` (products exact at 106 bits,
+  /// one correctly rounded sum each way).
+  void dot_dv(const double* dO, std::size_t j, std::size_t r, mpfi_ptr out) {
+    const std::size_t dv = c_.dv;
+    for (std::size_t k = 0; k < dv; ++k) {
+      mpfr_set_d(store_[k]->v, dO[k], MPFR_RNDN);
+      mpfr_mul_d(store_[k]->v, store_[k]->v, c_.V[j * dv + k], MPFR_RNDN);  // exact
+      if (r < c_.nk) {
+        mpfr_set_d(store_[dv + k]->v, dO[k], MPFR_RNDN);
+        mpfr_mul_d(store_[dv + k]->v, store_[dv + k]->v, -c_.V[r * dv + k], MPFR_RNDN);  // exact
+      }
+    }
+    const std::size_t terms = r < c_.nk ? 2 * dv : dv;
+    mpfr_sum(lo_.v, ptrs_.data(), terms, MPFR_RNDD);
+    mpfr_sum(hi_.v, ptrs_.data(), terms, MPFR_RNDU);
+    mpfi_interv_fr(out, lo_.v, hi_.v);
+  }
+
   bool softcapped() const { return c_.var && c_.var->has_softcap; }
 
   std::size_t approx_reference() const {
@@ -267,6 +391,10 @@ class row_enclosure {
       mpfi_mul(x, x, s_.v);
       mpfi_div(x, x, C.v);
       mpfi_tanh(x, x);
+      if (keep_tanh_) {
+        if (!th_[j]) th_[j] = std::make_unique<mpfi_var>(prec_);
+        mpfi_set(th_[j]->v, x);
+      }
       mpfi_mul(x, x, C.v);
       if (has_additive(c_)) {
         additive_term(c_, j, a_.v);
@@ -315,6 +443,9 @@ class row_enclosure {
   mpfr_var lo_, hi_;
   std::vector<std::unique_ptr<mpfi_var>> z_;
   mpfi_var s_, a_, ar_, S_;  // scale, additive terms, the shift
+  bool keep_tanh_ = false;   // backward with softcap: keep t_j = tanh(s q·k_j / C)
+  std::vector<std::unique_ptr<mpfi_var>> th_;
+  std::size_t ref_ = 0;      // the reference key of the scores (z_ref = 0 without a sink shift)
 };
 
 }  // namespace
@@ -324,6 +455,14 @@ void mpfi_row(const mpfi_row_ctx& c, const std::vector<std::size_t>& ks, mpfr_pr
   row_enclosure r(c, prec);
   r.scores();
   r.outputs(ks, out);
+}
+
+// The backward contributions of one row at `prec` bits (P15).
+void mpfi_row_backward(const mpfi_row_ctx& c, const double* dO, const double* dlse, mpfr_prec_t prec,
+                       const row_grad_sinks& out) {
+  row_enclosure r(c, prec);
+  r.scores();
+  r.gradients(dO, dlse, out);
 }
 
 // Fills t_hi, t_lo, t_rad from an MPFI enclosure: |o - (hi + lo)| <= rad.

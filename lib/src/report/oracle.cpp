@@ -230,6 +230,26 @@ nlohmann::json oracle_report(const oracle_report_input& in) {
   if (r.padding_rows) j["summary"]["padding_rows"] = r.padding_rows;
   if (r.has_lse) j["lse"] = lse_summary(r, in.lse_file);
   j["output_shape"] = {r.B, r.H, r.nq, r.dv};
+  if (in.backward) {
+    const backward_result& g = *in.backward;
+    nlohmann::json by = nlohmann::json::object();
+    for (const auto& [bits, count] : g.by_mpfi) by["mpfi_" + std::to_string(bits)] = count;
+    if (g.faithful_only) by["faithful_at_cap"] = g.faithful_only;
+    nlohmann::json shapes = {{"dq", g.dq.shape}, {"dk", g.dk.shape}, {"dv", g.dv.shape}};
+    if (g.has_dbias) shapes["dbias"] = g.dbias.shape;
+    if (g.has_dsink) shapes["dsink"] = g.dsink.shape;
+    j["backward"] = {{"guarantee", "each correctly_rounded gradient element is the exact derivative of the exact forward "
+                                   "(proofs/P15-oracle-backward.md), rounded to nearest (ties to even) in the target format"},
+                     {"elements", g.elements},
+                     {"correctly_rounded", g.correctly_rounded},
+                     {"faithful_only", g.faithful_only},
+                     {"exact_zeros", g.exact_zeros},
+                     {"decided_by", by},
+                     {"passes", g.passes},
+                     {"internal_shapes", shapes},
+                     {"files", in.gradient_files},
+                     {"seconds", in.backward_seconds}};
+  }
   j["reference"] = in.reference;
   nlohmann::json faithful = nlohmann::json::array();
   for (std::size_t e = 0; e < r.how.size() && faithful.size() < 100; ++e)
@@ -378,6 +398,15 @@ void write_oracle_text(std::ostream& os, const nlohmann::json& j) {
   os << "\n  rows " << s.at("rows") << " (escalated " << s.at("rows_escalated") << ", fast path declined "
      << s.at("rows_fast_path_declined") << "), " << fmt(s.at("seconds").get<double>(), 3) << " s\n";
   if (!j.at("reference").is_null()) os << "  reference written to " << j.at("reference").value("file", "?") << "\n";
+  if (j.contains("backward")) {
+    const auto& b = j.at("backward");
+    os << "backward: " << b.at("elements") << " gradient elements: correctly rounded " << b.at("correctly_rounded")
+       << ", faithful only " << b.at("faithful_only") << ", exact zeros " << b.at("exact_zeros") << "; decided by:";
+    for (auto it = b.at("decided_by").begin(); it != b.at("decided_by").end(); ++it) os << " " << it.key() << " " << it.value();
+    os << "; " << fmt(b.at("seconds").get<double>(), 3) << " s\n";
+    for (auto it = b.at("files").begin(); it != b.at("files").end(); ++it)
+      os << "  " << it.key() << " written to " << it.value().value("file", "?") << "\n";
+  }
   write_grading_text(os, j);
   if (j.contains("comparison")) {
     const auto& c = j.at("comparison");

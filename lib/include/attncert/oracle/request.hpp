@@ -80,6 +80,17 @@ struct output_layout {
 /// The output layout of a request built by set_qkv with `lay` from a Q array of shape `q_shape`.
 output_layout make_output_layout(const oracle_request& req, const input_layout& lay, const std::vector<std::size_t>& q_shape);
 
+/// Which input a gradient belongs to.
+enum class gradient_of { q, k, v };
+/// Where the rows of dQ (internal (B, H_q, nq, d)), dK (B, H_kv, nk, d) or dV (B, H_kv, nk, dv) go in
+/// the layout of Q, K or V as given (`shape`: that input's array shape); rows that are not in the
+/// caller's tensor (padding) are dropped, as for the output.  Errors: input_error for paged K/V
+/// (the backward pass does not write pages).
+output_layout make_gradient_layout(const oracle_request& req, const input_layout& lay, gradient_of which,
+                                   const std::vector<std::size_t>& shape);
+/// Values rounded to `t` as a .npy array of `shape` (float64/32/16; bfloat16 stored exactly as float32).
+io::npy_array target_array(const std::vector<double>& values, target_format t, const std::vector<std::size_t>& shape);
+
 /// The output's shape as the inputs lay it out: Q's leading dimensions, then (n_q, d_v).
 std::vector<std::size_t> output_shape(const io::npy_array& q, const io::npy_array& v);
 

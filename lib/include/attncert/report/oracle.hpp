@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "attncert/oracle/backward.hpp"
 #include "attncert/oracle/grading.hpp"
 #include "attncert/io/npy.hpp"
 #include "attncert/oracle/request.hpp"
@@ -35,6 +36,9 @@ struct oracle_report_input {
   std::string rerun_file;
   nlohmann::json reference;       ///< where the reference was written (or null)
   nlohmann::json lse_file;        ///< where the LSE was written (or null)
+  const backward_result* backward = nullptr;  ///< --grad-out: the certified gradients (or null)
+  nlohmann::json gradient_files;  ///< {"dq": {"file", "dtype", "shape"}, ...} as written
+  double backward_seconds = 0;
   double seconds = 0;
 };
 
@@ -42,7 +46,7 @@ struct oracle_report_input {
 /// grading (the rule, its source, what the truth is), summary (elements, correctly_rounded,
 /// faithful_only, decided_by{...}, ...), baseline, candidates[] (errors abs / rel / ulp with the
 /// index of each maximum, beyond_ulps, rule {verdict, observed, threshold, margin, ratio, ...}),
-/// lse {candidate, baseline}, rerun, comparison (two candidates: max_ulp(c1) <= 2 max_ulp(c2)),
+/// lse {candidate, baseline}, rerun, backward {elements, correctly_rounded, exact_zeros, decided_by, files}, comparison (two candidates: max_ulp(c1) <= 2 max_ulp(c2)),
 /// attention (with --attention-candidate), faithful_only_elements (first 100 indices),
 /// verdict {exit_code, reasons}.
 nlohmann::json oracle_report(const oracle_report_input& in);

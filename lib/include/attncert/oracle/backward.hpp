@@ -1,0 +1,52 @@
+// attncert/oracle/backward.hpp — the certified backward pass of the oracle: dQ, dK, dV, dBias and
+// dSink of every variant of oracle.hpp, each element correctly rounded to the target format.
+// Semantics and error analysis: proofs/P15-oracle-backward.md.
+#pragma once
+
+#include <cstddef>
+#include <utility>
+#include <vector>
+
+#include "attncert/oracle/oracle.hpp"
+
+namespace attncert::oracle {
+
+/// The cotangents of a backward call, in the oracle's internal layout.
+struct backward_inputs {
+  /// dL/dO, (B, H_q, nq, dv) as oracle_result's outputs.  Values at padding rows and at fully masked
+  /// rows are not used (those outputs are constants).
+  std::vector<double> dO;
+  /// dL/dLSE, (B, H_q, nq) as the LSE (natural log, or base 2 with req.lse.base2); empty: none.
+  std::vector<double> dLSE;
+};
+
+/// One gradient: the rounded values in the target format (as binary64 numbers) with an enclosure
+/// |g - (hi + lo)| <= rad of each exact value, in C order of `shape`.
+struct gradient_tensor {
+  std::vector<std::size_t> shape;
+  std::vector<double> reference, hi, lo, rad;
+  std::vector<decided_by> how;  ///< mpfi (correctly rounded) or faithful_only (at the cap)
+  std::vector<std::uint16_t> bits_used;
+  std::size_t size() const { return reference.size(); }
+};
+
+/// The gradients.  dq (B, H_q, nq, d), dk (B, H_kv, nk, d), dv (B, H_kv, nk, dv) in the internal
+/// layout (oracle/request.hpp converts); dbias in the bias's shape (mb, mh, mq, mk), summed over its
+/// broadcast dimensions; dsink (H_q), summed over batches and rows.  Inputs no used score touches
+/// (padding rows, keys no query attends) get exact zeros.
+struct backward_result {
+  target_format target = target_format::binary64;
+  gradient_tensor dq, dk, dv, dbias, dsink;
+  bool has_dbias = false, has_dsink = false;
+  std::size_t elements = 0, correctly_rounded = 0, faithful_only = 0, exact_zeros = 0;
+  std::vector<std::pair<unsigned, std::size_t>> by_mpfi;  ///< (bits, elements decided at those bits)
+  unsigned passes = 0;                                    ///< Ziv passes over the whole problem
+};
+
+/// The certified backward of run_oracle(req) for the cotangents `g`.  Errors (input_error, one
+/// line): everything run_oracle rejects; dO or dLSE of the wrong size; NaN/Inf in dO or dLSE at a
+/// row that is used; a NaN/Inf input that a used score touches (there is no IEEE fallback here);
+/// an element the cap cannot enclose within two adjacent target numbers ("precision too low").
+backward_result run_oracle_backward(const oracle_request& req, const backward_inputs& g);
+
+}  // namespace attncert::oracle
