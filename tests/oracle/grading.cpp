@@ -1,7 +1,9 @@
 // Tests of oracle/grading.hpp: the errors of a graded array from the exact values (abs, rel and
 // ulp maxima with their indices, beyond-threshold counts, skipped and non-finite elements), the
 // four rules of the published test suites (ulp, flash, torch_sdpa, assert_close) at and around
-// their thresholds, fudge_needed_for, the run-to-run spread, and bad settings.
+// their thresholds, fudge_needed_for, the run-to-run spread, bad settings, and the truths of the
+// backward's gradients (their ranks and index orders, padding rows of a packed layout skipped, the
+// per-gradient flash k and torch-sdpa fudge factors).
 //
 // The truths are chosen by hand (hi/lo/rad/reference vectors; o = hi + lo exactly, rad = 0
 // unless stated) with dyadic values, so every expected figure below is exact in binary64 and
@@ -781,4 +783,120 @@ BOOST_AUTO_TEST_CASE(truths_of_an_oracle_result) {
   BOOST_TEST(lt.rank == 3u);
   BOOST_TEST(lt.size() == 3u);
   BOOST_TEST(approx_errors(lt, with_lse.lse_reference, "lse").max_ulp <= 0.5);
+}
+
+// ---- the gradients of the backward pass ------------------------------------------------------------
+
+namespace {
+// A gradient tensor of `shape` with exact dyadic values v_e = e/4 (rad 0): o = hi exactly.
+gradient_tensor dyadic_gradient(std::vector<std::size_t> shape) {
+  gradient_tensor g;
+  g.shape = std::move(shape);
+  std::size_t n = 1;
+  for (auto x : g.shape) n *= x;
+  for (std::size_t e = 0; e < n; ++e) g.hi.push_back(static_cast<double>(e) / 4);
+  g.reference = g.hi;
+  g.lo.assign(n, 0.0);
+  g.rad.assign(n, 0.0);
+  return g;
+}
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(gradient_truths_have_their_own_rank_and_index_order) {
+  // dsink: rank 1, index (h); one element 2 binary32 ulps off (ulp32 at 0.75 = 2^-24) is found at (2)
+  const gradient_tensor ds = dyadic_gradient({4});
+  const truth_view t1 = gradient_truth(ds, target_format::binary32, "dsink");
+  BOOST_TEST(t1.rank == 1u);
+  BOOST_TEST(t1.index_order == "h");
+  BOOST_TEST(idx(t1.index(3), 1) == "(3)");
+  std::vector<double> c = ds.hi;
+  c[3] = 0.75 + p2(-23);
+  const candidate_grade g1 = approx_errors(t1, c, "g1.dsink");
+  BOOST_TEST(g1.index_rank == 1u);
+  BOOST_TEST(g1.index_order == "h");
+  BOOST_TEST(g1.max_ulp == 2.0);
+  BOOST_TEST(idx(g1.worst, 1) == "(3)");
+  // dbias of a bias broadcast as (1, 2, 1, 3): index (b, h, i, j) over the bias's own dimensions;
+  // element 4 is (0, 1, 0, 1) (e = ((0*2 + 1)*1 + 0)*3 + 1)
+  const gradient_tensor db = dyadic_gradient({1, 2, 1, 3});
+  const truth_view t4 = gradient_truth(db, target_format::binary64, "dbias");
+  BOOST_TEST(t4.index_order == "b,h,i,j");
+  BOOST_TEST(idx(t4.index(4)) == "(0,1,0,1)");
+  c = db.hi;
+  c[4] = qnan;  // NaN where the truth is finite fails the rule, as for an output
+  rule_settings s = rule(grading_rule::ulp);
+  s.max_ulp = 64;
+  const candidate_grade g4 = approx_grade(t4, c, nullptr, s, "g1.dbias");
+  BOOST_TEST(g4.nonfinite_where_finite == 1u);
+  BOOST_TEST(!g4.rule.pass);
+  // dk / dv index (b, h_kv, j, k); an unknown name gets d0, d1, ...
+  BOOST_TEST(gradient_truth(dyadic_gradient({1, 2, 3, 2}), target_format::binary64, "dk").index_order == "b,h_kv,j,k");
+  BOOST_TEST(gradient_truth(dyadic_gradient({2, 3}), target_format::binary64, "other").index_order == "d0,d1");
+  // bad tensors are internal errors (the backward result is ours)
+  BOOST_CHECK_THROW(gradient_truth(dyadic_gradient({1, 1, 1, 1, 2}), target_format::binary64, "dq"), internal_error);
+  gradient_tensor bad = dyadic_gradient({2, 2});
+  bad.rad.pop_back();
+  BOOST_CHECK_THROW(gradient_truth(bad, target_format::binary64, "dq"), internal_error);
+  bad.shape.clear();
+  BOOST_CHECK_THROW(gradient_truth(bad, target_format::binary64, "dq"), internal_error);
+}
+
+BOOST_AUTO_TEST_CASE(padding_rows_of_a_packed_layout_are_not_graded) {
+  // thd with cu_seqlens (0, 1, 3): batch 0 has one row, batch 1 two; internal (B=2, H=1, n=2, d=2),
+  // so internal row 1 (b 0, i 1) is padding: absent from the caller's tensor (3 rows of 2).
+  output_layout lay;
+  lay.layout = qkv_layout::thd;
+  lay.B = 2;
+  lay.H = 1;
+  lay.nq = 2;
+  lay.dv = 2;
+  lay.cu_q = {0, 1, 3};
+  lay.total_q = 3;
+  const gradient_tensor dq = dyadic_gradient({2, 1, 2, 2});
+  truth_view t = gradient_truth(dq, target_format::binary64, "dq");
+  skip_absent_rows(t, lay);
+  BOOST_TEST(!t.enclosed(2));
+  BOOST_TEST(!t.enclosed(3));
+  BOOST_TEST(t.enclosed(4));
+  // the caller's rows (internal rows 0, 2, 3), exact: converted back they leave NaN in row 1
+  const std::vector<double> external = {0, 0.25, 1, 1.25, 1.5, 1.75};
+  const std::vector<double> c = lay.output_to_internal(external);
+  BOOST_TEST(std::isnan(c[2]));
+  rule_settings s = rule(grading_rule::ulp);
+  s.max_ulp = 0;
+  const candidate_grade g = approx_grade(t, c, nullptr, s, "g1.dq");
+  BOOST_TEST(g.rule.pass);
+  BOOST_TEST(g.skipped == 2u);
+  BOOST_TEST(g.compared == 6u);
+  BOOST_TEST(g.nonfinite_where_finite == 0u);
+  // without the mask the NaN row fails the rule (so the mask is what spares it)
+  const truth_view unmasked = gradient_truth(dq, target_format::binary64, "dq");
+  BOOST_TEST(!approx_grade(unmasked, c, nullptr, s, "g1.dq").rule.pass);
+  // a layout without padding leaves no mask; a shape that disagrees is an internal error
+  lay.layout = qkv_layout::bhsd;
+  truth_view t2 = gradient_truth(dq, target_format::binary64, "dq");
+  skip_absent_rows(t2, lay);
+  BOOST_TEST(t2.absent.empty());
+  lay.dv = 3;
+  BOOST_CHECK_THROW(skip_absent_rows(t2, lay), internal_error);
+}
+
+BOOST_AUTO_TEST_CASE(gradient_rules_take_the_published_factors) {
+  BOOST_TEST(to_string(gradient_kind::dbias) == "dbias");
+  BOOST_TEST(sdpa_gradient_fudge(gradient_kind::dq) == 180.0);
+  BOOST_TEST(sdpa_gradient_fudge(gradient_kind::dk) == 16.0);
+  BOOST_TEST(sdpa_gradient_fudge(gradient_kind::dv) == 4.0);
+  BOOST_TEST(sdpa_gradient_fudge(gradient_kind::dbias) == 45.0);
+  BOOST_TEST(sdpa_gradient_fudge(gradient_kind::dsink) == 45.0);
+  rule_settings s = rule(grading_rule::flash);
+  s.atol = 1e-5;
+  const rule_settings d = gradient_rule_settings(s, gradient_kind::dk, false, false);
+  BOOST_TEST(d.flash_k == 3.0);
+  BOOST_TEST(d.fudge == 16.0);
+  BOOST_TEST(*d.atol == 1e-5);  // the other settings are the forward's
+  s.flash_k = 2.5;
+  s.fudge = 7;
+  const rule_settings given = gradient_rule_settings(s, gradient_kind::dq, true, true);
+  BOOST_TEST(given.flash_k == 2.5);  // --flash-k / --fudge given: they apply to every gradient
+  BOOST_TEST(given.fudge == 7.0);
 }

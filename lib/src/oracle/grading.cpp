@@ -35,21 +35,39 @@ std::string fmt_g(double x) {
 
 // ---- the truth a graded array is compared with --------------------------------------------------
 
-bool truth_view::enclosed(std::size_t e) const { return std::isfinite((*rad)[e]) && std::isfinite((*hi)[e]); }
+bool truth_view::enclosed(std::size_t e) const {
+  if (!absent.empty() && absent[e]) return false;
+  return std::isfinite((*rad)[e]) && std::isfinite((*hi)[e]);
+}
 
 std::array<std::size_t, 4> truth_view::index(std::size_t e) const {
-  const std::size_t last = rank == 4 ? shape[3] : 1;
-  const std::size_t k = e % last, i = (e / last) % shape[2], h = (e / (last * shape[2])) % shape[1],
-                    b = e / (last * shape[2] * shape[1]);
-  return {b, h, i, rank == 4 ? k : 0};
+  std::array<std::size_t, 4> ix{};
+  for (std::size_t q = rank; q-- > 0;) {
+    ix[q] = e % shape[q];
+    e /= shape[q];
+  }
+  return ix;
 }
 
 namespace {
 void check_view(const truth_view& v) {
-  const std::size_t n = v.shape[0] * v.shape[1] * v.shape[2] * (v.rank == 4 ? v.shape[3] : 1);
+  if (v.rank < 1 || v.rank > 4) throw internal_error("grading: the " + v.what + " has rank " + std::to_string(v.rank));
+  std::size_t n = 1;
+  for (std::size_t q = 0; q < v.rank; ++q) n *= v.shape[q];
   if (v.hi->size() != n || v.lo->size() != n || v.rad->size() != n || v.reference->size() != n)
     throw internal_error("oracle result: the " + v.what + " enclosure has " + std::to_string(v.hi->size()) +
                          " elements, its shape says " + std::to_string(n));
+}
+
+// The index names of a gradient (gradient_truth's table).
+std::string gradient_index_order(const std::string& what, std::size_t rank) {
+  if (what == "dq" && rank == 4) return "b,h,i,k";
+  if ((what == "dk" || what == "dv") && rank == 4) return "b,h_kv,j,k";
+  if (what == "dbias" && rank == 4) return "b,h,i,j";
+  if (what == "dsink" && rank == 1) return "h";
+  std::string o;
+  for (std::size_t q = 0; q < rank; ++q) o += (q ? ",d" : "d") + std::to_string(q);
+  return o;
 }
 }  // namespace
 
@@ -63,6 +81,7 @@ truth_view output_truth(const oracle_result& r, target_format t) {
   v.shape = {r.B, r.H, r.nq, r.dv};
   v.rank = 4;
   v.what = "output";
+  v.index_order = "b,h,i,k";
   check_view(v);
   return v;
 }
@@ -78,8 +97,37 @@ truth_view lse_truth(const oracle_result& r) {
   v.shape = {r.B, r.H, r.nq, 1};
   v.rank = 3;
   v.what = "LSE";
+  v.index_order = "b,h,i";
   check_view(v);
   return v;
+}
+
+truth_view gradient_truth(const gradient_tensor& g, target_format t, std::string what) {
+  truth_view v;
+  v.hi = &g.hi;
+  v.lo = &g.lo;
+  v.rad = &g.rad;
+  v.reference = &g.reference;
+  v.target = t;
+  v.rank = g.shape.size();
+  v.what = std::move(what);
+  if (v.rank < 1 || v.rank > 4) throw internal_error("grading: the " + v.what + " has rank " + std::to_string(v.rank));
+  std::copy(g.shape.begin(), g.shape.end(), v.shape.begin());
+  v.index_order = gradient_index_order(v.what, v.rank);
+  check_view(v);
+  return v;
+}
+
+void skip_absent_rows(truth_view& v, const output_layout& lay) {
+  const std::size_t rows = lay.B * lay.H * lay.nq;
+  if (v.rank != 4 || v.shape[0] != lay.B || v.shape[1] != lay.H || v.shape[2] != lay.nq || v.shape[3] != lay.dv)
+    throw internal_error("grading: the " + v.what + " does not have the layout's shape");
+  for (std::size_t r = 0; r < rows; ++r) {
+    if (lay.output_row(r) != output_layout::none) continue;
+    if (v.absent.empty()) v.absent.assign(v.size(), 0);  // only layouts with padding rows get a mask
+    std::fill(v.absent.begin() + static_cast<std::ptrdiff_t>(r * lay.dv),
+              v.absent.begin() + static_cast<std::ptrdiff_t>((r + 1) * lay.dv), std::uint8_t{1});
+  }
 }
 
 // ---- grading rules ------------------------------------------------------------------------------
@@ -164,6 +212,37 @@ void validate_rule_settings(const rule_settings& s) {
 
 bool rule_needs_baseline(grading_rule r) { return r == grading_rule::flash || r == grading_rule::torch_sdpa; }
 
+// ---- the rules applied to the gradients ----------------------------------------------------------
+
+std::string to_string(gradient_kind g) {
+  switch (g) {
+    case gradient_kind::dq: return "dq";
+    case gradient_kind::dk: return "dk";
+    case gradient_kind::dv: return "dv";
+    case gradient_kind::dbias: return "dbias";
+    case gradient_kind::dsink: return "dsink";
+  }
+  return "?";
+}
+
+// The values and their sources are in grading.hpp (sdpa_gradient_fudge).
+double sdpa_gradient_fudge(gradient_kind g) {
+  switch (g) {
+    case gradient_kind::dq: return 180;
+    case gradient_kind::dk: return 16;
+    case gradient_kind::dv: return 4;
+    case gradient_kind::dbias: return 45;
+    case gradient_kind::dsink: return 45;
+  }
+  return 0;
+}
+
+rule_settings gradient_rule_settings(rule_settings s, gradient_kind g, bool flash_k_given, bool fudge_given) {
+  if (!flash_k_given) s.flash_k = flash_gradient_k;
+  if (!fudge_given) s.fudge = sdpa_gradient_fudge(g);
+  return s;
+}
+
 // ---- grading candidates ------------------------------------------------------------------------
 
 namespace {
@@ -203,6 +282,7 @@ candidate_grade approx_errors(const truth_view& t, const std::vector<double>& c,
   g.name = name;
   g.elements = c.size();
   g.index_rank = t.rank;
+  g.index_order = t.index_order;
   for (std::size_t e = 0; e < c.size(); ++e) {
     if (!t.enclosed(e)) ++g.skipped;
     else if (!std::isfinite(c[e])) ++g.nonfinite_where_finite;
@@ -423,6 +503,7 @@ rerun_spread approx_rerun_spread(const truth_view& t, const std::vector<double>&
   rerun_spread s;
   s.elements = c1.size();
   s.index_rank = t.rank;
+  s.index_order = t.index_order;
   for (std::size_t e = 0; e < c1.size(); ++e) {
     const double a = c1[e], b = c2[e];
     if (a == b || (std::isnan(a) && std::isnan(b))) continue;

@@ -13,11 +13,14 @@
 
 #include <array>
 #include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "attncert/oracle/backward.hpp"
 #include "attncert/oracle/oracle.hpp"
+#include "attncert/oracle/request.hpp"
 
 namespace attncert::oracle {
 
@@ -26,21 +29,27 @@ namespace attncert::oracle {
 /// A view of the exact values an array is graded against: element e is the exact o_e with
 /// |o_e - (hi[e] + lo[e])| <= rad[e], `reference[e]` its correctly rounded value in `target`.
 /// Elements whose rad or hi is not finite (padding rows, ieee_nonfinite rows, empty rows under
-/// policy nan, an LSE of -inf) have no enclosed truth: they are skipped by every measure.
-/// A view: the vectors belong to the oracle_result and must outlive it.
+/// policy nan, an LSE of -inf) have no enclosed truth, and elements marked `absent` are not in
+/// the caller's tensor (the padding rows of a packed layout): both are skipped by every measure.
+/// A view: the vectors hi, lo, rad, reference belong to the result (oracle_result,
+/// backward_result) and must outlive it.
 struct truth_view {
   const std::vector<double>* hi = nullptr;
   const std::vector<double>* lo = nullptr;
   const std::vector<double>* rad = nullptr;
   const std::vector<double>* reference = nullptr;
   target_format target = target_format::binary64;  ///< ulps are ulps of this format at o
-  std::array<std::size_t, 4> shape{};              ///< (B, H, nq, dv), or (B, H, nq) when rank == 3
-  std::size_t rank = 4;
-  std::string what;                                ///< "output" or "LSE" (for messages)
+  /// The dimensions, C order, the first `rank` entries used: (B, H, nq, dv) for an output,
+  /// (B, H, nq) for an LSE, a gradient's own shape (gradient_truth).
+  std::array<std::size_t, 4> shape{};
+  std::size_t rank = 4;                            ///< 1 to 4
+  std::string what;                                ///< "output", "LSE", "dq", ... (for messages)
+  std::string index_order;                         ///< names of the index entries, e.g. "b,h,i,k"
+  std::vector<std::uint8_t> absent;                ///< empty, or 1 for elements not in the caller's tensor
 
   std::size_t size() const { return hi->size(); }
   bool enclosed(std::size_t e) const;
-  /// (b, h, i, k) of element e, or (b, h, i, 0) when rank == 3.
+  /// The index of element e: its first `rank` entries, the others 0 ((b, h, i, 0) for an LSE).
   std::array<std::size_t, 4> index(std::size_t e) const;
 };
 
@@ -50,6 +59,17 @@ truth_view output_truth(const oracle_result& r, target_format t);
 /// The LSE of `r` (index (b, h, i), ulps of r.lse_target).  Errors: input_error when the
 /// oracle computed no LSE (!r.has_lse).
 truth_view lse_truth(const oracle_result& r);
+/// One gradient of the backward pass (oracle/backward.hpp) in its internal layout, ulps of `t`
+/// (the backward's target); `what` names it ("dq", "dk", "dv", "dbias", "dsink") and sets the
+/// index order: dq (b, h, i, k), dk and dv (b, h_kv, j, k), dbias (b, h, i, j) over the bias's
+/// own (broadcast) dimensions, dsink (h); other names: d0, d1, ....  Errors: internal_error when
+/// the tensor's rank is not 1 to 4 or its vectors disagree with its shape.
+truth_view gradient_truth(const gradient_tensor& g, target_format t, std::string what);
+/// Marks as absent the rows of `v` (rank 4, (B, H, n, d) as `lay` describes it) that have no
+/// place in the caller's tensor (lay.output_row(r) == none: the padding rows of --layout thd),
+/// so that a candidate converted with lay.output_to_internal (NaN there) is not judged on them.
+/// Errors: internal_error when the shapes disagree.
+void skip_absent_rows(truth_view& v, const output_layout& lay);
 
 // ---- grading rules ------------------------------------------------------------------------------
 
@@ -105,6 +125,34 @@ void validate_rule_settings(const rule_settings& s);
 /// True for the rules that need a baseline (flash, torch_sdpa).
 bool rule_needs_baseline(grading_rule r);
 
+// ---- the rules applied to the gradients of the backward pass -------------------------------------
+
+/// The arrays of a backward call (oracle/backward.hpp) that can be graded.
+enum class gradient_kind { dq, dk, dv, dbias, dsink };
+/// "dq", "dk", "dv", "dbias", "dsink" (the suffixes of the written references, PREFIX.dq.npy ...).
+std::string to_string(gradient_kind g);
+
+/// flash on a gradient: FlashAttention 2's tests/test_flash_attn.py, test_flash_attn_output, checks
+/// "assert (dq - dq_ref).abs().max().item() <= 3 * (dq_pt - dq_ref).abs().max().item()" (dk, dv the
+/// same) next to 2 for the output; its first releases (v2.0) had 2 for the gradients as well.
+inline constexpr double flash_gradient_k = 3;
+
+/// torch_sdpa on a gradient: PyTorch's fudge factor F for it, from test/test_transformers.py:
+///   dq 180, dk 16, dv 4   test_flash_attention_vs_math_ref_grads, fudge_factors {'out': 4,
+///                         'grad_query': 180.0, 'grad_key': 16, 'grad_value': 4} (CUDA values)
+///   dbias 45              test_mem_efficient_attention_attn_mask_vs_math_ref_grads,
+///                         "grad_attn_mask": 45.0 (the gradient of an additive float mask)
+///   dsink 45              ours: PyTorch has no sink.  dsink_h is minus the sum over batches and
+///                         rows of the sink's weight times the row's D term, the same kind of
+///                         reduction as the dbias of a bias broadcast over (b, i, j), so it takes
+///                         dbias's factor.
+double sdpa_gradient_fudge(gradient_kind g);
+
+/// The settings that grade gradient g under `s` (the forward's settings): flash_k becomes
+/// flash_gradient_k and fudge sdpa_gradient_fudge(g), unless the user gave them (flash_k_given /
+/// fudge_given: --flash-k / --fudge apply to every graded array).  Everything else is s's.
+rule_settings gradient_rule_settings(rule_settings s, gradient_kind g, bool flash_k_given, bool fudge_given);
+
 /// The verdict of a rule on one candidate.  observed / threshold / margin / ratio:
 ///   ulp:   max ulp error / max_ulp, at the largest ulp error;
 ///   flash: max |c - o| / (k · max |b - o| + atol), at the largest absolute error;
@@ -139,7 +187,7 @@ struct rule_verdict {
 inline constexpr std::array<double, 5> ulp_thresholds{0.5, 1, 2, 4, 16};
 
 /// The errors of one graded array from the exact values, and its rule's verdict.  Indices are
-/// (b, h, i, k), or (b, h, i, 0) with index_rank 3 (an LSE).
+/// (b, h, i, k), or (b, h, i, 0) with index_rank 3 (an LSE); a gradient's as gradient_truth says.
 struct candidate_grade {
   std::string name;
   std::size_t elements = 0;
@@ -153,6 +201,7 @@ struct candidate_grade {
   std::array<std::size_t, 4> worst_abs{}, worst_rel{};  ///< index of the largest absolute / relative error
   bool has_worst_rel = false;              ///< false when every compared truth is 0 (no relative error)
   std::size_t index_rank = 4;
+  std::string index_order;                 ///< the truth's (truth_view::index_order)
   double worst_truth = 0, worst_reference = 0, worst_value = 0;  ///< at `worst`: t_hi + t_lo, the rounded reference, c
   rule_verdict rule;                       ///< the rule's verdict (approx_grade); ungraded from grade_candidate
 };
@@ -195,6 +244,7 @@ struct rerun_spread {
   std::array<std::size_t, 4> worst{};  ///< index of max_abs
   bool has_worst = false;
   std::size_t index_rank = 4;
+  std::string index_order;             ///< the truth's (truth_view::index_order)
 };
 
 /// The spread between two runs (approx tier: binary64).  Errors: input_error on a size mismatch.
