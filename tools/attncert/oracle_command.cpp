@@ -2,6 +2,7 @@
 #include "oracle_command.hpp"
 
 #include <chrono>
+#include <filesystem>
 #include <sstream>
 
 #include "attncert/error.hpp"
@@ -51,6 +52,17 @@ void add_backward_options(CLI::App* o, oracle_args& a) {
   o->add_option("--write-grad-references", a.write_grad_references,
                 "Backward: write PREFIX.dq.npy, PREFIX.dk.npy, PREFIX.dv.npy (the layouts of Q, K, V), and "
                 "PREFIX.dbias.npy (the bias's shape) / PREFIX.dsink.npy ((h_q,)) with a bias / sink; correctly rounded");
+  grading_args& g = a.grading;
+  o->add_option("--candidate-grads", g.candidate_grads,
+                "Backward: grade a kernel's PREFIX.dq.npy, PREFIX.dk.npy, PREFIX.dv.npy (+ .dbias.npy with --bias, "
+                ".dsink.npy with --sink), laid out as the references, against the exact gradients by --rule (flash: "
+                "k = 3; torch-sdpa: fudge dq 180, dk 16, dv 4, dbias 45, dsink 45); repeatable");
+  o->add_option("--baseline-grads", g.baseline_grads,
+                "Backward: the baseline's gradients PREFIX.*.npy (needed by flash and torch-sdpa on --candidate-grads), "
+                "e.g. FlashAttention's: the same math in the kernel's dtype, the scale applied to K");
+  o->add_option("--rerun-grads", g.rerun_grads,
+                "Backward: a second run PREFIX.*.npy of the first --candidate-grads kernel: the run-to-run spread per "
+                "gradient (atomics make FlashAttention's dQ nondeterministic)");
 }
 
 // The grading rules of the published test suites (oracle/grading.hpp), the LSE candidate and reruns.
@@ -105,10 +117,15 @@ CLI::App* add_oracle_subcommand(CLI::App& app, oracle_args& a) {
       "Backward (proofs/P15-oracle-backward.md): dQ, dK, dV (and dBias, dSink) of the same attention for a given dO\n"
       "(and dLSE), each element correctly rounded; exact zeros (keys no query attends, rows with constant dO·v_j)\n"
       "come out as exact zeros:\n"
-      "  attncert oracle --q Q.npy --k K.npy --v V.npy --mask causal --grad-out dO.npy --write-grad-references ref\n" +
+      "  attncert oracle --q Q.npy --k K.npy --v V.npy --mask causal --grad-out dO.npy --write-grad-references ref\n"
+      "Grading gradients: --candidate-grads PREFIX reads PREFIX.dq.npy, .dk.npy, .dv.npy (and .dbias.npy / .dsink.npy)\n"
+      "in the layouts of Q, K, V and grades each by --rule against the exact gradient (flash: k = 3, FlashAttention's\n"
+      "test_flash_attn_output; torch-sdpa: PyTorch's fudge per gradient; --flash-k / --fudge override them):\n"
+      "  attncert oracle --q Q.npy --k K.npy --v V.npy --mask causal --target binary32 --grad-out dO.npy \\\n"
+      "      --candidate-grads torch32 --rule flash --baseline-grads torch32_reordered --rerun-grads torch32_run2\n" +
       exit_codes_text({{exit_ok, "done (every graded candidate passes its rule)"},
-                       {exit_failed, "a candidate or LSE candidate fails its rule (NaN/Inf where the truth is finite "
-                                     "fails every rule), or the output bound is refuted"}}));
+                       {exit_failed, "a candidate, LSE candidate or gradient fails its rule (NaN/Inf where the truth "
+                                     "is finite fails every rule), or the output bound is refuted"}}));
   o->add_option("--q", a.q, "Queries Q (.npy: float16/32/64 or int)")->required();
   o->add_option("--k", a.k, "Keys K (.npy)")->required();
   o->add_option("--v", a.v, "Values V (.npy)")->required();
@@ -317,6 +334,140 @@ nlohmann::json settings(const oracle_args& a, const oracle::oracle_request& req)
   return s;
 }
 
+// ---- a kernel's gradients (--candidate-grads, --baseline-grads, --rerun-grads) -------------------
+
+std::string shape_text(const std::vector<std::size_t>& s) {
+  std::string t;
+  for (auto x : s) t += (t.empty() ? "" : ", ") + std::to_string(x);
+  return "(" + t + ")";
+}
+
+// A gradient the call grades: which, the shape of its file (the written reference's), whose shape that is.
+struct gradient_spec {
+  oracle::gradient_kind kind;
+  std::vector<std::size_t> shape;
+  std::string shape_is;
+};
+
+// The arrays PREFIX.<gradient>.npy of one kernel (or of the baseline, or of the rerun), one per spec.
+struct gradient_set_files {
+  std::string prefix;
+  std::vector<std::string> files;
+  std::vector<io::npy_array> arrays;
+};
+
+struct gradient_inputs {
+  std::vector<gradient_spec> specs;
+  std::vector<gradient_set_files> candidates;
+  std::optional<gradient_set_files> baseline, rerun;
+};
+
+// dq, dk, dv always; dbias with --bias; dsink with --sink (not with --sink-off-by-one: a constant).
+std::vector<gradient_spec> gradient_specs(const oracle_args& a, const oracle::oracle_request& req, const io::npy_array& qa,
+                                          const io::npy_array& ka, const io::npy_array& va, const nlohmann::json& inputs) {
+  using oracle::gradient_kind;
+  std::vector<gradient_spec> s = {{gradient_kind::dq, qa.shape, "Q's"}, {gradient_kind::dk, ka.shape, "K's"},
+                                  {gradient_kind::dv, va.shape, "V's"}};
+  if (req.variant.has_bias)
+    s.push_back({gradient_kind::dbias, inputs.at("bias").at("shape").get<std::vector<std::size_t>>(), "the bias's"});
+  if (!a.sink.empty()) s.push_back({gradient_kind::dsink, {req.Q.H}, "(h_q,)"});
+  return s;
+}
+
+gradient_set_files read_gradient_set(const std::string& prefix, const std::string& option,
+                                     const std::vector<gradient_spec>& specs) {
+  gradient_set_files f;
+  f.prefix = prefix;
+  for (const auto& sp : specs) {
+    const std::string name = to_string(sp.kind), file = prefix + "." + name + ".npy";
+    std::error_code ec;
+    if (!std::filesystem::exists(file, ec))
+      throw input_error(option + " " + prefix + ": " + file + " is missing (" + name + " is graded" +
+                        (sp.kind == oracle::gradient_kind::dbias   ? " when the call has --bias)"
+                         : sp.kind == oracle::gradient_kind::dsink ? " when the call has --sink)"
+                                                                   : " in every backward call)"));
+    io::npy_array arr = io::read_npy(file, io::nonfinite::allow);
+    if (arr.shape != sp.shape)
+      throw input_error(file + ": shape " + shape_text(arr.shape) + " is not that of " + name + ", " + sp.shape_is + " " +
+                        shape_text(sp.shape));
+    if (arr.type == io::dtype::b1) throw input_error(file + ": a gradient must be a float array");
+    f.files.push_back(file);
+    f.arrays.push_back(std::move(arr));
+  }
+  return f;
+}
+
+// Checks the gradient options and reads every file, before any work.
+gradient_inputs read_gradient_inputs(const oracle_args& a, const oracle::rule_settings& rules, std::vector<gradient_spec> specs) {
+  const grading_args& g = a.grading;
+  if (!g.baseline_grads.empty() && g.candidate_grads.empty()) throw input_error("--baseline-grads needs --candidate-grads");
+  if (!g.rerun_grads.empty() && g.candidate_grads.empty())
+    throw input_error("--rerun-grads is a second run of the first --candidate-grads kernel: give --candidate-grads");
+  gradient_inputs in;
+  if (g.candidate_grads.empty()) return in;
+  if (a.grad_out.empty()) throw input_error("--candidate-grads grades the gradients of a backward call: give --grad-out dO.npy");
+  if (oracle::rule_needs_baseline(rules.rule) && g.baseline_grads.empty())
+    throw input_error("--rule " + g.rule + " on --candidate-grads compares with a baseline: give --baseline-grads PREFIX");
+  in.specs = std::move(specs);
+  for (const auto& p : g.candidate_grads) in.candidates.push_back(read_gradient_set(p, "--candidate-grads", in.specs));
+  if (!g.baseline_grads.empty()) in.baseline = read_gradient_set(g.baseline_grads, "--baseline-grads", in.specs);
+  if (!g.rerun_grads.empty()) in.rerun = read_gradient_set(g.rerun_grads, "--rerun-grads", in.specs);
+  return in;
+}
+
+const oracle::gradient_tensor& tensor_of(const oracle::backward_result& r, oracle::gradient_kind k) {
+  switch (k) {
+    case oracle::gradient_kind::dq: return r.dq;
+    case oracle::gradient_kind::dk: return r.dk;
+    case oracle::gradient_kind::dv: return r.dv;
+    case oracle::gradient_kind::dbias: return r.dbias;
+    case oracle::gradient_kind::dsink: return r.dsink;
+  }
+  throw internal_error("unknown gradient");
+}
+
+// Grades every kernel's gradients against the exact ones (specs 0-2, dq dk dv, are converted from the
+// inputs' layouts with `glay`; dbias and dsink are stored as written).
+void grade_gradients(const gradient_inputs& gi, const oracle::backward_result& r, const std::vector<oracle::output_layout>& glay,
+                     const oracle::rule_settings& rules, const grading_args& g, oracle::oracle_report_input& ri) {
+  using namespace attncert::oracle;
+  if (gi.candidates.empty()) return;
+  auto internal = [&](std::size_t s, const io::npy_array& arr) {
+    return s < 3 ? glay[s].output_to_internal(arr.values) : arr.values;
+  };
+  std::vector<truth_view> truths;
+  std::vector<std::vector<double>> base;
+  if (gi.baseline) ri.gradient_baseline = gradient_set_grade{"b", gi.baseline->prefix, {}};
+  for (std::size_t s = 0; s < gi.specs.size(); ++s) {
+    const gradient_kind kind = gi.specs[s].kind;
+    truths.push_back(gradient_truth(tensor_of(r, kind), r.target, to_string(kind)));
+    if (s < 3) skip_absent_rows(truths.back(), glay[s]);
+    if (!gi.baseline) continue;
+    base.push_back(internal(s, gi.baseline->arrays[s]));
+    ri.gradient_baseline->gradients.push_back(
+        {kind, gi.baseline->files[s], approx_errors(truths[s], base[s], "b." + to_string(kind)), rules, std::nullopt, ""});
+  }
+  for (std::size_t c = 0; c < gi.candidates.size(); ++c) {
+    const gradient_set_files& f = gi.candidates[c];
+    gradient_set_grade set{"g" + std::to_string(c + 1), f.prefix, {}};
+    for (std::size_t s = 0; s < gi.specs.size(); ++s) {
+      gradient_grade gg;
+      gg.gradient = gi.specs[s].kind;
+      gg.file = f.files[s];
+      gg.rules = gradient_rule_settings(rules, gg.gradient, g.flash_k.has_value(), g.fudge.has_value());
+      const std::vector<double> ci = internal(s, f.arrays[s]);
+      gg.grade = approx_grade(truths[s], ci, gi.baseline ? &base[s] : nullptr, gg.rules, set.name + "." + to_string(gg.gradient));
+      if (c == 0 && gi.rerun) {
+        gg.rerun = approx_rerun_spread(truths[s], ci, internal(s, gi.rerun->arrays[s]));
+        gg.rerun_file = gi.rerun->files[s];
+      }
+      set.gradients.push_back(std::move(gg));
+    }
+    ri.gradient_candidates.push_back(std::move(set));
+  }
+  if (gi.rerun) ri.gradient_rerun_prefix = gi.rerun->prefix;
+}
+
 }  // namespace
 
 int run_oracle_command(const oracle_args& a, const std::string& command) {
@@ -405,8 +556,10 @@ int run_oracle_command(const oracle_args& a, const std::string& command) {
   std::vector<output_layout> glay;
   if (a.grad_out.empty() && (!a.grad_lse.empty() || !a.write_grad_references.empty()))
     throw input_error("--grad-lse and --write-grad-references belong to a backward call: give --grad-out dO.npy");
+  const gradient_inputs grad_in = read_gradient_inputs(a, rules, gradient_specs(a, req, qa, ka, va, inputs));
   if (!a.grad_out.empty()) {
-    if (a.write_grad_references.empty()) throw input_error("--grad-out needs --write-grad-references PREFIX");
+    if (a.write_grad_references.empty() && grad_in.candidates.empty())
+      throw input_error("--grad-out needs --write-grad-references PREFIX or --candidate-grads PREFIX");
     dout = io::read_npy(a.grad_out, io::nonfinite::allow);
     check_candidate_array(*dout, out_shape, a.grad_out);
     inputs["grad_out"] = describe(a.grad_out, *dout);
@@ -485,6 +638,10 @@ int run_oracle_command(const oracle_args& a, const std::string& command) {
   if (grads) {
     ri.backward = &*grads;
     ri.backward_seconds = backward_seconds;
+    ri.gradient_files = nlohmann::json::object();
+    grade_gradients(grad_in, *grads, glay, rules, g, ri);
+  }
+  if (grads && !a.write_grad_references.empty()) {
     auto stage = [&](const std::string& name, const gradient_tensor& g, const output_layout* gl,
                      const std::vector<std::size_t>& shape) {
       const std::string file = a.write_grad_references + "." + name + ".npy";

@@ -13,6 +13,8 @@ namespace attncert::cli {
 struct grading_args {
   std::string rule = "ulp", baseline, candidate_lse, baseline_lse, rerun;
   std::optional<double> flash_k, fudge, atol, rtol;
+  std::vector<std::string> candidate_grads;  ///< --candidate-grads PREFIX (repeatable)
+  std::string baseline_grads, rerun_grads;   ///< --baseline-grads PREFIX, --rerun-grads PREFIX
 };
 
 struct oracle_args {

@@ -140,7 +140,7 @@ nlohmann::json grade_json(const candidate_grade& g, const std::string& file) {
                       {"beyond_ulps", beyond},
                       {"nonfinite_where_truth_finite", g.nonfinite_where_finite}};
   const nlohmann::json none(nullptr);
-  j["index_order"] = rank == 4 ? "b,h,i,k" : "b,h,i";
+  j["index_order"] = !g.index_order.empty() ? g.index_order : rank == 4 ? "b,h,i,k" : "b,h,i";
   j["errors"] = {
       {"abs", {{"max", num(g.max_abs)}, {"index", g.compared ? index_json(g.worst_abs, rank) : none}}},
       {"rel", {{"max", num(g.max_rel)}, {"index", g.has_worst_rel ? index_json(g.worst_rel, rank) : none}}},
@@ -196,6 +196,69 @@ void add_grading(nlohmann::json& j, const oracle_report_input& in, nlohmann::jso
     if (v.graded && !v.pass) reasons.push_back("LSE candidate fails --rule " + to_string(v.rule) + ": " + v.reason);
   }
   if (in.rerun && !in.candidates.empty()) j["rerun"] = rerun_json(*in.rerun, in.rerun_file, in.candidates.front());
+}
+
+// ---- backward grading ----------------------------------------------------------------------------
+
+nlohmann::json gradient_defaults_json(grading_rule r) {
+  nlohmann::json d = nlohmann::json::object();
+  if (r == grading_rule::flash)
+    d = {{"k", num(flash_gradient_k)},
+         {"k_source", "FlashAttention 2 tests/test_flash_attn.py test_flash_attn_output: "
+                      "(dq - dq_ref).abs().max() <= 3 * (dq_pt - dq_ref).abs().max(), dk and dv the same"},
+         {"overridden_by", "--flash-k"}};
+  if (r == grading_rule::torch_sdpa) {
+    nlohmann::json f;
+    for (auto g : {gradient_kind::dq, gradient_kind::dk, gradient_kind::dv, gradient_kind::dbias, gradient_kind::dsink})
+      f[to_string(g)] = num(sdpa_gradient_fudge(g));
+    d = {{"fudge", f},
+         {"fudge_source", "PyTorch test/test_transformers.py: dq 180, dk 16, dv 4 (test_flash_attention_vs_math_ref_grads, "
+                          "fudge_factors); dbias 45 (grad_attn_mask, test_mem_efficient_attention_attn_mask_vs_math_ref_grads); "
+                          "dsink 45 (attncert: a reduction of the same kind as a broadcast dbias; PyTorch has no sink)"},
+         {"overridden_by", "--fudge"}};
+  }
+  return d;
+}
+
+nlohmann::json gradient_set_json(const gradient_set_grade& s, bool with_rule, nlohmann::json& reasons) {
+  nlohmann::json grads = nlohmann::json::object();
+  bool pass = true, graded = false;
+  for (const auto& gg : s.gradients) {
+    nlohmann::json j = grade_json(gg.grade, gg.file);
+    if (with_rule) j["settings"] = rule_settings_json(gg.rules);
+    else j.erase("rule");
+    if (gg.rerun) j["rerun"] = rerun_json(*gg.rerun, gg.rerun_file, gg.grade);
+    grads[to_string(gg.gradient)] = j;
+    const rule_verdict& v = gg.grade.rule;
+    if (!with_rule || !v.graded) continue;
+    graded = true;
+    pass = pass && v.pass;
+    if (!v.pass)
+      reasons.push_back("gradient candidate " + s.name + " " + to_string(gg.gradient) + " fails --rule " + to_string(v.rule) +
+                        ": " + v.reason);
+  }
+  nlohmann::json j = {{"name", s.name}, {"prefix", s.prefix}, {"gradients", grads}};
+  if (with_rule) j["verdict"] = !graded ? "none" : pass ? "pass" : "fail";
+  return j;
+}
+
+// The section 'backward_grading': the rule with its per-gradient defaults, the baseline's
+// gradients, and each kernel's (failing verdicts append to `reasons`).
+void add_backward_grading(nlohmann::json& j, const oracle_report_input& in, nlohmann::json& reasons) {
+  if (in.gradient_candidates.empty()) return;
+  const grading_rule r = in.rules.rule;
+  nlohmann::json b = {{"rule", to_string(r)},
+                      {"statement", rule_statement(r)},
+                      {"source", rule_source(r)},
+                      {"defaults", gradient_defaults_json(r)},
+                      {"truth", "o = the exact gradient of the exact forward (the backward's enclosure hi + lo), not the "
+                                "rounded reference; c = candidate, b = baseline; indices in the oracle's internal layout"}};
+  if (in.gradient_baseline) b["baseline"] = gradient_set_json(*in.gradient_baseline, false, reasons);
+  nlohmann::json cands = nlohmann::json::array();
+  for (const auto& c : in.gradient_candidates) cands.push_back(gradient_set_json(c, true, reasons));
+  b["candidates"] = cands;
+  if (!in.gradient_rerun_prefix.empty()) b["rerun_prefix"] = in.gradient_rerun_prefix;
+  j["backward_grading"] = b;
 }
 
 }  // namespace
@@ -261,6 +324,7 @@ nlohmann::json oracle_report(const oracle_report_input& in) {
 
   nlohmann::json reasons = nlohmann::json::array();
   add_grading(j, in, reasons);
+  add_backward_grading(j, in, reasons);
   if (in.candidates.size() >= 2) {
     const auto& a = in.candidates[0];
     const auto& b = in.candidates[1];
@@ -335,7 +399,9 @@ void write_grade_text(std::ostream& os, const std::string& label, const nlohmann
      << g4(c.at("max_ulp")) << " ulp, mean " << g4(c.at("mean_ulp")) << " ulp, max abs error " << g4(c.at("max_abs_error"))
      << ", max rel error " << g4(c.at("max_rel_error")) << "\n";
   const auto& e = c.at("errors");
-  os << "    worst at (" << (c.at("index_order").get<std::string>() == "b,h,i" ? "b, h, i" : "b, h, i, k") << "): abs "
+  std::string order = c.at("index_order").get<std::string>();
+  for (std::size_t p = order.find(','); p != std::string::npos; p = order.find(',', p + 2)) order.replace(p, 1, ", ");
+  os << "    worst at (" << order << "): abs "
      << e.at("abs").at("index").dump() << ", rel " << e.at("rel").at("index").dump() << ", ulp " << e.at("ulp").at("index").dump()
      << "\n    elements beyond";
   for (double t : ulp_thresholds) os << " " << fmt(t) << " ulp: " << c.at("beyond_ulps").at(fmt(t));
@@ -343,6 +409,19 @@ void write_grade_text(std::ostream& os, const std::string& label, const nlohmann
   if (c.at("skipped").get<std::size_t>()) os << "; not graded (no enclosed truth): " << c.at("skipped");
   os << "\n";
   if (with_rule) write_verdict_text(os, c.at("rule"));
+}
+
+// "rerun of c1 (file): 3 of 512 elements differ; max |c1 - c2| ... ; error of c1 from the truth: ..."
+void write_rerun_text(std::ostream& os, const std::string& label, const nlohmann::json& r) {
+  const std::string of = r.at("of").get<std::string>();
+  os << label << " (" << r.at("file").get<std::string>() << "): " << r.at("differing") << " of " << r.at("elements")
+     << " elements differ";
+  if (r.at("nonfinite_differing").get<std::size_t>()) os << " (" << r.at("nonfinite_differing") << " NaN/Inf)";
+  os << "; max |c1 - c2| " << g4(r.at("max_abs_difference")) << " = " << g4(r.at("max_ulp_difference")) << " ulp at the truth";
+  if (!r.at("index").is_null()) os << " at " << r.at("index").dump();
+  const auto& f = r.at("first_run_error");
+  os << "; error of " << of << " from the truth: max abs " << g4(f.at("max_abs_error")) << ", max " << g4(f.at("max_ulp"))
+     << " ulp\n";
 }
 
 void write_grading_text(std::ostream& os, const nlohmann::json& j) {
@@ -357,18 +436,36 @@ void write_grading_text(std::ostream& os, const nlohmann::json& j) {
     if (l.contains("baseline")) write_grade_text(os, "LSE baseline", l.at("baseline"), false);
     write_grade_text(os, "LSE candidate", l.at("candidate"), true);
   }
-  if (j.contains("rerun")) {
-    const auto& r = j.at("rerun");
-    os << "rerun of " << r.at("of").get<std::string>() << " (" << r.at("file").get<std::string>() << "): "
-       << r.at("differing") << " of " << r.at("elements") << " elements differ";
-    if (r.at("nonfinite_differing").get<std::size_t>()) os << " (" << r.at("nonfinite_differing") << " NaN/Inf)";
-    os << "; max |c1 - c2| " << g4(r.at("max_abs_difference")) << " = " << g4(r.at("max_ulp_difference"))
-       << " ulp at the truth";
-    if (!r.at("index").is_null()) os << " at " << r.at("index").dump();
-    const auto& f = r.at("first_run_error");
-    os << "; error of " << r.at("of").get<std::string>() << " from the truth: max abs " << g4(f.at("max_abs_error")) << ", max "
-       << g4(f.at("max_ulp")) << " ulp\n";
+  if (j.contains("rerun")) write_rerun_text(os, "rerun of " + j.at("rerun").at("of").get<std::string>(), j.at("rerun"));
+}
+
+const char* const gradient_order[] = {"dq", "dk", "dv", "dbias", "dsink"};
+
+// The section 'backward_grading': the rule, the baseline's gradients, each kernel's gradients with
+// their verdicts and (first kernel) their rerun spreads.
+void write_backward_grading_text(std::ostream& os, const nlohmann::json& j) {
+  if (!j.contains("backward_grading")) return;
+  const auto& b = j.at("backward_grading");
+  os << "backward grading rule " << b.at("rule").get<std::string>() << " (" << b.at("source").get<std::string>()
+     << "): " << b.at("statement").get<std::string>() << "; o = the exact gradient, computed in binary64\n";
+  const auto& d = b.at("defaults");
+  if (d.contains("k")) os << "  k = " << g4(d.at("k")) << " for the gradients (" << d.at("k_source").get<std::string>() << ")\n";
+  if (d.contains("fudge")) {
+    os << "  fudge per gradient:";
+    for (const char* g : gradient_order) os << " " << g << " " << g4(d.at("fudge").at(g));
+    os << " (" << d.at("fudge_source").get<std::string>() << ")\n";
   }
+  auto write_set = [&](const std::string& label, const nlohmann::json& set, bool with_rule) {
+    const auto& gr = set.at("gradients");
+    for (const char* g : gradient_order) {
+      if (!gr.contains(g)) continue;
+      const auto& c = gr.at(g);
+      write_grade_text(os, label, c, with_rule);
+      if (c.contains("rerun")) write_rerun_text(os, "    rerun", c.at("rerun"));
+    }
+  };
+  if (b.contains("baseline")) write_set("gradient baseline", b.at("baseline"), false);
+  for (const auto& c : b.at("candidates")) write_set("gradient candidate", c, true);
 }
 
 }  // namespace
@@ -408,6 +505,7 @@ void write_oracle_text(std::ostream& os, const nlohmann::json& j) {
       os << "  " << it.key() << " written to " << it.value().value("file", "?") << "\n";
   }
   write_grading_text(os, j);
+  write_backward_grading_text(os, j);
   if (j.contains("comparison")) {
     const auto& c = j.at("comparison");
     os << "comparison: " << c.at("candidate").get<std::string>() << " max " << g4(c.at("candidate_max_ulp")) << " ulp vs "

@@ -15,6 +15,25 @@
 
 namespace attncert::oracle {
 
+/// One array of a kernel's gradients (--candidate-grads PREFIX), graded by approx_grade with the
+/// settings gradient_rule_settings gives it, and the spread from its second run (--rerun-grads).
+/// For the baseline's gradients (--baseline-grads) the grade carries no verdict.
+struct gradient_grade {
+  gradient_kind gradient = gradient_kind::dq;
+  std::string file;
+  candidate_grade grade;
+  rule_settings rules;                ///< the settings it was graded by (k / fudge of this gradient)
+  std::optional<rerun_spread> rerun;  ///< --rerun-grads (the first kernel only)
+  std::string rerun_file;
+};
+
+/// The gradients of one kernel (or of the baseline), in the order dq, dk, dv, dbias, dsink.
+struct gradient_set_grade {
+  std::string name;    ///< "g1", "g2", ... for the kernels, "b" for the baseline
+  std::string prefix;  ///< the PREFIX given
+  std::vector<gradient_grade> gradients;
+};
+
 /// Everything the report shows.  Grades carry their rule's verdict (oracle/grading.hpp:
 /// approx_grade); the report renders them and computes nothing.
 struct oracle_report_input {
@@ -38,6 +57,9 @@ struct oracle_report_input {
   nlohmann::json lse_file;        ///< where the LSE was written (or null)
   const backward_result* backward = nullptr;  ///< --grad-out: the certified gradients (or null)
   nlohmann::json gradient_files;  ///< {"dq": {"file", "dtype", "shape"}, ...} as written
+  std::vector<gradient_set_grade> gradient_candidates;  ///< --candidate-grads, graded
+  std::optional<gradient_set_grade> gradient_baseline;  ///< --baseline-grads: their own errors
+  std::string gradient_rerun_prefix;                    ///< --rerun-grads (spreads in gradient_candidates[0])
   double backward_seconds = 0;
   double seconds = 0;
 };
@@ -46,12 +68,15 @@ struct oracle_report_input {
 /// grading (the rule, its source, what the truth is), summary (elements, correctly_rounded,
 /// faithful_only, decided_by{...}, ...), baseline, candidates[] (errors abs / rel / ulp with the
 /// index of each maximum, beyond_ulps, rule {verdict, observed, threshold, margin, ratio, ...}),
-/// lse {candidate, baseline}, rerun, backward {elements, correctly_rounded, exact_zeros, decided_by, files}, comparison (two candidates: max_ulp(c1) <= 2 max_ulp(c2)),
+/// lse {candidate, baseline}, rerun, backward {elements, correctly_rounded, exact_zeros, decided_by, files},
+/// backward_grading {rule, statement, source, defaults, baseline {prefix, gradients {dq: ...}},
+/// candidates [{name, prefix, verdict, gradients {dq: {the candidate's fields, settings, rerun}}}]},
+/// comparison (two candidates: max_ulp(c1) <= 2 max_ulp(c2)),
 /// attention (with --attention-candidate), faithful_only_elements (first 100 indices),
 /// verdict {exit_code, reasons}.
 nlohmann::json oracle_report(const oracle_report_input& in);
 
-/// Exit code the report implies: 1 if a candidate (or the LSE candidate) fails its rule (the
+/// Exit code the report implies: 1 if a candidate (the LSE candidate, a gradient) fails its rule (the
 /// ulp rule only with --max-ulp) or the output bound is refuted; else 0.
 int oracle_exit_code(const nlohmann::json& report);
 
