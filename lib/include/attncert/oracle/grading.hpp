@@ -134,7 +134,7 @@ std::string to_string(gradient_kind g);
 
 /// flash on a gradient: FlashAttention 2's tests/test_flash_attn.py, test_flash_attn_output, checks
 /// "assert (dq - dq_ref).abs().max().item() <= 3 * (dq_pt - dq_ref).abs().max().item()" (dk, dv the
-/// same) next to 2 for the output; its first releases (v2.0) had 2 for the gradients as well.
+/// same) next to 2 for the output; earlier versions of that test had 2 for the gradients as well.
 inline constexpr double flash_gradient_k = 3;
 
 /// torch_sdpa on a gradient: PyTorch's fudge factor F for it, from test/test_transformers.py:
