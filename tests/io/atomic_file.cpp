@@ -85,6 +85,7 @@ BOOST_AUTO_TEST_CASE(transaction_without_commit_leaves_nothing) {
   } catch (const std::runtime_error&) {
   }
   BOOST_TEST(!outputs_pending());
+  BOOST_TEST(!outputs_committed());  // a rollback commits nothing (cases run in file order)
   BOOST_TEST(slurp(d / "kept.txt") == "old");
   BOOST_TEST(entries(d.path) == 1u);  // kept.txt only: no temporary, no created parent
 }
@@ -112,6 +113,7 @@ BOOST_AUTO_TEST_CASE(commit_makes_everything_visible) {
     BOOST_TEST(!fs::exists(d / "p/figs"));
     tx.commit();
     BOOST_TEST(!outputs_pending());
+    BOOST_TEST(outputs_committed());  // the CLI's signal handler then lets the command finish
   }
   BOOST_TEST(slurp(d / "a.txt") == "new");
   BOOST_TEST(slurp(d / "p/figs/f1") == "1");

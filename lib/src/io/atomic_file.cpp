@@ -19,6 +19,7 @@ namespace fs = std::filesystem;
 namespace {
 
 std::atomic<int> pending_transactions{0};
+std::atomic<bool> committed_transactions{false};
 static_assert(std::atomic<int>::is_always_lock_free, "read from a signal handler");
 std::atomic<unsigned long> temp_counter{0};
 
@@ -118,6 +119,8 @@ void write_new_file(const fs::path& path, std::string_view bytes) { create_synce
 
 bool outputs_pending() noexcept { return pending_transactions.load(std::memory_order_relaxed) > 0; }
 
+bool outputs_committed() noexcept { return committed_transactions.load(std::memory_order_relaxed); }
+
 output_transaction::~output_transaction() { rollback(); }
 
 void output_transaction::begin_pending() {
@@ -198,6 +201,9 @@ void output_transaction::commit() {
     }
     done.push_back(s);
   };
+  // Set before the first rename, while the transaction is still pending: a signal handler never
+  // sees "nothing pending, nothing committed" between the two.
+  if (!staged_.empty()) committed_transactions.store(true);
   for (const auto& o : staged_) {
     if (!o.directory) {
       move_file(o.temp, o.target);

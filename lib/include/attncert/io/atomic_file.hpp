@@ -32,6 +32,11 @@ void write_file_atomic(const std::string& path, std::string_view bytes);
 /// may end the process at once or must let the transaction clean up.
 bool outputs_pending() noexcept;
 
+/// True once some output_transaction of this process has made its outputs visible (commit()
+/// began moving them into place).  Async-signal-safe.  A signal handler that sees it must not
+/// report "interrupted, no output left behind": the outputs exist, so the command finishes.
+bool outputs_committed() noexcept;
+
 /// Several outputs made visible together, or not at all.
 ///
 /// Not thread-safe; one transaction per command.  Destroying it without commit() removes
