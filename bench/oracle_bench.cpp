@@ -3,12 +3,15 @@
 // Target (the oracle issue): at n = 1024, d = 64, one head, N(0,1) inputs, CPU time of the
 // certified oracle (one thread) / CPU time of the plain binary64 attention <= 10.  Also
 // n = 256 and 4096, scores scaled x30 (peaked softmax), and a causal mask.
+// The backward (proofs/P15): certified / plain binary64 <= 10 at n = 1024, and forward +
+// backward <= 4 x the forward alone (BM_backward_*, BM_forward_*).
 // Run: cmake -S . -B build-bench -DATTNCERT_BENCH=ON && cmake --build build-bench --target attncert_oracle_bench
 //      && ./build-bench/attncert_oracle_bench
 #include <benchmark/benchmark.h>
 
 #include <random>
 
+#include "attncert/oracle/backward.hpp"
 #include "attncert/oracle/oracle.hpp"
 
 using namespace attncert;
@@ -181,8 +184,85 @@ void variant_args(benchmark::internal::Benchmark* b) {
   for (int c : {0, 1, 2, 3, 4}) b->Args({1024, c});
 }
 
+// ---- the backward (proofs/P15): certified against the same loops in plain binary64 ------------
+// case 0: N(0,1), scale 1/sqrt(d), one head; 1: causal; 2: GQA h_q = 8, h_kv = 2, causal;
+// 3: peaked, scale 50.  n x n, d = dv = 64, one thread; dO ~ N(0,1).
+oracle_request make_backward_request(std::size_t n, int c, backward_inputs& g) {
+  oracle_request r = c == 2 ? make_variant_request(n, 1) : make_request(n, c == 1 ? 2 : 0);
+  if (c == 3) {
+    r.scale.inv_sqrt_d = false;
+    r.scale.rational = "50";
+  }
+  r.threads = 1;
+  std::mt19937_64 gen(99 + n + static_cast<std::size_t>(c));
+  std::normal_distribution<double> N(0, 1);
+  g.dO.resize(r.Q.B * r.Q.H * r.Q.n * r.V.d);
+  for (auto& x : g.dO) x = N(gen);
+  return r;
+}
+
+void BM_backward_plain_binary64(benchmark::State& state) {
+  backward_inputs g;
+  auto r = make_backward_request(static_cast<std::size_t>(state.range(0)), static_cast<int>(state.range(1)), g);
+  r.approx_plain_binary64 = true;
+  for (auto _ : state) {
+    const auto res = run_oracle_backward(r, g);
+    benchmark::DoNotOptimize(res.dq.reference.data());
+  }
+}
+
+void backward_counters(benchmark::State& state, const backward_result& res) {
+  state.counters["by_double_double"] = static_cast<double>(res.double_double);
+  state.counters["rows_escalated"] = static_cast<double>(res.rows_escalated);
+  state.counters["units_escalated"] = static_cast<double>(res.units_escalated);
+  state.counters["not_correctly_rounded"] = static_cast<double>(res.elements - res.correctly_rounded);
+}
+
+void BM_backward_oracle(benchmark::State& state) {
+  backward_inputs g;
+  const auto r = make_backward_request(static_cast<std::size_t>(state.range(0)), static_cast<int>(state.range(1)), g);
+  backward_result res;
+  for (auto _ : state) {
+    res = run_oracle_backward(r, g);
+    benchmark::DoNotOptimize(res.dq.reference.data());
+  }
+  backward_counters(state, res);
+}
+
+// The certified forward alone, and the forward plus the backward, on the same request.
+void BM_forward_certified(benchmark::State& state) {
+  backward_inputs g;
+  const auto r = make_backward_request(static_cast<std::size_t>(state.range(0)), static_cast<int>(state.range(1)), g);
+  for (auto _ : state) {
+    const auto res = run_oracle(r);
+    benchmark::DoNotOptimize(res.reference.data());
+  }
+}
+
+void BM_forward_and_backward_certified(benchmark::State& state) {
+  backward_inputs g;
+  const auto r = make_backward_request(static_cast<std::size_t>(state.range(0)), static_cast<int>(state.range(1)), g);
+  backward_result res;
+  for (auto _ : state) {
+    const auto fwd = run_oracle(r);
+    res = run_oracle_backward(r, g);
+    benchmark::DoNotOptimize(fwd.reference.data());
+    benchmark::DoNotOptimize(res.dq.reference.data());
+  }
+  backward_counters(state, res);
+}
+
+void backward_args(benchmark::internal::Benchmark* b) {
+  b->Args({256, 0});
+  for (int c : {0, 1, 2, 3}) b->Args({1024, c});
+}
+
 }  // namespace
 
+BENCHMARK(BM_backward_plain_binary64)->Apply(backward_args)->Unit(benchmark::kMillisecond)->MeasureProcessCPUTime();
+BENCHMARK(BM_backward_oracle)->Apply(backward_args)->Unit(benchmark::kMillisecond)->MeasureProcessCPUTime();
+BENCHMARK(BM_forward_certified)->Apply(backward_args)->Unit(benchmark::kMillisecond)->MeasureProcessCPUTime();
+BENCHMARK(BM_forward_and_backward_certified)->Apply(backward_args)->Unit(benchmark::kMillisecond)->MeasureProcessCPUTime();
 BENCHMARK(BM_variant_plain_binary64)->Apply(variant_args)->Unit(benchmark::kMillisecond)->MeasureProcessCPUTime();
 BENCHMARK(BM_variant_oracle)->Apply(variant_args)->Unit(benchmark::kMillisecond)->MeasureProcessCPUTime();
 BENCHMARK(BM_plain_binary64)->Apply([](auto* b) { args(b, false); })->Unit(benchmark::kMillisecond)->MeasureProcessCPUTime();

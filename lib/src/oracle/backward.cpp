@@ -1,18 +1,22 @@
-// lib/src/oracle/backward.cpp — the certified backward pass (attncert/oracle/backward.hpp): every
-// gradient enclosed by MPFI over the whole problem at one precision, each element rounded when its
-// enclosure decides it, passes repeated at doubled precision (number/ziv.hpp) while some element is
-// undecided.  The rows' contributions are mpfi_row_backward's (ziv_stage.cpp); the rows, masks and
-// variants are row_source's (rows.cpp), shared with the forward run.  Error analysis and the
-// exact zeros: proofs/P15-oracle-backward.md.
+// lib/src/oracle/backward.cpp — the certified backward pass (attncert/oracle/backward.hpp), filter
+// then escalate: (1) the double-double fast path (fast_backward.cpp) encloses every gradient with a
+// rigorous radius, unit by unit ((batch, kv head): its rows' dq, its dk and dv), and decides each
+// element whose enclosure rounds to one target number; (2) a row whose dq stays undecided is
+// recomputed alone in MPFI at 128, 256, ... bits (number/ziv.hpp); (3) a unit whose dk/dv stay
+// undecided, or that the fast path declined, is recomputed in MPFI with all of its rows (all units
+// when a dBias/dSink element is undecided: they sum over every unit).  The rows' MPFI
+// contributions are mpfi_row_backward's (ziv_stage.cpp); the rows, masks and variants are
+// row_source's (rows.cpp), shared with the forward run.  Error analysis and the exact zeros:
+// proofs/P15-oracle-backward.md.
 //
-// Tier: enclosure.  This is the escalation tier of the backward; it has no double-double filter
-// yet, so it costs MPFI arithmetic on every (row, key, feature).
+// Tier: enclosure.
 #include "attncert/oracle/backward.hpp"
 
 #include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <exception>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -21,6 +25,7 @@
 #include "attncert/error.hpp"
 #include "attncert/number/ziv.hpp"
 #include "attncert/oracle/request.hpp"
+#include "fast_backward.hpp"
 #include "internal.hpp"
 #include "rows.hpp"
 
@@ -56,6 +61,58 @@ struct gradient_slot {
   std::vector<std::uint8_t> open;
 };
 
+/// Runs fn(index, state) for every index of `list` on up to `threads` workers (each with its own
+/// State), the main thread reporting progress; the first exception is rethrown after all joined.
+template <class State, class F>
+void for_each_parallel(const std::vector<std::size_t>& list, unsigned threads,
+                       const std::function<void(std::size_t, std::size_t)>& progress, F&& fn) {
+  std::atomic<std::size_t> next{0}, done{0};
+  std::atomic<bool> stop{false};
+  std::mutex mu;
+  std::exception_ptr first_error;
+  auto work = [&](bool main_thread) {
+    try {
+      State st;
+      while (!stop.load(std::memory_order_relaxed)) {
+        const std::size_t k = next.fetch_add(1);
+        if (k >= list.size()) break;
+        fn(list[k], st);
+        const std::size_t n = done.fetch_add(1) + 1;
+        if (main_thread && progress) progress(n, list.size());
+      }
+    } catch (...) {
+      std::lock_guard<std::mutex> lock(mu);
+      if (!first_error) first_error = std::current_exception();
+      stop = true;
+    }
+  };
+  const unsigned n = std::max(1u, std::min<unsigned>(threads, static_cast<unsigned>(std::min<std::size_t>(list.size(), 64))));
+  std::vector<std::thread> pool;
+  for (unsigned t = 1; t < n; ++t)
+    pool.emplace_back([&work] {
+      work(false);
+      mpfr_free_cache2(MPFR_FREE_LOCAL_CACHE);
+    });
+  work(true);
+  for (auto& th : pool) th.join();
+  if (first_error) std::rethrow_exception(first_error);
+}
+
+/// A fast-stage worker's buffers.
+struct fast_state {
+  detail::row_workspace ws;
+  row_scratch scratch;
+  detail::row_backward rb;
+  detail::unit_sums sums;
+  std::vector<double> VT, kmax;
+  std::vector<detail::dd_ball> dk, dv;
+};
+
+/// An MPFI-stage worker's buffers.
+struct mpfi_state {
+  row_scratch scratch;
+};
+
 class backward_run {
  public:
   backward_run(const oracle_request& req, const backward_inputs& g)
@@ -66,19 +123,23 @@ class backward_run {
     check_cotangents();
     check_rows();
     prepare();
-    const auto outcome = ziv_escalate(precision_schedule{first_mpfi_bits, req_.max_bits}, [&](unsigned prec) {
-      ++res_.passes;
-      pass(prec);
-      const std::size_t open = decide(prec);
-      return open == 0 ? ziv_decided(open) : ziv_more(open);
-    });
-    if (!outcome.decided) throw internal_error("backward: undecided elements after the cap");  // decide() throws first
+    if (req_.approx_plain_binary64) {
+      plain_stage();
+      finish();
+      return std::move(res_);
+    }
+    fast_stage();
+    choose_mpfi_units();
+    escalate_rows();
+    escalate_units();
     finish();
     return std::move(res_);
   }
 
  private:
   std::size_t rows() const { return B_ * H_ * nq_; }
+  std::size_t units() const { return B_ * Hkv_; }
+  std::size_t unit_of_row(std::size_t r) const { return (r / (nq_ * H_)) * Hkv_ + ((r / nq_) % H_) / group_; }
   bool used_row(std::size_t r, std::vector<std::uint8_t>& allowed) const {
     row_job job;
     src_.locate(r, job);
@@ -163,79 +224,273 @@ class backward_run {
       slots_.push_back({"dsink", &res_.dsink, {}, {}});
     }
     for (auto& s : slots_) s.open.assign(s.out->size(), 1);
-  }
-
-  // One pass: every used row adds its contributions at `prec` bits.  Units (b, kv head) are shared
-  // between threads; each owns its rows' dq and its kv head's dk, dv; dbias and dsink are summed
-  // under a lock (any order gives an enclosure; the rounded results do not depend on it).
-  void pass(unsigned prec) {
-    for (auto& s : slots_) s.enc.reset(s.out->size(), prec);
-    next_unit_ = 0;
-    units_done_ = 0;
-    first_error_ = nullptr;
-    stop_ = false;
-    const std::size_t units = B_ * Hkv_;
-    const unsigned nthreads = std::max(1u, std::min<unsigned>(req_.threads, static_cast<unsigned>(std::min<std::size_t>(units, 64))));
-    std::vector<std::thread> pool;
-    for (unsigned t = 1; t < nthreads; ++t)
-      pool.emplace_back([this, prec] {
-        worker(prec, false);
-        mpfr_free_cache2(MPFR_FREE_LOCAL_CACHE);
-      });
-    worker(prec, true);
-    for (auto& th : pool) th.join();
-    if (first_error_) std::rethrow_exception(first_error_);
-  }
-
-  void worker(unsigned prec, bool main_thread) {
-    try {
-      row_scratch scratch;
-      interval_array ds;
-      mpfi_var dsink(prec);
-      if (var_.has_bias) ds.reset(nk_, prec);
-      while (!stop_.load(std::memory_order_relaxed)) {
-        const std::size_t u = next_unit_.fetch_add(1);
-        if (u >= B_ * Hkv_) break;
-        unit(u / Hkv_, u % Hkv_, prec, scratch, ds, dsink);
-        const std::size_t done = units_done_.fetch_add(1) + 1;
-        if (main_thread && req_.progress) req_.progress(done, B_ * Hkv_);
-      }
-    } catch (...) {
-      std::lock_guard<std::mutex> lock(mu_);
-      if (!first_error_) first_error_ = std::current_exception();
-      stop_ = true;
+    // Gradients of unused inputs are exact zeros: rows outside their sequence and fully masked
+    // rows contribute nothing, and keys no row attends get no term (decided as 0 below).
+    const scale_value& sv = src_.scale();
+    scale_ = {sv.hi, sv.lo, sv.rad};
+    const variant_values& vv = src_.values();
+    fast_possible_ = std::isfinite(sv.rad) && (!vv.has_softcap || vv.softcap_d != 0) &&
+                     (!vv.has_dropout || std::isfinite(vv.keep_rad));
+    if (req_.lse.base2) {
+      mpfi_var t(256);
+      mpfi_const_log2(t.v);
+      mpfi_ui_div(t.v, 1, t.v);
+      enclosure_to_dd(t.v, inv_ln2_.hi, inv_ln2_.lo, inv_ln2_.rad);
     }
+    unit_fast_ok_.assign(units(), 0);
+    if (res_.has_dbias) fast_dbias_.assign(res_.dbias.size(), {});
+    if (res_.has_dsink) fast_dsink_.assign(H_, {});
   }
 
-  void unit(std::size_t b, std::size_t hk, unsigned prec, row_scratch& scratch, interval_array& ds, mpfi_var& dsink) {
-    const std::size_t bhk = b * Hkv_ + hk;
+  std::size_t bias_index(std::size_t b, std::size_t h, std::size_t i, std::size_t j) const {
+    const score_bias& sb = var_.bias;
+    return (((sb.mb == 1 ? 0 : b) * sb.mh + (sb.mh == 1 ? 0 : h)) * sb.mq + (sb.mq == 1 ? 0 : i)) * sb.mk +
+           (sb.mk == 1 ? 0 : j);
+  }
+
+  // ---- approx tier, for benchmarks: the same jobs in plain binary64 (oracle_request) ---------
+  // dq, dk, dv only (no dbias, dsink); elements are marked ieee_nonfinite (uncertified).
+  void plain_stage() {
+    std::vector<std::size_t> all(units());
+    for (std::size_t u = 0; u < units(); ++u) all[u] = u;
+    for_each_parallel<fast_state>(all, req_.threads, {}, [this](std::size_t u, fast_state& st) { plain_unit(u, st); });
+    for (auto& s : slots_)
+      for (std::size_t e = 0; e < s.out->size(); ++e) {
+        s.out->reference[e] = rn_from_double(s.out->hi[e], req_.target);
+        s.out->how[e] = decided_by::ieee_nonfinite;
+      }
+  }
+
+  void plain_unit(std::size_t u, fast_state& st) {
+    const std::size_t b = u / Hkv_, hk = u % Hkv_;
+    detail::transpose_values(req_.V.values.data() + u * nk_ * dv_, nk_, dv_, st.VT);
+    double* dk = res_.dk.hi.data() + u * nk_ * d_;
+    double* dv = res_.dv.hi.data() + u * nk_ * dv_;
+    const double ln2 = std::log(2.0);
     for (std::size_t h = hk * group_; h < (hk + 1) * group_; ++h)
       for (std::size_t i = 0; i < req_.seq_q(b); ++i) {
         const std::size_t r = (b * H_ + h) * nq_ + i;
-        if (!used_row(r, scratch.allowed)) continue;
+        if (!used_row(r, st.scratch.allowed)) continue;
         row_job job;
         src_.locate(r, job);
-        job.allowed = scratch.allowed.data();
-        src_.build_job(job, scratch);
+        job.allowed = st.scratch.allowed.data();
+        src_.build_job(job, st.scratch);
+        double g = g_.dLSE.empty() ? 0.0 : g_.dLSE[r];
+        if (req_.lse.base2) g /= ln2;
+        detail::plain_row_backward(job.in, st.ws, g_.dO.data() + r * dv_, g_.dLSE.empty() ? nullptr : &g, st.VT.data(),
+                                   res_.dq.hi.data() + r * d_, dk, dv);
+      }
+  }
+
+  // ---- (1) the fast stage ---------------------------------------------------------------------
+
+  void fast_stage() {
+    if (!fast_possible_) return;
+    std::vector<std::size_t> all(units());
+    for (std::size_t u = 0; u < units(); ++u) all[u] = u;
+    for_each_parallel<fast_state>(all, req_.threads, req_.progress,
+                                  [this](std::size_t u, fast_state& st) { unit_fast_ok_[u] = fast_unit(u, st); });
+    bool all_ok = true;
+    for (std::size_t u = 0; u < units(); ++u) all_ok = all_ok && unit_fast_ok_[u];
+    for (std::size_t u = 0; u < units(); ++u) {
+      if (!unit_fast_ok_[u]) continue;
+      decide_unit_fast(u);
+    }
+    if (all_ok) {
+      if (res_.has_dbias) decide_fast_range(slots_[3], fast_dbias_);
+      if (res_.has_dsink) decide_fast_range(slots_.back(), fast_dsink_);
+    }
+  }
+
+  // The rows of unit u = (b, kv head) by the fast path, then its dk and dv.  False: declined.
+  bool fast_unit(std::size_t u, fast_state& st) {
+    const std::size_t b = u / Hkv_, hk = u % Hkv_;
+    st.sums.reset(nk_, d_, dv_);
+    detail::transpose_values(req_.V.values.data() + u * nk_ * dv_, nk_, dv_, st.VT);
+    detail::key_magnitudes(req_.K.values.data() + u * nk_ * d_, nk_, d_, st.kmax);
+    detail::row_cotangent g;
+    g.lse_base2 = req_.lse.base2;
+    g.inv_ln2 = inv_ln2_;
+    g.VT = st.VT.data();
+    g.kmax = st.kmax.data();
+    g.want_ds = res_.has_dbias;
+    for (std::size_t h = hk * group_; h < (hk + 1) * group_; ++h)  // unused rows: dq exactly 0
+      for (std::size_t e = (b * H_ + h) * nq_ * d_; e < (b * H_ + h + 1) * nq_ * d_; ++e) set_ball(res_.dq, e, {});
+    for (std::size_t h = hk * group_; h < (hk + 1) * group_; ++h)
+      for (std::size_t i = 0; i < req_.seq_q(b); ++i) {
+        const std::size_t r = (b * H_ + h) * nq_ + i;
+        if (!used_row(r, st.scratch.allowed)) continue;
+        row_job job;
+        src_.locate(r, job);
+        job.allowed = st.scratch.allowed.data();
+        src_.build_job(job, st.scratch);
+        job.in.weights_only = true;
+        g.dO = g_.dO.data() + r * dv_;
+        g.dlse = g_.dLSE.empty() ? nullptr : &g_.dLSE[r];
+        if (!detail::fast_row_backward(job.in, st.ws, g, st.sums, st.rb)) return false;
+        for (std::size_t l = 0; l < d_; ++l) set_ball(res_.dq, r * d_ + l, st.rb.dq[l]);
+        if (res_.has_dbias || res_.has_dsink) add_shared(b, h, i, st);
+      }
+    if (!detail::finish_unit(st.sums, scale_, st.dk, st.dv)) return false;
+    for (std::size_t e = 0; e < nk_ * d_; ++e) set_ball(res_.dk, u * nk_ * d_ + e, st.dk[e]);
+    for (std::size_t e = 0; e < nk_ * dv_; ++e) set_ball(res_.dv, u * nk_ * dv_ + e, st.dv[e]);
+    return true;
+  }
+
+  static void set_ball(gradient_tensor& t, std::size_t e, const detail::dd_ball& x) {
+    t.hi[e] = x.hi;
+    t.lo[e] = x.lo;
+    t.rad[e] = x.rad;
+  }
+
+  // dBias and dSink sum over units: the row's dS_j and the sink's dS are added under the lock.
+  void add_shared(std::size_t b, std::size_t h, std::size_t i, fast_state& st) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (res_.has_dbias)
+      for (std::size_t j = 0; j < nk_; ++j) {
+        if (!st.scratch.allowed[j]) continue;
+        detail::dd_ball& acc = fast_dbias_[bias_index(b, h, i, j)];
+        acc = detail::ball_add(acc, st.rb.ds[j], fast_shared_ok_);
+      }
+    if (res_.has_dsink) fast_dsink_[h] = detail::ball_add(fast_dsink_[h], st.rb.dsink, fast_shared_ok_);
+  }
+
+  // Decides from hi + lo ± rad when it rounds to one target number (P11's decision rule).
+  bool decide_fast(gradient_slot& s, std::size_t e) {
+    gradient_tensor& t = *s.out;
+    const double hi = t.hi[e], lo = t.lo[e], rad = t.rad[e];
+    if (!std::isfinite(rad) || !std::isfinite(hi) || !(std::fabs(hi) <= 0x1p1000)) return false;
+    // rad == 0: the exact value is hi + lo itself, rounded once (an exact zero included).
+    const double fl = round_sum_to_target(hi, rad == 0 ? lo : std::nextafter(lo - rad, -inf), req_.target);
+    const double fu = round_sum_to_target(hi, rad == 0 ? lo : std::nextafter(lo + rad, inf), req_.target);
+    if (fl != fu) return false;
+    t.reference[e] = fl == 0 ? 0.0 : fl;
+    t.how[e] = decided_by::double_double;
+    s.open[e] = 0;
+    ++res_.double_double;
+    if (hi == 0 && lo == 0 && rad == 0) ++res_.exact_zeros;
+    return true;
+  }
+
+  void decide_unit_fast(std::size_t u) {
+    const std::size_t b = u / Hkv_, hk = u % Hkv_;
+    for (std::size_t h = hk * group_; h < (hk + 1) * group_; ++h)
+      for (std::size_t i = 0; i < nq_; ++i)
+        for (std::size_t l = 0; l < d_; ++l) decide_fast(slots_[0], ((b * H_ + h) * nq_ + i) * d_ + l);
+    for (std::size_t e = 0; e < nk_ * d_; ++e) decide_fast(slots_[1], u * nk_ * d_ + e);
+    for (std::size_t e = 0; e < nk_ * dv_; ++e) decide_fast(slots_[2], u * nk_ * dv_ + e);
+  }
+
+  void decide_fast_range(gradient_slot& s, const std::vector<detail::dd_ball>& acc) {
+    if (!fast_shared_ok_) return;
+    for (std::size_t e = 0; e < acc.size(); ++e) {
+      set_ball(*s.out, e, acc[e]);
+      decide_fast(s, e);
+    }
+  }
+
+  // ---- (2) rows whose dq is undecided, alone; (3) units, whole -------------------------------
+
+  void choose_mpfi_units() {
+    bool shared_open = false;
+    for (std::size_t k = 3; k < slots_.size(); ++k)
+      for (auto o : slots_[k].open) shared_open = shared_open || o;
+    unit_mpfi_.assign(units(), shared_open ? 1 : 0);
+    for (std::size_t u = 0; u < units(); ++u) {
+      if (!unit_fast_ok_[u]) unit_mpfi_[u] = 1;
+      for (std::size_t e = u * nk_ * d_; e < (u + 1) * nk_ * d_ && !unit_mpfi_[u]; ++e) unit_mpfi_[u] = slots_[1].open[e];
+      for (std::size_t e = u * nk_ * dv_; e < (u + 1) * nk_ * dv_ && !unit_mpfi_[u]; ++e) unit_mpfi_[u] = slots_[2].open[e];
+    }
+  }
+
+  void escalate_rows() {
+    std::vector<std::size_t> list;
+    std::vector<std::uint8_t> allowed;
+    for (std::size_t r = 0; r < rows(); ++r) {
+      if (unit_mpfi_[unit_of_row(r)]) continue;
+      bool open = false;
+      for (std::size_t l = 0; l < d_; ++l) open = open || slots_[0].open[r * d_ + l];
+      if (!open) continue;
+      if (!used_row(r, allowed)) throw internal_error("backward: an unused row has an undecided dq");
+      list.push_back(r);
+    }
+    res_.rows_escalated = list.size();
+    if (list.empty()) return;
+    for_each_parallel<mpfi_state>(list, req_.threads, {}, [this](std::size_t r, mpfi_state& st) { escalate_row(r, st); });
+  }
+
+  // One row's dq in MPFI at 128, 256, ... bits until every open element is decided.
+  void escalate_row(std::size_t r, mpfi_state& st) {
+    row_job job;
+    src_.locate(r, job);
+    src_.allowed_row(job.b, job.h, job.i, st.scratch.allowed);
+    job.allowed = st.scratch.allowed.data();
+    src_.build_job(job, st.scratch);
+    interval_array dq;
+    ziv_escalate(precision_schedule{first_mpfi_bits, req_.max_bits}, [&](unsigned prec) {
+      dq.reset(d_, prec);
+      row_grad_sinks out;
+      out.dq = dq.p.data();
+      mpfi_row_backward(job.ctx, g_.dO.data() + r * dv_, g_.dLSE.empty() ? nullptr : &g_.dLSE[r], prec, out);
+      std::size_t open = 0;
+      for (std::size_t l = 0; l < d_; ++l) {
+        const std::size_t e = r * d_ + l;
+        if (slots_[0].open[e] && !decide_interval(slots_[0], e, dq.p[l], prec)) ++open;
+      }
+      return open == 0 ? ziv_decided(open) : ziv_more(open);
+    });
+  }
+
+  void escalate_units() {
+    std::vector<std::size_t> list;
+    for (std::size_t u = 0; u < units(); ++u)
+      if (unit_mpfi_[u]) list.push_back(u);
+    res_.units_escalated = list.size();
+    if (list.empty()) return;
+    const auto outcome = ziv_escalate(precision_schedule{first_mpfi_bits, req_.max_bits}, [&](unsigned prec) {
+      ++res_.passes;
+      for (auto& s : slots_) s.enc.reset(s.out->size(), prec);
+      for_each_parallel<mpfi_state>(list, req_.threads, req_.progress,
+                                    [this, prec](std::size_t u, mpfi_state& st) { mpfi_unit(u, prec, st); });
+      std::size_t open = 0;
+      for (auto& s : slots_)
+        for (std::size_t e = 0; e < s.out->size(); ++e)
+          if (s.open[e] && !decide_interval(s, e, s.enc.p[e], prec)) ++open;
+      return open == 0 ? ziv_decided(open) : ziv_more(open);
+    });
+    if (!outcome.decided) throw internal_error("backward: undecided elements after the cap");  // decide_interval throws first
+  }
+
+  // Every used row of unit u adds its contributions at `prec` bits; the unit owns its rows' dq and
+  // its kv head's dk, dv; dbias and dsink are summed under the lock (any order encloses).
+  void mpfi_unit(std::size_t u, unsigned prec, mpfi_state& st) {
+    const std::size_t b = u / Hkv_, hk = u % Hkv_;
+    interval_array ds;
+    mpfi_var dsink(prec);
+    if (var_.has_bias) ds.reset(nk_, prec);
+    for (std::size_t h = hk * group_; h < (hk + 1) * group_; ++h)
+      for (std::size_t i = 0; i < req_.seq_q(b); ++i) {
+        const std::size_t r = (b * H_ + h) * nq_ + i;
+        if (!used_row(r, st.scratch.allowed)) continue;
+        row_job job;
+        src_.locate(r, job);
+        job.allowed = st.scratch.allowed.data();
+        src_.build_job(job, st.scratch);
         row_grad_sinks out;
         out.dq = slots_[0].enc.p.data() + r * d_;
-        out.dk = slots_[1].enc.p.data() + bhk * nk_ * d_;
-        out.dv = slots_[2].enc.p.data() + bhk * nk_ * dv_;
+        out.dk = slots_[1].enc.p.data() + u * nk_ * d_;
+        out.dv = slots_[2].enc.p.data() + u * nk_ * dv_;
         if (var_.has_bias) out.ds = ds.p.data();
         if (res_.has_dsink) out.dsink = dsink.v;
         mpfi_row_backward(job.ctx, g_.dO.data() + r * dv_, g_.dLSE.empty() ? nullptr : &g_.dLSE[r], prec, out);
         if (!var_.has_bias && !res_.has_dsink) continue;
         std::lock_guard<std::mutex> lock(mu_);
-        if (var_.has_bias) {
-          const score_bias& sb = var_.bias;
-          gradient_slot& s = slots_[3];
+        if (var_.has_bias)
           for (std::size_t j = 0; j < nk_; ++j) {
-            if (!scratch.allowed[j]) continue;
-            const std::size_t e = (((sb.mb == 1 ? 0 : b) * sb.mh + (sb.mh == 1 ? 0 : h)) * sb.mq + (sb.mq == 1 ? 0 : i)) * sb.mk +
-                                  (sb.mk == 1 ? 0 : j);
-            mpfi_add(s.enc.p[e], s.enc.p[e], ds.p[j]);
+            if (!st.scratch.allowed[j]) continue;
+            mpfi_ptr e = slots_[3].enc.p[bias_index(b, h, i, j)];
+            mpfi_add(e, e, ds.p[j]);
           }
-        }
         if (res_.has_dsink) {
           mpfi_ptr t = slots_.back().enc.p[h];
           mpfi_add(t, t, dsink.v);
@@ -243,54 +498,59 @@ class backward_run {
       }
   }
 
-  // Rounds every open element whose enclosure decides it; at the cap, faithfully when the
-  // enclosure lies strictly between two adjacent target numbers, else "precision too low".
-  // Returns how many stay open.
-  std::size_t decide(unsigned prec) {
+  // Rounds an element whose MPFI enclosure decides it; at the cap, faithfully when the enclosure
+  // lies strictly between two adjacent target numbers, else "precision too low".  Thread-safe for
+  // distinct elements (the counters are under the lock).
+  bool decide_interval(gradient_slot& s, std::size_t e, mpfi_srcptr x, unsigned prec) {
     const target_format t = req_.target;
+    gradient_tensor& out = *s.out;
     mpfr_var L(prec), U(prec);
-    std::size_t open = 0, decided = 0;
-    for (auto& s : slots_) {
-      gradient_tensor& out = *s.out;
-      for (std::size_t e = 0; e < out.size(); ++e) {
-        if (!s.open[e]) continue;
-        mpfi_srcptr x = s.enc.p[e];
-        mpfi_get_left(L.v, x);
-        mpfi_get_right(U.v, x);
-        enclosure_to_dd(x, out.hi[e], out.lo[e], out.rad[e]);
-        const double fl = round_mpfr_to_target(L.v, t), fu = round_mpfr_to_target(U.v, t);
-        out.bits_used[e] = static_cast<std::uint16_t>(std::min(prec, 65535u));
-        if (fl == fu) {
-          out.reference[e] = fl == 0 ? 0.0 : fl;
-          out.how[e] = decided_by::mpfi;
-          s.open[e] = 0;
-          ++decided;
-          if (mpfr_zero_p(L.v) && mpfr_zero_p(U.v)) ++res_.exact_zeros;
-        } else if (prec >= req_.max_bits) {
-          if (!(adjacent_or_equal(fl, fu, t) && !std::isnan(fl) && mpfr_cmp_d(L.v, std::min(fl, fu)) > 0 &&
-                mpfr_cmp_d(U.v, std::max(fl, fu)) < 0))
-            throw input_error(std::string(s.name) + " element " + std::to_string(e) +
-                              " could not be enclosed within one ulp of the target at " + std::to_string(prec) +
-                              " bits (precision too low: raise --max-precision)");
-          mpfr_var mid(prec);
-          mpfi_mid(mid.v, x);
-          out.reference[e] = round_mpfr_to_target(mid.v, t);
-          out.how[e] = decided_by::faithful_only;
-          s.open[e] = 0;
-          ++res_.faithful_only;
-        } else {
-          ++open;
-        }
-      }
+    mpfi_get_left(L.v, x);
+    mpfi_get_right(U.v, x);
+    enclosure_to_dd(x, out.hi[e], out.lo[e], out.rad[e]);
+    const double fl = round_mpfr_to_target(L.v, t), fu = round_mpfr_to_target(U.v, t);
+    out.bits_used[e] = static_cast<std::uint16_t>(std::min(prec, 65535u));
+    if (fl == fu) {
+      out.reference[e] = fl == 0 ? 0.0 : fl;
+      out.how[e] = decided_by::mpfi;
+      s.open[e] = 0;
+      std::lock_guard<std::mutex> lock(mu_);
+      add_mpfi_count(prec);
+      if (mpfr_zero_p(L.v) && mpfr_zero_p(U.v)) ++res_.exact_zeros;
+      return true;
     }
-    if (decided) res_.by_mpfi.push_back({prec, decided});
-    return open;
+    if (prec < req_.max_bits) return false;
+    if (!(adjacent_or_equal(fl, fu, t) && !std::isnan(fl) && mpfr_cmp_d(L.v, std::min(fl, fu)) > 0 &&
+          mpfr_cmp_d(U.v, std::max(fl, fu)) < 0))
+      throw input_error(std::string(s.name) + " element " + std::to_string(e) +
+                        " could not be enclosed within one ulp of the target at " + std::to_string(prec) +
+                        " bits (precision too low: raise --max-precision)");
+    mpfr_var mid(prec);
+    mpfi_mid(mid.v, x);
+    out.reference[e] = round_mpfr_to_target(mid.v, t);
+    out.how[e] = decided_by::faithful_only;
+    s.open[e] = 0;
+    std::lock_guard<std::mutex> lock(mu_);
+    ++res_.faithful_only;
+    return true;
+  }
+
+  void add_mpfi_count(unsigned bits) {
+    for (auto& pr : res_.by_mpfi)
+      if (pr.first == bits) {
+        ++pr.second;
+        return;
+      }
+    res_.by_mpfi.push_back({bits, 1});
   }
 
   void finish() {
     res_.elements = 0;
     for (const auto& s : slots_) res_.elements += s.out->size();
     res_.correctly_rounded = res_.elements - res_.faithful_only;
+    for (std::size_t u = 0; u < units(); ++u) res_.units_declined += fast_possible_ && !unit_fast_ok_[u] ? 1 : 0;
+    res_.fast_path = fast_possible_;
+    std::sort(res_.by_mpfi.begin(), res_.by_mpfi.end());
   }
 
   const oracle_request& req_;
@@ -300,10 +560,11 @@ class backward_run {
   const std::size_t B_, H_, Hkv_, group_, nq_, nk_, d_, dv_;
   backward_result res_;
   std::vector<gradient_slot> slots_;  // dq, dk, dv, then dbias and dsink when present
-  std::atomic<std::size_t> next_unit_{0}, units_done_{0};
-  std::atomic<bool> stop_{false};
-  std::mutex mu_;  // guards the dbias / dsink sums and first_error_
-  std::exception_ptr first_error_;
+  detail::dd_ball scale_, inv_ln2_;
+  bool fast_possible_ = false, fast_shared_ok_ = true;
+  std::vector<std::uint8_t> unit_fast_ok_, unit_mpfi_;
+  std::vector<detail::dd_ball> fast_dbias_, fast_dsink_;
+  std::mutex mu_;  // guards the shared sums, the counters
 };
 
 }  // namespace

@@ -240,7 +240,8 @@ bool softcap_quotient(double C, const dd& x, softcap_y& q) {
 }
 
 // x <- C tanh(y) given y = x / C and, when 2|y| <= 708, e = e^{-2|y|} with relative bound Be.
-bool finish_softcap(double C, const softcap_y& q, dd e_value, double Be, dd& x, double& rx) {
+bool finish_softcap(double C, const softcap_y& q, dd e_value, double Be, dd& x, double& rx, dd& th_out,
+                    double& th_rad) {
   const bool negative = q.y.hi < 0;
   const dd a = negative ? neg(q.y) : q.y;
   dd th{1.0, 0.0};
@@ -262,6 +263,8 @@ bool finish_softcap(double C, const softcap_y& q, dd e_value, double Be, dd& x, 
     }
   }
   if (negative) th = neg(th);
+  th_out = th;  // |tanh(y_true) - th| <= terr + By |y| (the backward's softcap derivative, P15)
+  th_rad = (terr + q.By * std::fabs(q.y.hi) * (1.0 + 0x1p-50) + rx / C) * round_up_factor;
   dd z{0.0, 0.0};
   double Bm = 0;
   if (th.hi != 0.0) {
@@ -287,6 +290,9 @@ bool softcap_scores(const row_inputs& in, row_workspace& ws, const fast_row_stat
   ws.y_hi.resize(st.jend);
   ws.y_lo.resize(st.jend);
   ws.y_b.resize(st.jend);
+  ws.th_hi.assign(st.jend, 0.0);
+  ws.th_lo.assign(st.jend, 0.0);
+  ws.th_rad.assign(st.jend, 0.0);
   ws.z_hi.clear();
   ws.z_lo.clear();
   ws.z_idx.clear();
@@ -322,7 +328,12 @@ bool softcap_scores(const row_inputs& in, row_workspace& ws, const fast_row_stat
     }
     dd x{s[j], c[j]};
     double rx = P[j];
-    if (!finish_softcap(C, softcap_y{dd{ws.y_hi[j], ws.y_lo[j]}, ws.y_b[j]}, e, Be, x, rx)) return false;
+    dd th;
+    double th_rad = 0;
+    if (!finish_softcap(C, softcap_y{dd{ws.y_hi[j], ws.y_lo[j]}, ws.y_b[j]}, e, Be, x, rx, th, th_rad)) return false;
+    ws.th_hi[j] = th.hi;
+    ws.th_lo[j] = th.lo;
+    ws.th_rad[j] = th_rad;
     s[j] = x.hi;
     c[j] = x.lo;
     P[j] = rx;
@@ -482,7 +493,7 @@ bool weighted_sums(const row_inputs& in, row_workspace& ws, fast_row_state& st) 
       cW = cW + (sig + wl);
       PW = PW + wh;
     }
-    if (wh == 0.0 || (in.keep && !in.keep[j])) continue;
+    if (wh == 0.0 || (in.keep && !in.keep[j]) || in.weights_only) continue;
     const double* __restrict v = in.V + j * dv;
     for (std::size_t k = 0; k < dv; ++k) {
       const double p = wh * v[k];
@@ -520,6 +531,8 @@ bool weighted_sums(const row_inputs& in, row_workspace& ws, fast_row_state& st) 
   st.Wlow = st.W.hi * (1.0 - 0x1p-50) - st.eW;
   if (!(st.Wlow > 0.0) || !dd_detail::operand_ok(st.W)) return false;
   ws.rho = st.rho_all;  // a relative radius valid for every weight (grade_attention uses it per weight)
+  ws.rho_normal = st.rho;  // weights not below 2^-900; the others err by < 2^-928 absolutely
+  ws.tiny = st.tiny;
   ws.under = st.under;
   ws.m = st.m;
   ws.W_hi = st.W.hi;
@@ -603,13 +616,14 @@ bool fast_row(const row_inputs& in, row_workspace& ws, double* out_hi, double* o
   if (st.jend == 0 && !in.has_sink) return false;
   dot_products(in, ws, st);
   if (!scale_scores(in, ws, st) || !exponential_weights(in, ws, st) || !weighted_sums(in, ws, st)) return false;
-  divide_outputs(in, ws, st, out_hi, out_lo, out_rad);
+  if (!in.weights_only) divide_outputs(in, ws, st, out_hi, out_lo, out_rad);
   return true;
 }
 
-void plain_row(const row_inputs& in, row_workspace& ws, double* out, double* lse) {
-  const std::size_t n = in.nk, d = in.d, dv = in.dv;
-  std::size_t jbegin = 0, jend = 0;
+double plain_weights(const row_inputs& in, row_workspace& ws, std::size_t& jbegin, std::size_t& jend) {
+  const std::size_t n = in.nk, d = in.d;
+  jbegin = 0;
+  jend = 0;
   for (std::size_t j = 0; j < n; ++j)
     if (in.allowed[j]) jend = j + 1;
   while (jbegin < jend && !in.allowed[jbegin]) ++jbegin;
@@ -621,28 +635,44 @@ void plain_row(const row_inputs& in, row_workspace& ws, double* out, double* lse
     for (std::size_t j = jbegin; j < jend; ++j) s[j] = s[j] + ql * kt[j];
   }
   const double sc = in.scale_hi;
+  if (in.softcap != 0) ws.th_hi.assign(jend, 0.0);
   double m = in.has_sink ? in.sink : -inf;
   for (std::size_t j = jbegin; j < jend; ++j)
     if (in.allowed[j]) {
       s[j] *= sc;
-      if (in.softcap != 0) s[j] = in.softcap * std::tanh(s[j] / in.softcap);
+      if (in.softcap != 0) {
+        ws.th_hi[j] = std::tanh(s[j] / in.softcap);
+        s[j] = in.softcap * ws.th_hi[j];
+      }
       if (in.add_hi) s[j] += in.add_hi[j];
       m = std::max(m, s[j]);
     }
+  ws.w_hi.assign(jend, 0.0);
+  double W = in.has_sink ? std::exp(in.sink - m) : 0.0;
+  for (std::size_t j = jbegin; j < jend; ++j)
+    if (in.allowed[j]) {
+      ws.w_hi[j] = std::exp(s[j] - m);
+      W += ws.w_hi[j];
+    }
+  ws.m = m;
+  return W;
+}
+
+void plain_row(const row_inputs& in, row_workspace& ws, double* out, double* lse) {
+  const std::size_t dv = in.dv;
+  std::size_t jbegin = 0, jend = 0;
+  const double W = plain_weights(in, ws, jbegin, jend);
   ws.acc_s.assign(dv, 0.0);
   double* __restrict acc = ws.acc_s.data();
-  double W = in.has_sink ? std::exp(in.sink - m) : 0.0;
   for (std::size_t j = jbegin; j < jend; ++j) {
-    if (!in.allowed[j]) continue;
-    const double w = std::exp(s[j] - m);
-    W += w;
-    if (in.keep && !in.keep[j]) continue;
+    if (!in.allowed[j] || (in.keep && !in.keep[j])) continue;
+    const double w = ws.w_hi[j];
     const double* __restrict v = in.V + j * dv;
     for (std::size_t k = 0; k < dv; ++k) acc[k] = acc[k] + w * v[k];
   }
   const double c = in.keep ? in.keep_hi : 1.0;
   for (std::size_t k = 0; k < dv; ++k) out[k] = in.keep ? acc[k] / W * c : acc[k] / W;
-  if (lse) *lse = m + std::log(W);
+  if (lse) *lse = ws.m + std::log(W);
 }
 
 }  // namespace attncert::oracle::detail

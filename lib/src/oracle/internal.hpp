@@ -125,6 +125,7 @@ void mpfi_row(const mpfi_row_ctx& c, const std::vector<std::size_t>& ks, mpfr_pr
 /// Where the backward of one row (P15) puts its contributions: the arrays hold intervals at the
 /// precision of the call; the row adds to dq (d), dk (nk·d of its kv head) and dv (nk·dv), and sets
 /// ds[j] = dS_j (nk, for dBias; null: not wanted) and *dsink (the sink's dS; null: no sink).
+/// dk and dv null (both): the row's dq only.
 struct row_grad_sinks {
   mpfi_ptr* dq = nullptr;
   mpfi_ptr* dk = nullptr;

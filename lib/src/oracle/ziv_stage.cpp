@@ -280,6 +280,7 @@ class row_enclosure {
         mpfi_mul_d(t.v, u.v, c_.K[j * d + l]);
         mpfi_add(dq[l]->v, dq[l]->v, t.v);
       }
+      if (!out.dk) continue;     // dq only (a row escalated alone)
       mpfi_mul(u.v, u.v, s_.v);  // s dU_j
       for (std::size_t l = 0; l < d; ++l) {  // dk_j += s dU_j q
         mpfi_mul_d(t.v, u.v, c_.q[l]);

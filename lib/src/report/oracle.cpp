@@ -296,6 +296,7 @@ nlohmann::json oracle_report(const oracle_report_input& in) {
   if (in.backward) {
     const backward_result& g = *in.backward;
     nlohmann::json by = nlohmann::json::object();
+    by["double_double"] = g.double_double;
     for (const auto& [bits, count] : g.by_mpfi) by["mpfi_" + std::to_string(bits)] = count;
     if (g.faithful_only) by["faithful_at_cap"] = g.faithful_only;
     nlohmann::json shapes = {{"dq", g.dq.shape}, {"dk", g.dk.shape}, {"dv", g.dv.shape}};
@@ -308,7 +309,11 @@ nlohmann::json oracle_report(const oracle_report_input& in) {
                      {"faithful_only", g.faithful_only},
                      {"exact_zeros", g.exact_zeros},
                      {"decided_by", by},
-                     {"passes", g.passes},
+                     {"escalation", {{"fast_path", g.fast_path},
+                                     {"rows_escalated", g.rows_escalated},
+                                     {"units_escalated", g.units_escalated},
+                                     {"units_fast_path_declined", g.units_declined},
+                                     {"mpfi_passes", g.passes}}},
                      {"internal_shapes", shapes},
                      {"files", in.gradient_files},
                      {"seconds", in.backward_seconds}};
@@ -425,7 +430,7 @@ void write_rerun_text(std::ostream& os, const std::string& label, const nlohmann
 }
 
 void write_grading_text(std::ostream& os, const nlohmann::json& j) {
-  if (j.at("candidates").empty() && !j.contains("lse")) return;
+  if (j.at("candidates").empty() && !(j.contains("lse") && j.at("lse").contains("candidate"))) return;
   const auto& gr = j.at("grading");
   os << "grading rule " << gr.at("rule").get<std::string>() << " (" << gr.at("source").get<std::string>()
      << "): " << gr.at("statement").get<std::string>() << "; o = the exact value, computed in binary64\n";
@@ -434,7 +439,7 @@ void write_grading_text(std::ostream& os, const nlohmann::json& j) {
   if (j.contains("lse")) {
     const auto& l = j.at("lse");
     if (l.contains("baseline")) write_grade_text(os, "LSE baseline", l.at("baseline"), false);
-    write_grade_text(os, "LSE candidate", l.at("candidate"), true);
+    if (l.contains("candidate")) write_grade_text(os, "LSE candidate", l.at("candidate"), true);
   }
   if (j.contains("rerun")) write_rerun_text(os, "rerun of " + j.at("rerun").at("of").get<std::string>(), j.at("rerun"));
 }
@@ -500,7 +505,10 @@ void write_oracle_text(std::ostream& os, const nlohmann::json& j) {
     os << "backward: " << b.at("elements") << " gradient elements: correctly rounded " << b.at("correctly_rounded")
        << ", faithful only " << b.at("faithful_only") << ", exact zeros " << b.at("exact_zeros") << "; decided by:";
     for (auto it = b.at("decided_by").begin(); it != b.at("decided_by").end(); ++it) os << " " << it.key() << " " << it.value();
-    os << "; " << fmt(b.at("seconds").get<double>(), 3) << " s\n";
+    const auto& esc = b.at("escalation");
+    os << "\n  escalated to MPFI: rows " << esc.at("rows_escalated") << " (dq alone), (batch, kv head) units "
+       << esc.at("units_escalated") << " (fast path declined " << esc.at("units_fast_path_declined") << "); "
+       << fmt(b.at("seconds").get<double>(), 3) << " s\n";
     for (auto it = b.at("files").begin(); it != b.at("files").end(); ++it)
       os << "  " << it.key() << " written to " << it.value().value("file", "?") << "\n";
   }

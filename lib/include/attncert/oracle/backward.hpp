@@ -39,8 +39,13 @@ struct backward_result {
   gradient_tensor dq, dk, dv, dbias, dsink;
   bool has_dbias = false, has_dsink = false;
   std::size_t elements = 0, correctly_rounded = 0, faithful_only = 0, exact_zeros = 0;
+  std::size_t double_double = 0;                          ///< elements decided by the fast path
   std::vector<std::pair<unsigned, std::size_t>> by_mpfi;  ///< (bits, elements decided at those bits)
-  unsigned passes = 0;                                    ///< Ziv passes over the whole problem
+  bool fast_path = false;          ///< the request allowed the fast path (binary64 scale, softcap, keep factor)
+  std::size_t rows_escalated = 0;  ///< rows whose dq was recomputed alone in MPFI
+  std::size_t units_escalated = 0; ///< (batch, kv head) units recomputed whole in MPFI
+  std::size_t units_declined = 0;  ///< of those, units the fast path declined (a range condition)
+  unsigned passes = 0;             ///< Ziv passes over the escalated units
 };
 
 /// The certified backward of run_oracle(req) for the cotangents `g`.  Errors (input_error, one

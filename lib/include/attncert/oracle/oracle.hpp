@@ -131,6 +131,7 @@ struct oracle_request {
   bool allow_nonfinite = false;
   /// Approx tier, for benchmarks only: every row is computed by detail::plain_row in binary64
   /// (the same jobs, masks and variants, no certification); results are marked ieee_nonfinite.
+  /// run_oracle_backward likewise runs detail::plain_row_backward (dq, dk, dv only).
   bool approx_plain_binary64 = false;
   /// Called now and then from the main thread with (rows done, rows total); may be empty.
   std::function<void(std::size_t, std::size_t)> progress;
@@ -196,6 +197,8 @@ struct row_inputs {
   double sink = 0;
   const std::uint8_t* keep = nullptr;  ///< dropout keep-mask over the keys, or null
   double keep_hi = 1, keep_lo = 0, keep_rad = 0;  ///< 1/(1 - P) in [keep_hi + keep_lo ± keep_rad]
+  /// Steps 1-4 without the value sums: the weights and W only, no outputs (the backward, P15).
+  bool weights_only = false;
 };
 struct row_workspace {
   std::vector<double> s_hi, s_lo, s_rad, w_hi, w_lo;
@@ -211,11 +214,21 @@ struct row_workspace {
   double W_hi = 0, W_lo = 0, W_err = 0;  ///< |sum_j w_true_j - (W_hi + W_lo)| <= W_err
   double m = 0;  ///< the binary64 shift: W_true = sum_j e^{x_j - m} (+ e^{sink - m}), so LSE = m + ln W_true
   double sink_hi = 0, sink_lo = 0;  ///< the sink's weight e^{sink - m} (0 when it underflowed or there is none)
+  /// |w_true - w| <= rho_normal |w| for the weights with |w_hi| >= 2^-900; the `tiny` others
+  /// (0 < |w_hi| < 2^-900) err by less than 2^-928 absolutely (P11 step 3).
+  double rho_normal = 0;
+  std::size_t tiny = 0;
+  /// With a softcap: |tanh(s q·k_j / C) - (th_hi[j] + th_lo[j])| <= th_rad[j] for the allowed keys.
+  std::vector<double> th_hi, th_lo, th_rad;
 };
 bool fast_row(const row_inputs& in, row_workspace& ws, double* out_hi, double* out_lo, double* out_rad);
 /// The same computation in plain binary64, no certification (the benchmark's baseline, and the
 /// IEEE semantics of rows touching NaN/Inf).  With `lse`, also writes ln W there.
 void plain_row(const row_inputs& in, row_workspace& ws, double* out, double* lse = nullptr);
+/// The plain row's weights: w_j = exp(x_j - m) in ws.w_hi[j] for the allowed j in [jbegin, jend)
+/// (the first and one past the last allowed key), ws.m = m, tanh(s q·k_j / C) in ws.th_hi with a
+/// softcap; returns W = Σ_j w_j (+ the sink's weight).  Approx tier.
+double plain_weights(const row_inputs& in, row_workspace& ws, std::size_t& jbegin, std::size_t& jend);
 /// w[i] = exp_with_bound(z[i]) for i < n (number/double_double.hpp), bit for bit: the same
 /// sequence of IEEE operations, evaluated four lanes at a time with AVX2 when available; lanes
 /// off the common path (tiny reduced argument, subnormal low word, outside [-708, 709]) call
