@@ -288,6 +288,62 @@ with tempfile.TemporaryDirectory() as tmp:
     else:
         print("ok   exact zeros (identical values: dQ = 0; LSE-only loss: dV = 0)")
 
+# paged K/V: dK and dV come back in the pages' layout, equal to the unpaged run's gradients at the
+# slots the block table uses (checked against mpmath there) and exactly 0 in the slots no one uses;
+# a page slot used twice (a shared page) is refused with one line, exit 2.
+def paged_case():
+    global failures
+    P, pages, Hkv = 3, 5, 2
+    table = np.array([[3, 0], [1, 4]], dtype=np.int32)  # page 2 unused; sequence 1 uses 5 of its 6 slots
+    seqlens = np.array([6, 5], dtype=np.int32)
+    kp, vp = randn(pages, P, Hkv, 3), randn(pages, P, Hkv, 2)
+    c = dict(q=randn(2, 4, 4, 3), do=randn(2, 4, 4, 2), causal="bottom-right")
+    c["k"] = np.stack([np.concatenate([kp[t] for t in row]).transpose(1, 0, 2) for row in table])  # (b, h, 6, d)
+    c["v"] = np.stack([np.concatenate([vp[t] for t in row]).transpose(1, 0, 2) for row in table])
+    cp = dict(c, k=kp, v=vp)
+    with tempfile.TemporaryDirectory() as flat_dir, tempfile.TemporaryDirectory() as page_dir:
+        sl = os.path.join(flat_dir, "seqlens.npy")
+        tf = os.path.join(page_dir, "table.npy")
+        np.save(sl, seqlens)
+        np.save(tf, table)
+        paged = ["--block-table", tf, "--page-size", str(P), "--seqlens-k", sl]
+        try:
+            run(c, flat_dir, ["--seqlens-k", sl])
+            run(cp, page_dir, paged)
+        except RuntimeError as e:
+            failures += 1
+            print("FAIL paged K/V:", e)
+            return
+        bad = 0
+        for g in ("dk", "dv"):
+            flat, pg = np.load(os.path.join(flat_dir, "g.%s.npy" % g)), np.load(os.path.join(page_dir, "g.%s.npy" % g))
+            want = np.zeros_like(pg)
+            for b in range(2):
+                for j in range(seqlens[b]):
+                    want[table[b, j // P], j % P] = flat[b, :, j]
+            bad += int(np.sum(want != pg)) if want.shape == pg.shape else want.size
+        if bad or not np.any(want != 0):
+            failures += 1
+            print("FAIL paged K/V:", bad, "elements differ from the unpaged run scattered into pages")
+        else:
+            print("ok   paged K/V: dK, dV in pages equal the unpaged gradients; unused slots exactly 0")
+        np.save(tf, np.array([[3, 0], [0, 4]], dtype=np.int32))  # page 0 shared by both sequences
+        for f in os.listdir(page_dir):
+            if f.startswith("g."):
+                os.remove(os.path.join(page_dir, f))
+        try:
+            r = run(cp, page_dir, paged, expect=2)
+            left = [f for f in os.listdir(page_dir) if f.startswith("g.")]
+            ok = len(r.stderr.strip().splitlines()) == 1 and "used twice" in r.stderr and not left
+            print(("ok  " if ok else "FAIL"), "paged K/V with a shared page:", r.stderr.strip())
+            failures += not ok
+        except RuntimeError as e:
+            failures += 1
+            print("FAIL paged K/V with a shared page:", e)
+
+
+paged_case()
+
 # bad input: one line on stderr, exit 2, no files
 bad_cases = [
     ("dO of the wrong shape", dict(do=randn(1, 1, 4, 3)), ()),

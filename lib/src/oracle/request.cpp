@@ -327,6 +327,7 @@ void set_qkv(oracle_request& req, const io::npy_array& q, const io::npy_array& k
 }
 
 std::size_t output_layout::output_row(std::size_t r) const {
+  if (!row_map.empty()) return row_map[r];
   const std::size_t i = r % nq, h = (r / nq) % H, b = r / (nq * H);
   switch (layout) {
     case qkv_layout::bshd: return (b * nq + i) * H + h;
@@ -345,7 +346,10 @@ std::size_t output_layout::lse_index(std::size_t r) const {
 }
 
 std::vector<double> output_layout::output_to_external(const std::vector<double>& internal) const {
-  std::vector<double> out(layout == qkv_layout::thd ? total_q * H * dv : internal.size(), 0.0);
+  std::vector<double> out(!row_map.empty() ? external_rows * dv
+                          : layout == qkv_layout::thd ? total_q * H * dv
+                                                      : internal.size(),
+                          0.0);
   for (std::size_t r = 0; r < B * H * nq; ++r) {
     const std::size_t x = output_row(r);
     if (x == none) continue;
@@ -421,7 +425,9 @@ void check_candidate_array(const io::npy_array& c, const std::vector<std::size_t
   if (c.shape != out_shape) {
     std::string s;
     for (auto x : out_shape) s += (s.empty() ? "" : ", ") + std::to_string(x);
-    throw input_error(file + ": candidate shape does not match the output shape (" + s + ")");
+    std::string got;
+    for (auto x : c.shape) got += (got.empty() ? "" : ", ") + std::to_string(x);
+    throw input_error(file + ": shape (" + got + ") does not match the expected shape (" + s + ")");
   }
   if (c.type == io::dtype::b1) throw input_error(file + ": a candidate must be a float array");
 }
@@ -446,10 +452,37 @@ io::npy_array reference_array(const oracle_result& r, target_format t, const std
   return target_array(r.reference, t, shape);
 }
 
+namespace {
+
+// Paged dK / dV: internal row (b, h, j) -> external row (T[b, j / P]·P + j % P)·H + h for the keys
+// sequence b uses (j < seqlens_k[b], or the whole block table).
+void map_pages(const oracle_request& req, const input_layout& lay, const std::vector<std::size_t>& shape,
+               output_layout& o) {
+  const std::size_t P = lay.page_size, H = o.H, n = o.nq;
+  o.external_rows = shape.at(0) * shape.at(1) * H;
+  o.row_map.assign(o.B * H * n, output_layout::none);
+  std::vector<std::uint8_t> taken(o.external_rows, 0);
+  for (std::size_t b = 0; b < o.B; ++b) {
+    const std::size_t used = req.seqlens_k.empty() ? lay.table_cols * P : req.seqlens_k[b];
+    for (std::size_t j = 0; j < used; ++j) {
+      const auto page = static_cast<std::size_t>(lay.block_table[b * lay.table_cols + j / P]);  // checked by set_qkv
+      for (std::size_t h = 0; h < H; ++h) {
+        const std::size_t x = (page * P + j % P) * H + h;
+        if (taken[x])
+          throw input_error("--block-table: page " + std::to_string(page) + " slot " + std::to_string(j % P) +
+                            " is used twice (sequence " + std::to_string(b) +
+                            " among them); the backward pass does not sum gradients over shared pages yet");
+        taken[x] = 1;
+        o.row_map[(b * H + h) * n + j] = x;
+      }
+    }
+  }
+}
+
+}  // namespace
+
 output_layout make_gradient_layout(const oracle_request& req, const input_layout& lay, gradient_of which,
                                    const std::vector<std::size_t>& shape) {
-  if (which != gradient_of::q && lay.paged)
-    throw input_error("the backward pass does not support paged K/V yet (give K and V unpaged)");
   output_layout o;
   o.layout = lay.layout;
   o.B = req.Q.B;
@@ -461,6 +494,7 @@ output_layout make_gradient_layout(const oracle_request& req, const input_layout
     o.cu_q = which == gradient_of::q ? lay.cu_seqlens_q : lay.cu_seqlens_k;
     o.total_q = shape[0];
   }
+  if (which != gradient_of::q && lay.paged) map_pages(req, lay, shape, o);
   return o;
 }
 

@@ -65,6 +65,10 @@ struct output_layout {
   std::size_t B = 1, H = 1, nq = 0, dv = 0, total_q = 0;
   std::vector<std::size_t> cu_q;                 ///< thd: query offsets
   std::vector<std::size_t> out_shape, lse_shape;  ///< the shapes of the output and the LSE
+  /// Paged dK / dV: the external row (page·page_size + slot)·H + h of each internal row, or none;
+  /// `external_rows` rows in all.  Empty for every other layout.
+  std::vector<std::size_t> row_map;
+  std::size_t external_rows = 0;
   static constexpr std::size_t none = static_cast<std::size_t>(-1);
   /// The external output row of internal row r (none for padding rows).
   std::size_t output_row(std::size_t r) const;
@@ -84,8 +88,10 @@ output_layout make_output_layout(const oracle_request& req, const input_layout& 
 enum class gradient_of { q, k, v };
 /// Where the rows of dQ (internal (B, H_q, nq, d)), dK (B, H_kv, nk, d) or dV (B, H_kv, nk, dv) go in
 /// the layout of Q, K or V as given (`shape`: that input's array shape); rows that are not in the
-/// caller's tensor (padding) are dropped, as for the output.  Errors: input_error for paged K/V
-/// (the backward pass does not write pages).
+/// caller's tensor (padding) are dropped, as for the output.  Paged K/V: dK and dV are written in the
+/// pages' layout (pages, page_size, h_kv, d); page slots no sequence uses get exact zeros.  Errors:
+/// input_error when a page slot is used by two sequences (or twice by one): its gradient would be a
+/// sum of two exact values, which the backward does not form yet.
 output_layout make_gradient_layout(const oracle_request& req, const input_layout& lay, gradient_of which,
                                    const std::vector<std::size_t>& shape);
 /// Values rounded to `t` as a .npy array of `shape` (float64/32/16; bfloat16 stored exactly as float32).
