@@ -129,6 +129,7 @@ class backward_run {
       return std::move(res_);
     }
     fast_stage();
+    escalate_keys();
     choose_mpfi_units();
     escalate_rows();
     escalate_units();
@@ -238,6 +239,7 @@ class backward_run {
       enclosure_to_dd(t.v, inv_ln2_.hi, inv_ln2_.lo, inv_ln2_.rad);
     }
     unit_fast_ok_.assign(units(), 0);
+    if (fast_possible_) summary_.assign(rows(), {});
     if (res_.has_dbias) fast_dbias_.assign(res_.dbias.size(), {});
     if (res_.has_dsink) fast_dsink_.assign(H_, {});
   }
@@ -329,6 +331,10 @@ class backward_run {
         g.dlse = g_.dLSE.empty() ? nullptr : &g_.dLSE[r];
         if (!detail::fast_row_backward(job.in, st.ws, g, st.sums, st.rb)) return false;
         for (std::size_t l = 0; l < d_; ++l) set_ball(res_.dq, r * d_ + l, st.rb.dq[l]);
+        const detail::row_workspace& w = st.ws;
+        const detail::row_backward& rb = st.rb;
+        summary_[r] = {w.m,       w.W_hi,     w.W_lo,    w.W_err,      rb.c.hi, rb.c.lo,
+                       rb.c.rad, rb.base.hi, rb.base.lo, rb.base.rad, rb.ref};
         if (res_.has_dbias || res_.has_dsink) add_shared(b, h, i, st);
       }
     if (!detail::finish_unit(st.sums, scale_, st.dk, st.dv)) return false;
@@ -389,13 +395,85 @@ class backward_run {
     }
   }
 
-  // ---- (2) rows whose dq is undecided, alone; (3) units, whole -------------------------------
+  // ---- (2) keys whose dK/dV is undecided, column by column; rows whose dq is, alone;
+  //      (3) units, whole ------------------------------------------------------------------
+
+  bool shared_open() const {
+    for (std::size_t k = 3; k < slots_.size(); ++k)
+      for (auto o : slots_[k].open)
+        if (o) return true;
+    return false;
+  }
+
+  // The open keys of fast units, from the fast path's row quantities (row_summary) and each key's
+  // exact score in MPFI at 128 and 256 bits: the rows' balls (about 2^-100 relative) bound what
+  // more bits could give.  What stays open goes to the unit stage.  Not when dBias/dSink are open:
+  // every unit is then redone whole anyway.
+  void escalate_keys() {
+    if (!fast_possible_ || shared_open()) return;
+    std::vector<std::size_t> list;
+    for (std::size_t u = 0; u < units(); ++u)
+      if (unit_fast_ok_[u] && !open_keys(u).empty()) list.push_back(u);
+    if (list.empty()) return;
+    for_each_parallel<mpfi_state>(list, req_.threads, {}, [this](std::size_t u, mpfi_state& st) { key_unit(u, st); });
+  }
+
+  std::vector<std::size_t> open_keys(std::size_t u) const {
+    std::vector<std::size_t> keys;
+    for (std::size_t j = 0; j < nk_; ++j) {
+      bool open = false;
+      for (std::size_t l = 0; l < d_; ++l) open = open || slots_[1].open[(u * nk_ + j) * d_ + l];
+      for (std::size_t k = 0; k < dv_; ++k) open = open || slots_[2].open[(u * nk_ + j) * dv_ + k];
+      if (open) keys.push_back(j);
+    }
+    return keys;
+  }
+
+  void key_unit(std::size_t u, mpfi_state& st) {
+    const std::vector<std::size_t> keys = open_keys(u);
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      res_.keys_escalated += keys.size();
+    }
+    const std::size_t b = u / Hkv_, hk = u % Hkv_, nkeys = keys.size();
+    interval_array dk, dv;
+    std::vector<mpfi_ptr*> dkp(nkeys), dvp(nkeys);
+    for (unsigned prec : {first_mpfi_bits, 2 * first_mpfi_bits}) {
+      if (prec > req_.max_bits) break;
+      dk.reset(nkeys * d_, prec);
+      dv.reset(nkeys * dv_, prec);
+      for (std::size_t x = 0; x < nkeys; ++x) {
+        dkp[x] = dk.p.data() + x * d_;
+        dvp[x] = dv.p.data() + x * dv_;
+      }
+      for (std::size_t h = hk * group_; h < (hk + 1) * group_; ++h)
+        for (std::size_t i = 0; i < req_.seq_q(b); ++i) {
+          const std::size_t r = (b * H_ + h) * nq_ + i;
+          if (!used_row(r, st.scratch.allowed)) continue;
+          row_job job;
+          src_.locate(r, job);
+          job.allowed = st.scratch.allowed.data();
+          src_.build_job(job, st.scratch);
+          mpfi_key_columns(job.ctx, summary_[r], g_.dO.data() + r * dv_, keys, prec, dkp.data(), dvp.data());
+        }
+      std::size_t open = 0;
+      for (std::size_t x = 0; x < nkeys; ++x) {
+        for (std::size_t l = 0; l < d_; ++l) {
+          const std::size_t e = (u * nk_ + keys[x]) * d_ + l;
+          if (slots_[1].open[e] && !decide_interval(slots_[1], e, dkp[x][l], prec, false)) ++open;
+        }
+        for (std::size_t k = 0; k < dv_; ++k) {
+          const std::size_t e = (u * nk_ + keys[x]) * dv_ + k;
+          if (slots_[2].open[e] && !decide_interval(slots_[2], e, dvp[x][k], prec, false)) ++open;
+        }
+      }
+      if (open == 0) break;
+    }
+  }
+
 
   void choose_mpfi_units() {
-    bool shared_open = false;
-    for (std::size_t k = 3; k < slots_.size(); ++k)
-      for (auto o : slots_[k].open) shared_open = shared_open || o;
-    unit_mpfi_.assign(units(), shared_open ? 1 : 0);
+    unit_mpfi_.assign(units(), shared_open() ? 1 : 0);
     for (std::size_t u = 0; u < units(); ++u) {
       if (!unit_fast_ok_[u]) unit_mpfi_[u] = 1;
       for (std::size_t e = u * nk_ * d_; e < (u + 1) * nk_ * d_ && !unit_mpfi_[u]; ++e) unit_mpfi_[u] = slots_[1].open[e];
@@ -501,7 +579,7 @@ class backward_run {
   // Rounds an element whose MPFI enclosure decides it; at the cap, faithfully when the enclosure
   // lies strictly between two adjacent target numbers, else "precision too low".  Thread-safe for
   // distinct elements (the counters are under the lock).
-  bool decide_interval(gradient_slot& s, std::size_t e, mpfi_srcptr x, unsigned prec) {
+  bool decide_interval(gradient_slot& s, std::size_t e, mpfi_srcptr x, unsigned prec, bool may_be_final = true) {
     const target_format t = req_.target;
     gradient_tensor& out = *s.out;
     mpfr_var L(prec), U(prec);
@@ -519,7 +597,7 @@ class backward_run {
       if (mpfr_zero_p(L.v) && mpfr_zero_p(U.v)) ++res_.exact_zeros;
       return true;
     }
-    if (prec < req_.max_bits) return false;
+    if (prec < req_.max_bits || !may_be_final) return false;
     if (!(adjacent_or_equal(fl, fu, t) && !std::isnan(fl) && mpfr_cmp_d(L.v, std::min(fl, fu)) > 0 &&
           mpfr_cmp_d(U.v, std::max(fl, fu)) < 0))
       throw input_error(std::string(s.name) + " element " + std::to_string(e) +
@@ -564,6 +642,7 @@ class backward_run {
   bool fast_possible_ = false, fast_shared_ok_ = true;
   std::vector<std::uint8_t> unit_fast_ok_, unit_mpfi_;
   std::vector<detail::dd_ball> fast_dbias_, fast_dsink_;
+  std::vector<row_summary> summary_;  // per row, from the fast stage (escalate_keys)
   std::mutex mu_;  // guards the shared sums, the counters
 };
 

@@ -152,6 +152,7 @@ bool reference_differences(const row_inputs& in, std::size_t jbegin, std::size_t
   std::size_t r = jend;
   for (std::size_t j = jbegin; j < jend; ++j)
     if (in.allowed[j] && (!in.keep || in.keep[j]) && (r == jend || out.p[j].hi > out.p[r].hi)) r = j;
+  out.ref = r == jend ? in.nk : r;
   c = r == jend ? dd_ball{} : in.keep ? op.mul(out.dp[r], kappa) : out.dp[r];
   const dd_ball tr = r == jend ? dd_ball{} : out.dp[r];
   Dpp = {};
@@ -196,6 +197,8 @@ bool row_scalars(const row_inputs& in, const row_workspace& ws, const row_cotang
   const dd_ball psink = in.has_sink ? op.mul(weight_ball(ws.sink_hi, ws.sink_lo, ws), invW) : dd_ball{};
   const dd_ball base = op.add(op.add(op.mul(c, psink), ball_ops::neg(Dpp)), gb);  // dP_j - D + g = δ_j + base
   if (in.has_sink) out.dsink = op.mul(psink, op.add(base, ball_ops::neg(c)));   // P_sink (g - D)
+  out.c = c;
+  out.base = base;
   const dd_ball kappa{in.keep_hi, in.keep_lo, in.keep_rad};
   const bool softcap = in.softcap != 0;
   for (std::size_t j = jbegin; j < jend; ++j) {  // steps D and E

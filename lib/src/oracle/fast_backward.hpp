@@ -52,6 +52,8 @@ struct row_cotangent {
 struct row_backward {
   std::vector<dd_ball> dq, ds;
   dd_ball dsink;
+  std::size_t ref = 0;  ///< the reference key of step C (nk: none, every key dropped)
+  dd_ball c, base;      ///< c = dP_ref and base = c P_sink - D'' + g (step D)
   // scratch (per key)
   std::vector<dd_ball> p, dp, du, a;
   std::vector<double> t_s, t_c, t_P;

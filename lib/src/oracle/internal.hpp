@@ -137,6 +137,19 @@ struct row_grad_sinks {
 /// (null: none; in the units of c.lse_base2), at `prec` bits.
 void mpfi_row_backward(const mpfi_row_ctx& c, const double* dO, const double* dlse, mpfr_prec_t prec,
                        const row_grad_sinks& out);
+/// What the fast path knows of a row that the key-column escalation reuses (P15): the binary64
+/// shift m with W = Σ_j e^{x_j - m} (+ e^{sink - m}) in [W_hi + W_lo ± W_rad], the reference key
+/// `ref` (nk: none) with c = dP_ref in its ball, and base = c P_sink - D'' + g in its ball.
+struct row_summary {
+  double m = 0, W_hi = 0, W_lo = 0, W_rad = 0;
+  double c_hi = 0, c_lo = 0, c_rad = 0, base_hi = 0, base_lo = 0, base_rad = 0;
+  std::size_t ref = 0;
+};
+/// Adds the row's contributions to dK_j (dk[idx]: d intervals) and dV_j (dv[idx]: dv) for j =
+/// keys[idx] at `prec` bits, from `rs` and each key's exact score.  Enclosures, as wide as the
+/// balls of `rs` make them (about 2^-100 relative): for a precision that those balls allow.
+void mpfi_key_columns(const mpfi_row_ctx& c, const row_summary& rs, const double* dO, const std::vector<std::size_t>& keys,
+                      mpfr_prec_t prec, mpfi_ptr* const* dk, mpfi_ptr* const* dv);
 /// t_hi, t_lo, t_rad from an MPFI enclosure: |o - (hi + lo)| <= rad.
 void enclosure_to_dd(mpfi_srcptr o, double& hi, double& lo, double& rad);
 

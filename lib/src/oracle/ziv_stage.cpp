@@ -195,6 +195,53 @@ class row_enclosure {
     }
   }
 
+  /// The contributions of this row to dK_j and dV_j for the keys `keys` (P15, escalation 2), from
+  /// the fast path's row quantities `rs` (the shift m, W, c = dP_r, base) and this key's exact
+  /// score: dk[idx] (d intervals) += s dU_j q, dv[idx] (dv) += P_j κ_j dO.  No scores() needed.
+  void key_columns(const row_summary& rs, const double* dO, const std::vector<std::size_t>& keys, mpfi_ptr* const* dk,
+                   mpfi_ptr* const* dv) {
+    mpfi_var W(prec_), base(prec_), cc(prec_), x(prec_), t(prec_), th(prec_), P(prec_), u(prec_);
+    ball_interval(rs.W_hi, rs.W_lo, rs.W_rad, W.v);
+    ball_interval(rs.base_hi, rs.base_lo, rs.base_rad, base.v);
+    ball_interval(rs.c_hi, rs.c_lo, rs.c_rad, cc.v);
+    const bool dropout = c_.keep != nullptr;
+    for (std::size_t idx = 0; idx < keys.size(); ++idx) {
+      const std::size_t j = keys[idx];
+      if (!c_.allowed[j]) continue;
+      exact_score(j, x.v, th.v);       // x_j, and tanh with a softcap
+      mpfi_sub_d(x.v, x.v, rs.m);       // z_j = x_j - m: P_j = e^{z_j} / W
+      mpfi_exp(P.v, x.v);
+      mpfi_div(P.v, P.v, W.v);
+      if (dropout && !c_.keep[j]) {     // delta_j = -c
+        mpfi_neg(u.v, cc.v);
+      } else if (rs.ref >= c_.nk) {     // no kept key in the row: c = 0, delta_j = dP_j = 0
+        mpfi_set_ui(u.v, 0);
+      } else {                          // delta_j = kappa dO·(v_j - v_r), exactly summed
+        if (j == rs.ref) mpfi_set_ui(u.v, 0);
+        else dot_dv(dO, j, rs.ref, u.v);
+        if (dropout) mpfi_mul_q(u.v, u.v, c_.var->keep_factor);
+      }
+      mpfi_add(u.v, u.v, base.v);       // dS_j = P_j (delta_j + base)
+      mpfi_mul(u.v, u.v, P.v);
+      if (softcapped()) {
+        mpfi_sqr(t.v, th.v);
+        mpfi_ui_sub(t.v, 1, t.v);
+        mpfi_mul(u.v, u.v, t.v);
+      }
+      mpfi_mul(u.v, u.v, s_.v);         // s dU_j
+      for (std::size_t l = 0; l < c_.d; ++l) {
+        mpfi_mul_d(t.v, u.v, c_.q[l]);
+        mpfi_add(dk[idx][l], dk[idx][l], t.v);
+      }
+      if (dropout && !c_.keep[j]) continue;
+      if (dropout) mpfi_mul_q(P.v, P.v, c_.var->keep_factor);
+      for (std::size_t k = 0; k < c_.dv; ++k) {
+        mpfi_mul_d(t.v, P.v, dO[k]);
+        mpfi_add(dv[idx][k], dv[idx][k], t.v);
+      }
+    }
+  }
+
   /// The backward of the row (P15), after scores(): adds its contributions to `out`.
   void gradients(const double* dO, const double* dlse, const row_grad_sinks& out) {
     const std::size_t nk = c_.nk, d = c_.d, dv = c_.dv;
@@ -320,6 +367,31 @@ class row_enclosure {
   }
 
   bool softcapped() const { return c_.var && c_.var->has_softcap; }
+
+  /// [hi + lo - rad, hi + lo + rad], outward.
+  void ball_interval(double hi, double lo, double rad, mpfi_ptr out) {
+    mpfi_interv_d(out, -rad, rad);
+    mpfi_add_d(out, out, hi);
+    mpfi_add_d(out, out, lo);
+  }
+
+  /// The exact score x_j of key j (scale, softcap, ALiBi, bias) as an interval; with a softcap
+  /// also tanh(s q·k_j / C) in `th`.
+  void exact_score(std::size_t j, mpfi_ptr x, mpfi_ptr th) {
+    dot_difference(j, c_.nk, x);
+    mpfi_mul(x, x, s_.v);
+    if (softcapped()) {
+      mpfi_var C(prec_);
+      mpfi_set_q(C.v, c_.var->softcap);
+      mpfi_div(x, x, C.v);
+      mpfi_tanh(th, x);
+      mpfi_mul(x, th, C.v);
+    }
+    if (has_additive(c_)) {
+      additive_term(c_, j, a_.v);
+      mpfi_add(x, x, a_.v);
+    }
+  }
 
   std::size_t approx_reference() const {
     std::size_t best = c_.nk;
@@ -464,6 +536,13 @@ void mpfi_row_backward(const mpfi_row_ctx& c, const double* dO, const double* dl
   row_enclosure r(c, prec);
   r.scores();
   r.gradients(dO, dlse, out);
+}
+
+// The contributions of one row to the dK, dV columns of `keys` at `prec` bits (P15, escalation 2).
+void mpfi_key_columns(const mpfi_row_ctx& c, const row_summary& rs, const double* dO, const std::vector<std::size_t>& keys,
+                      mpfr_prec_t prec, mpfi_ptr* const* dk, mpfi_ptr* const* dv) {
+  row_enclosure r(c, prec);
+  r.key_columns(rs, dO, keys, dk, dv);
 }
 
 // Fills t_hi, t_lo, t_rad from an MPFI enclosure: |o - (hi + lo)| <= rad.

@@ -310,6 +310,7 @@ nlohmann::json oracle_report(const oracle_report_input& in) {
                      {"exact_zeros", g.exact_zeros},
                      {"decided_by", by},
                      {"escalation", {{"fast_path", g.fast_path},
+                                     {"keys_escalated", g.keys_escalated},
                                      {"rows_escalated", g.rows_escalated},
                                      {"units_escalated", g.units_escalated},
                                      {"units_fast_path_declined", g.units_declined},
@@ -506,7 +507,8 @@ void write_oracle_text(std::ostream& os, const nlohmann::json& j) {
        << ", faithful only " << b.at("faithful_only") << ", exact zeros " << b.at("exact_zeros") << "; decided by:";
     for (auto it = b.at("decided_by").begin(); it != b.at("decided_by").end(); ++it) os << " " << it.key() << " " << it.value();
     const auto& esc = b.at("escalation");
-    os << "\n  escalated to MPFI: rows " << esc.at("rows_escalated") << " (dq alone), (batch, kv head) units "
+    os << "\n  escalated to MPFI: keys " << esc.at("keys_escalated") << " (dK/dV columns), rows " << esc.at("rows_escalated")
+       << " (dq alone), (batch, kv head) units "
        << esc.at("units_escalated") << " (fast path declined " << esc.at("units_fast_path_declined") << "); "
        << fmt(b.at("seconds").get<double>(), 3) << " s\n";
     for (auto it = b.at("files").begin(); it != b.at("files").end(); ++it)

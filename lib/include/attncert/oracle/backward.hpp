@@ -42,6 +42,7 @@ struct backward_result {
   std::size_t double_double = 0;                          ///< elements decided by the fast path
   std::vector<std::pair<unsigned, std::size_t>> by_mpfi;  ///< (bits, elements decided at those bits)
   bool fast_path = false;          ///< the request allowed the fast path (binary64 scale, softcap, keep factor)
+  std::size_t keys_escalated = 0;  ///< keys whose dK/dV column was recomputed in MPFI from the fast row data
   std::size_t rows_escalated = 0;  ///< rows whose dq was recomputed alone in MPFI
   std::size_t units_escalated = 0; ///< (batch, kv head) units recomputed whole in MPFI
   std::size_t units_declined = 0;  ///< of those, units the fast path declined (a range condition)
