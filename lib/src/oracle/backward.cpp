@@ -149,6 +149,24 @@ class backward_run {
     return !(row_source::none_allowed(allowed) && var_.sink.empty());
   }
 
+  // Calls fn(r, job) for every used row r of unit u (the query heads of its kv head, the queries
+  // of its sequence), with the job built in `scratch`; stops, returning false, when fn does.
+  template <class F>
+  bool for_used_rows(std::size_t u, row_scratch& scratch, F&& fn) const {
+    const std::size_t b = u / Hkv_, hk = u % Hkv_;
+    for (std::size_t h = hk * group_; h < (hk + 1) * group_; ++h)
+      for (std::size_t i = 0; i < req_.seq_q(b); ++i) {
+        const std::size_t r = (b * H_ + h) * nq_ + i;
+        if (!used_row(r, scratch.allowed)) continue;
+        row_job job;
+        src_.locate(r, job);
+        job.allowed = scratch.allowed.data();
+        src_.build_job(job, scratch);
+        if (!fn(r, job)) return false;
+      }
+    return true;
+  }
+
   std::string row_text(std::size_t r) const {
     row_job job;
     src_.locate(r, job);
@@ -264,24 +282,17 @@ class backward_run {
   }
 
   void plain_unit(std::size_t u, fast_state& st) {
-    const std::size_t b = u / Hkv_, hk = u % Hkv_;
     detail::transpose_values(req_.V.values.data() + u * nk_ * dv_, nk_, dv_, st.VT);
     double* dk = res_.dk.hi.data() + u * nk_ * d_;
     double* dv = res_.dv.hi.data() + u * nk_ * dv_;
     const double ln2 = std::log(2.0);
-    for (std::size_t h = hk * group_; h < (hk + 1) * group_; ++h)
-      for (std::size_t i = 0; i < req_.seq_q(b); ++i) {
-        const std::size_t r = (b * H_ + h) * nq_ + i;
-        if (!used_row(r, st.scratch.allowed)) continue;
-        row_job job;
-        src_.locate(r, job);
-        job.allowed = st.scratch.allowed.data();
-        src_.build_job(job, st.scratch);
-        double g = g_.dLSE.empty() ? 0.0 : g_.dLSE[r];
-        if (req_.lse.base2) g /= ln2;
-        detail::plain_row_backward(job.in, st.ws, g_.dO.data() + r * dv_, g_.dLSE.empty() ? nullptr : &g, st.VT.data(),
-                                   res_.dq.hi.data() + r * d_, dk, dv);
-      }
+    for_used_rows(u, st.scratch, [&](std::size_t r, row_job& job) {
+      double g = g_.dLSE.empty() ? 0.0 : g_.dLSE[r];
+      if (req_.lse.base2) g /= ln2;
+      detail::plain_row_backward(job.in, st.ws, g_.dO.data() + r * dv_, g_.dLSE.empty() ? nullptr : &g, st.VT.data(),
+                                 res_.dq.hi.data() + r * d_, dk, dv);
+      return true;
+    });
   }
 
   // ---- (1) the fast stage ---------------------------------------------------------------------
@@ -318,25 +329,20 @@ class backward_run {
     g.want_ds = res_.has_dbias;
     for (std::size_t h = hk * group_; h < (hk + 1) * group_; ++h)  // unused rows: dq exactly 0
       for (std::size_t e = (b * H_ + h) * nq_ * d_; e < (b * H_ + h + 1) * nq_ * d_; ++e) set_ball(res_.dq, e, {});
-    for (std::size_t h = hk * group_; h < (hk + 1) * group_; ++h)
-      for (std::size_t i = 0; i < req_.seq_q(b); ++i) {
-        const std::size_t r = (b * H_ + h) * nq_ + i;
-        if (!used_row(r, st.scratch.allowed)) continue;
-        row_job job;
-        src_.locate(r, job);
-        job.allowed = st.scratch.allowed.data();
-        src_.build_job(job, st.scratch);
-        job.in.weights_only = true;
-        g.dO = g_.dO.data() + r * dv_;
-        g.dlse = g_.dLSE.empty() ? nullptr : &g_.dLSE[r];
-        if (!detail::fast_row_backward(job.in, st.ws, g, st.sums, st.rb)) return false;
-        for (std::size_t l = 0; l < d_; ++l) set_ball(res_.dq, r * d_ + l, st.rb.dq[l]);
-        const detail::row_workspace& w = st.ws;
-        const detail::row_backward& rb = st.rb;
-        summary_[r] = {w.m,       w.W_hi,     w.W_lo,    w.W_err,      rb.c.hi, rb.c.lo,
-                       rb.c.rad, rb.base.hi, rb.base.lo, rb.base.rad, rb.ref};
-        if (res_.has_dbias || res_.has_dsink) add_shared(b, h, i, st);
-      }
+    const bool rows_ok = for_used_rows(u, st.scratch, [&](std::size_t r, row_job& job) {
+      job.in.weights_only = true;
+      g.dO = g_.dO.data() + r * dv_;
+      g.dlse = g_.dLSE.empty() ? nullptr : &g_.dLSE[r];
+      if (!detail::fast_row_backward(job.in, st.ws, g, st.sums, st.rb)) return false;
+      for (std::size_t l = 0; l < d_; ++l) set_ball(res_.dq, r * d_ + l, st.rb.dq[l]);
+      const detail::row_workspace& w = st.ws;
+      const detail::row_backward& rb = st.rb;
+      summary_[r] = {w.m,      w.W_hi,     w.W_lo,     w.W_err,     rb.c.hi, rb.c.lo,
+                     rb.c.rad, rb.base.hi, rb.base.lo, rb.base.rad, rb.ref};
+      if (res_.has_dbias || res_.has_dsink) add_shared(job.b, job.h, job.i, st);
+      return true;
+    });
+    if (!rows_ok) return false;
     if (!detail::finish_unit(st.sums, scale_, st.dk, st.dv)) return false;
     for (std::size_t e = 0; e < nk_ * d_; ++e) set_ball(res_.dk, u * nk_ * d_ + e, st.dk[e]);
     for (std::size_t e = 0; e < nk_ * dv_; ++e) set_ball(res_.dv, u * nk_ * dv_ + e, st.dv[e]);
@@ -435,7 +441,7 @@ class backward_run {
       std::lock_guard<std::mutex> lock(mu_);
       res_.keys_escalated += keys.size();
     }
-    const std::size_t b = u / Hkv_, hk = u % Hkv_, nkeys = keys.size();
+    const std::size_t nkeys = keys.size();
     interval_array dk, dv;
     std::vector<mpfi_ptr*> dkp(nkeys), dvp(nkeys);
     for (unsigned prec : {first_mpfi_bits, 2 * first_mpfi_bits}) {
@@ -446,16 +452,10 @@ class backward_run {
         dkp[x] = dk.p.data() + x * d_;
         dvp[x] = dv.p.data() + x * dv_;
       }
-      for (std::size_t h = hk * group_; h < (hk + 1) * group_; ++h)
-        for (std::size_t i = 0; i < req_.seq_q(b); ++i) {
-          const std::size_t r = (b * H_ + h) * nq_ + i;
-          if (!used_row(r, st.scratch.allowed)) continue;
-          row_job job;
-          src_.locate(r, job);
-          job.allowed = st.scratch.allowed.data();
-          src_.build_job(job, st.scratch);
-          mpfi_key_columns(job.ctx, summary_[r], g_.dO.data() + r * dv_, keys, prec, dkp.data(), dvp.data());
-        }
+      for_used_rows(u, st.scratch, [&](std::size_t r, row_job& job) {
+        mpfi_key_columns(job.ctx, summary_[r], g_.dO.data() + r * dv_, keys, prec, dkp.data(), dvp.data());
+        return true;
+      });
       std::size_t open = 0;
       for (std::size_t x = 0; x < nkeys; ++x) {
         for (std::size_t l = 0; l < d_; ++l) {
@@ -542,38 +542,31 @@ class backward_run {
   // Every used row of unit u adds its contributions at `prec` bits; the unit owns its rows' dq and
   // its kv head's dk, dv; dbias and dsink are summed under the lock (any order encloses).
   void mpfi_unit(std::size_t u, unsigned prec, mpfi_state& st) {
-    const std::size_t b = u / Hkv_, hk = u % Hkv_;
     interval_array ds;
     mpfi_var dsink(prec);
     if (var_.has_bias) ds.reset(nk_, prec);
-    for (std::size_t h = hk * group_; h < (hk + 1) * group_; ++h)
-      for (std::size_t i = 0; i < req_.seq_q(b); ++i) {
-        const std::size_t r = (b * H_ + h) * nq_ + i;
-        if (!used_row(r, st.scratch.allowed)) continue;
-        row_job job;
-        src_.locate(r, job);
-        job.allowed = st.scratch.allowed.data();
-        src_.build_job(job, st.scratch);
-        row_grad_sinks out;
-        out.dq = slots_[0].enc.p.data() + r * d_;
-        out.dk = slots_[1].enc.p.data() + u * nk_ * d_;
-        out.dv = slots_[2].enc.p.data() + u * nk_ * dv_;
-        if (var_.has_bias) out.ds = ds.p.data();
-        if (res_.has_dsink) out.dsink = dsink.v;
-        mpfi_row_backward(job.ctx, g_.dO.data() + r * dv_, g_.dLSE.empty() ? nullptr : &g_.dLSE[r], prec, out);
-        if (!var_.has_bias && !res_.has_dsink) continue;
-        std::lock_guard<std::mutex> lock(mu_);
-        if (var_.has_bias)
-          for (std::size_t j = 0; j < nk_; ++j) {
-            if (!st.scratch.allowed[j]) continue;
-            mpfi_ptr e = slots_[3].enc.p[bias_index(b, h, i, j)];
-            mpfi_add(e, e, ds.p[j]);
-          }
-        if (res_.has_dsink) {
-          mpfi_ptr t = slots_.back().enc.p[h];
-          mpfi_add(t, t, dsink.v);
+    for_used_rows(u, st.scratch, [&](std::size_t r, row_job& job) {
+      row_grad_sinks out;
+      out.dq = slots_[0].enc.p.data() + r * d_;
+      out.dk = slots_[1].enc.p.data() + u * nk_ * d_;
+      out.dv = slots_[2].enc.p.data() + u * nk_ * dv_;
+      if (var_.has_bias) out.ds = ds.p.data();
+      if (res_.has_dsink) out.dsink = dsink.v;
+      mpfi_row_backward(job.ctx, g_.dO.data() + r * dv_, g_.dLSE.empty() ? nullptr : &g_.dLSE[r], prec, out);
+      if (!var_.has_bias && !res_.has_dsink) return true;
+      std::lock_guard<std::mutex> lock(mu_);
+      if (var_.has_bias)
+        for (std::size_t j = 0; j < nk_; ++j) {
+          if (!st.scratch.allowed[j]) continue;
+          mpfi_ptr e = slots_[3].enc.p[bias_index(job.b, job.h, job.i, j)];
+          mpfi_add(e, e, ds.p[j]);
         }
+      if (res_.has_dsink) {
+        mpfi_ptr t = slots_.back().enc.p[job.h];
+        mpfi_add(t, t, dsink.v);
       }
+      return true;
+    });
   }
 
   // Rounds an element whose MPFI enclosure decides it; at the cap, faithfully when the enclosure
