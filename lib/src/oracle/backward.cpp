@@ -435,6 +435,8 @@ class backward_run {
     return keys;
   }
 
+  // Two tries: at 128 bits from the fast path's row balls; then at 256 bits from row summaries
+  // recomputed in MPFI (for rows whose balls are too wide: weights that underflow binary64).
   void key_unit(std::size_t u, mpfi_state& st) {
     const std::vector<std::size_t> keys = open_keys(u);
     {
@@ -444,7 +446,9 @@ class backward_run {
     const std::size_t nkeys = keys.size();
     interval_array dk, dv;
     std::vector<mpfi_ptr*> dkp(nkeys), dvp(nkeys);
-    for (unsigned prec : {first_mpfi_bits, 2 * first_mpfi_bits}) {
+    std::vector<row_summary> mpfi_rows(group_ * nq_);
+    for (const bool from_mpfi : {false, true}) {
+      const unsigned prec = from_mpfi ? 2 * first_mpfi_bits : first_mpfi_bits;
       if (prec > req_.max_bits) break;
       dk.reset(nkeys * d_, prec);
       dv.reset(nkeys * dv_, prec);
@@ -453,7 +457,10 @@ class backward_run {
         dvp[x] = dv.p.data() + x * dv_;
       }
       for_used_rows(u, st.scratch, [&](std::size_t r, row_job& job) {
-        mpfi_key_columns(job.ctx, summary_[r], g_.dO.data() + r * dv_, keys, prec, dkp.data(), dvp.data());
+        const double* dO = g_.dO.data() + r * dv_;
+        row_summary& rs = from_mpfi ? mpfi_rows[(job.h % group_) * nq_ + job.i] : summary_[r];
+        if (from_mpfi) mpfi_row_summary(job.ctx, dO, g_.dLSE.empty() ? nullptr : &g_.dLSE[r], prec, rs);
+        mpfi_key_columns(job.ctx, rs, dO, keys, prec, dkp.data(), dvp.data());
         return true;
       });
       std::size_t open = 0;
@@ -470,7 +477,6 @@ class backward_run {
       if (open == 0) break;
     }
   }
-
 
   void choose_mpfi_units() {
     unit_mpfi_.assign(units(), shared_open() ? 1 : 0);

@@ -150,6 +150,9 @@ struct row_summary {
 /// balls of `rs` make them (about 2^-100 relative): for a precision that those balls allow.
 void mpfi_key_columns(const mpfi_row_ctx& c, const row_summary& rs, const double* dO, const std::vector<std::size_t>& keys,
                       mpfr_prec_t prec, mpfi_ptr* const* dk, mpfi_ptr* const* dv);
+/// The same summary from MPFI at `prec` bits (for rows whose fast-path balls are too wide: weights
+/// that underflow binary64), with the cotangents dO and dLSE (null: none).
+void mpfi_row_summary(const mpfi_row_ctx& c, const double* dO, const double* dlse, mpfr_prec_t prec, row_summary& out);
 /// t_hi, t_lo, t_rad from an MPFI enclosure: |o - (hi + lo)| <= rad.
 void enclosure_to_dd(mpfi_srcptr o, double& hi, double& lo, double& rad);
 

@@ -243,27 +243,93 @@ class row_enclosure {
   }
 
   /// The backward of the row (P15), after scores(): adds its contributions to `out`.
+  /// After scores(): the weights' sum W = Σ_j e^{z_j} (+ the sink's), P_j = e^{z_j} / W for the
+  /// allowed keys and P_sink (0 without a sink).
+  void probabilities(std::vector<std::unique_ptr<mpfi_var>>& P, mpfi_ptr W, mpfi_ptr wsink) {
+    mpfi_var t(prec_);
+    mpfi_set_ui(W, 0);
+    for (std::size_t j = 0; j < c_.nk; ++j) {
+      if (!c_.allowed[j]) continue;
+      P[j] = std::make_unique<mpfi_var>(prec_);
+      mpfi_exp(P[j]->v, z_[j]->v);
+      mpfi_add(W, W, P[j]->v);
+    }
+    mpfi_set_ui(wsink, 0);
+    if (c_.has_sink) {
+      mpfi_d_sub(t.v, c_.sink, S_.v);
+      mpfi_exp(wsink, t.v);
+      mpfi_add(W, W, wsink);
+      mpfi_div(wsink, wsink, W);  // P_sink
+    }
+    for (std::size_t j = 0; j < c_.nk; ++j)
+      if (P[j]) mpfi_div(P[j]->v, P[j]->v, W);
+  }
+
+  /// After scores(): the row's summary for the key columns (row_summary) at this precision:
+  /// m = S rounded, W_m = W e^{S - m}, a kept reference key (MPFI's own when kept) with c = dP_ref,
+  /// and base = c P_sink - D'' + g with D'' = Σ_j P_j (dP_j - c), each as a ball.
+  void summary(const double* dO, const double* dlse, row_summary& out) {
+    const std::size_t nk = c_.nk;
+    std::vector<std::unique_ptr<mpfi_var>> P(nk);
+    mpfi_var W(prec_), wsink(prec_), t(prec_), c(prec_), Dp(prec_), g(prec_);
+    probabilities(P, W.v, wsink.v);
+    mpfr_var mid(prec_);
+    mpfi_mid(mid.v, S_.v);
+    out.m = mpfr_get_d(mid.v, MPFR_RNDN);
+    mpfi_sub_d(t.v, S_.v, out.m);  // W_m = Σ e^{x_j - m} = W e^{S - m}
+    mpfi_exp(t.v, t.v);
+    mpfi_mul(t.v, t.v, W.v);
+    enclosure_to_dd(t.v, out.W_hi, out.W_lo, out.W_rad);
+    const bool dropout = c_.keep != nullptr;
+    out.ref = nk;
+    if (nk > 0 && c_.allowed[ref_] && (!dropout || c_.keep[ref_])) out.ref = ref_;
+    for (std::size_t j = 0; j < nk && out.ref == nk; ++j)
+      if (c_.allowed[j] && (!dropout || c_.keep[j])) out.ref = j;
+    mpfi_set_ui(c.v, 0);
+    if (out.ref < nk) {
+      dot_dv(dO, out.ref, nk, c.v);
+      if (dropout) mpfi_mul_q(c.v, c.v, c_.var->keep_factor);
+    }
+    mpfi_set_ui(Dp.v, 0);
+    for (std::size_t j = 0; j < nk; ++j) {
+      if (!P[j]) continue;
+      if (dropout && !c_.keep[j]) {
+        mpfi_neg(t.v, c.v);
+      } else if (out.ref == nk || j == out.ref) {
+        mpfi_set_ui(t.v, 0);
+      } else {
+        dot_dv(dO, j, out.ref, t.v);
+        if (dropout) mpfi_mul_q(t.v, t.v, c_.var->keep_factor);
+      }
+      mpfi_mul(t.v, t.v, P[j]->v);
+      mpfi_add(Dp.v, Dp.v, t.v);
+    }
+    lse_cotangent(dlse, g.v);
+    mpfi_mul(t.v, c.v, wsink.v);
+    mpfi_sub(t.v, t.v, Dp.v);
+    mpfi_add(t.v, t.v, g.v);
+    enclosure_to_dd(t.v, out.base_hi, out.base_lo, out.base_rad);
+    enclosure_to_dd(c.v, out.c_hi, out.c_lo, out.c_rad);
+  }
+
+  /// g = dL/d ln W: dlse, or dlse / ln 2 with the LSE in base 2; 0 without dlse.
+  void lse_cotangent(const double* dlse, mpfi_ptr g) {
+    mpfi_set_ui(g, 0);
+    if (!dlse) return;
+    mpfi_set_d(g, *dlse);
+    if (c_.lse_base2) {
+      mpfi_var t(prec_);
+      mpfi_const_log2(t.v);
+      mpfi_div(g, g, t.v);
+    }
+  }
+
   void gradients(const double* dO, const double* dlse, const row_grad_sinks& out) {
     const std::size_t nk = c_.nk, d = c_.d, dv = c_.dv;
     std::vector<std::unique_ptr<mpfi_var>> P(nk), dP(nk);
     mpfi_var W(prec_), t(prec_), u(prec_), wsink(prec_), base(prec_), g(prec_), Dp(prec_), c(prec_);
     // weights, their sum (with the sink) and the probabilities P_j = w_j / W, P_sink = w_sink / W
-    mpfi_set_ui(W.v, 0);
-    for (std::size_t j = 0; j < nk; ++j) {
-      if (!c_.allowed[j]) continue;
-      P[j] = std::make_unique<mpfi_var>(prec_);
-      mpfi_exp(P[j]->v, z_[j]->v);
-      mpfi_add(W.v, W.v, P[j]->v);
-    }
-    mpfi_set_ui(wsink.v, 0);
-    if (c_.has_sink) {
-      mpfi_d_sub(t.v, c_.sink, S_.v);
-      mpfi_exp(wsink.v, t.v);
-      mpfi_add(W.v, W.v, wsink.v);
-      mpfi_div(wsink.v, wsink.v, W.v);  // P_sink
-    }
-    for (std::size_t j = 0; j < nk; ++j)
-      if (P[j]) mpfi_div(P[j]->v, P[j]->v, W.v);
+    probabilities(P, W.v, wsink.v);
     // delta_j = dP_j - c with dP_j = kappa_j dO·v_j.  Without dropout c = dO·v_r and delta_j is the
     // exactly summed difference dO·(v_j - v_r) (exactly 0 when the products agree); with dropout c = 0.
     const bool dropout = c_.keep != nullptr;
@@ -289,14 +355,7 @@ class row_enclosure {
     }
     // g = dLSE (in natural-log units), base = c P_sink - D' + g:  dS_j = P_j (delta_j + base);
     // the sink's dS = P_sink (g - D) with D = c (1 - P_sink) + D'.
-    mpfi_set_ui(g.v, 0);
-    if (dlse) {
-      mpfi_set_d(g.v, *dlse);
-      if (c_.lse_base2) {
-        mpfi_const_log2(t.v);
-        mpfi_div(g.v, g.v, t.v);
-      }
-    }
+    lse_cotangent(dlse, g.v);
     mpfi_mul(base.v, c.v, wsink.v);
     mpfi_sub(base.v, base.v, Dp.v);
     mpfi_add(base.v, base.v, g.v);
@@ -543,6 +602,13 @@ void mpfi_key_columns(const mpfi_row_ctx& c, const row_summary& rs, const double
                       mpfr_prec_t prec, mpfi_ptr* const* dk, mpfi_ptr* const* dv) {
   row_enclosure r(c, prec);
   r.key_columns(rs, dO, keys, dk, dv);
+}
+
+// The row's summary for the key columns from MPFI at `prec` bits (P15, escalation 2).
+void mpfi_row_summary(const mpfi_row_ctx& c, const double* dO, const double* dlse, mpfr_prec_t prec, row_summary& out) {
+  row_enclosure r(c, prec);
+  r.scores();
+  r.summary(dO, dlse, out);
 }
 
 // Fills t_hi, t_lo, t_rad from an MPFI enclosure: |o - (hi + lo)| <= rad.
