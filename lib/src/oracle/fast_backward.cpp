@@ -10,6 +10,7 @@
 #include <limits>
 
 #include "attncert/number/double_double.hpp"
+#include "fast_common.hpp"
 
 namespace attncert::oracle::detail {
 
@@ -125,23 +126,7 @@ void value_dots(const double* dO, const double* VT, std::size_t nk, std::size_t 
   out.t_s.assign(jend, 0.0);
   out.t_c.assign(jend, 0.0);
   out.t_P.assign(jend, 0.0);
-  double* __restrict s = out.t_s.data();
-  double* __restrict c = out.t_c.data();
-  double* __restrict P = out.t_P.data();
-  for (std::size_t k = 0; k < dv; ++k) {
-    const double x = dO[k];
-    const double* __restrict col = VT + k * nk;
-    for (std::size_t j = jbegin; j < jend; ++j) {
-      const double p = x * col[j];
-      const double e = std::fma(x, col[j], -p);
-      const double sn = s[j] + p;
-      const double bb = sn - s[j];
-      const double sig = (s[j] - (sn - bb)) + (p - bb);
-      s[j] = sn;
-      c[j] = c[j] + (sig + e);
-      P[j] = P[j] + std::fabs(p);
-    }
-  }
+  dot2_columns(dO, VT, nk, dv, jbegin, jend, out.t_s.data(), out.t_c.data(), out.t_P.data());
 }
 
 /// Step C: the reference key r (the allowed, kept key of largest weight; none: all dropped),

@@ -18,6 +18,7 @@
 
 #include "attncert/oracle/oracle.hpp"
 #include "attncert/number/double_double.hpp"
+#include "fast_common.hpp"
 
 namespace attncert::oracle::detail {
 
@@ -195,24 +196,7 @@ void dot_products(const row_inputs& in, row_workspace& ws, fast_row_state& st) {
   ws.s_hi.assign(jend, 0.0);
   ws.s_lo.assign(jend, 0.0);
   ws.s_rad.assign(jend, 0.0);
-  double* __restrict s = ws.s_hi.data();
-  double* __restrict c = ws.s_lo.data();
-  double* __restrict P = ws.s_rad.data();
-  for (std::size_t l = 0; l < d; ++l) {
-    const double ql = in.q[l];
-    const double* __restrict kt = in.KT + l * n;
-    for (std::size_t j = jbegin; j < jend; ++j) {
-      const double k = kt[j];
-      const double p = ql * k;
-      const double e = std::fma(ql, k, -p);
-      const double sn = s[j] + p;
-      const double bb = sn - s[j];
-      const double sig = (s[j] - (sn - bb)) + (p - bb);
-      s[j] = sn;
-      c[j] = c[j] + (sig + e);
-      P[j] = P[j] + std::fabs(p);
-    }
-  }
+  dot2_columns(in.q, in.KT, n, d, jbegin, jend, ws.s_hi.data(), ws.s_lo.data(), ws.s_rad.data());
   // Error of Dot2 before the final addition: <= d(d+1)u^2 * sum|q_l k_l| (1 + 2^-27)
   // (P11 step 1), and sum|q_l k_l| <= P (1 + 2^-30) for d <= 2^20.
   st.dot_factor = static_cast<double>(d) * static_cast<double>(d + 1) * u * u * (1.0 + 0x1p-26);
