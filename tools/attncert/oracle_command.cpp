@@ -50,7 +50,7 @@ void add_backward_options(CLI::App* o, oracle_args& a) {
   o->add_option("--grad-out", a.grad_out, "Backward: the output gradient dO (.npy, the output's shape and layout)");
   o->add_option("--grad-lse", a.grad_lse, "Backward: the LSE gradient dLSE (.npy, the --write-lse shape; base as --lse-base)");
   o->add_option("--write-grad-references", a.write_grad_references,
-                "Backward: write PREFIX.dq.npy, PREFIX.dk.npy, PREFIX.dv.npy (the layouts of Q, K, V), and "
+                "Backward: write PREFIX.dq.npy, PREFIX.dk.npy, PREFIX.dv.npy (the layouts of Q, K, V; paged K/V: their pages, unused slots 0), and "
                 "PREFIX.dbias.npy (the bias's shape) / PREFIX.dsink.npy ((h_q,)) with a bias / sink; correctly rounded");
   grading_args& g = a.grading;
   o->add_option("--candidate-grads", g.candidate_grads,
