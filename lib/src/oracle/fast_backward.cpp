@@ -7,7 +7,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <limits>
 
 #include "attncert/number/double_double.hpp"
 #include "fast_common.hpp"
@@ -17,7 +16,6 @@ namespace attncert::oracle::detail {
 namespace {
 
 constexpr double u = 0x1p-53;
-constexpr double inf = std::numeric_limits<double>::infinity();
 /// A bound evaluated with at most 256 round-to-nearest operations on nonnegative terms, times
 /// this, is an upper bound of the exact expression ((1 + u)^256 < 1 + 2^-44), as in P11.
 constexpr double round_up_factor = 1.0 + 0x1p-40;
