@@ -470,6 +470,38 @@ void grade_gradients(const gradient_inputs& gi, const oracle::backward_result& r
 
 }  // namespace
 
+namespace {
+
+// The grading rule and its settings from the options (each option belongs to one rule).
+attncert::oracle::rule_settings make_rule_settings(const oracle_args& a) {
+  using namespace attncert::oracle;
+  if (a.max_ulp != -1 && !(a.max_ulp >= 0)) throw input_error("--max-ulp must be >= 0");
+  const grading_args& g = a.grading;
+  rule_settings rules;
+  rules.rule = parse_grading_rule(g.rule);
+  if (a.max_ulp >= 0) {
+    if (rules.rule != grading_rule::ulp) throw input_error("--max-ulp belongs to --rule ulp (got --rule " + g.rule + ")");
+    rules.max_ulp = a.max_ulp;
+  }
+  if (g.flash_k) {
+    if (rules.rule != grading_rule::flash) throw input_error("--flash-k belongs to --rule flash");
+    rules.flash_k = *g.flash_k;
+  }
+  if (g.fudge) {
+    if (rules.rule != grading_rule::torch_sdpa) throw input_error("--fudge belongs to --rule torch-sdpa");
+    rules.fudge = *g.fudge;
+  }
+  if (g.atol && rules.rule != grading_rule::flash && rules.rule != grading_rule::assert_close)
+    throw input_error("--atol belongs to --rule flash or assert-close");
+  if (g.rtol && rules.rule != grading_rule::assert_close) throw input_error("--rtol belongs to --rule assert-close");
+  rules.atol = g.atol;
+  rules.rtol = g.rtol;
+  validate_rule_settings(rules);
+  return rules;
+}
+
+}  // namespace
+
 int run_oracle_command(const oracle_args& a, const std::string& command) {
   using namespace attncert::oracle;
   const auto t0 = std::chrono::steady_clock::now();
@@ -501,29 +533,9 @@ int run_oracle_command(const oracle_args& a, const std::string& command) {
     att = io::read_npy(a.attention_candidate);
     check_attention_array(*att, qa, ka, a.attention_candidate);
   }
-  if (a.max_ulp != -1 && !(a.max_ulp >= 0)) throw input_error("--max-ulp must be >= 0");
   // The grading rule and its arrays, all checked before any work.
   const grading_args& g = a.grading;
-  rule_settings rules;
-  rules.rule = parse_grading_rule(g.rule);
-  if (a.max_ulp >= 0) {
-    if (rules.rule != grading_rule::ulp) throw input_error("--max-ulp belongs to --rule ulp (got --rule " + g.rule + ")");
-    rules.max_ulp = a.max_ulp;
-  }
-  if (g.flash_k) {
-    if (rules.rule != grading_rule::flash) throw input_error("--flash-k belongs to --rule flash");
-    rules.flash_k = *g.flash_k;
-  }
-  if (g.fudge) {
-    if (rules.rule != grading_rule::torch_sdpa) throw input_error("--fudge belongs to --rule torch-sdpa");
-    rules.fudge = *g.fudge;
-  }
-  if (g.atol && rules.rule != grading_rule::flash && rules.rule != grading_rule::assert_close)
-    throw input_error("--atol belongs to --rule flash or assert-close");
-  if (g.rtol && rules.rule != grading_rule::assert_close) throw input_error("--rtol belongs to --rule assert-close");
-  rules.atol = g.atol;
-  rules.rtol = g.rtol;
-  validate_rule_settings(rules);
+  const rule_settings rules = make_rule_settings(a);
   const bool need_base = rule_needs_baseline(rules.rule);
   if (need_base && !cands.empty() && g.baseline.empty())
     throw input_error("--rule " + g.rule + " compares with a baseline: give --baseline B.npy");
