@@ -2,7 +2,7 @@
 # tests/fuzz/run.sh SECONDS — build the four libFuzzer harnesses of tests/fuzz/ with clang
 # (ASan + UBSan, -DATTNCERT_FUZZ=ON) in a separate build directory, then run each for SECONDS
 # seconds on a temporary copy of its seed corpus tests/fuzz/corpus/<harness>/ (the repository
-# is not modified).  Exits non-zero if any harness finds a crash, a sanitizer error, a leak,
+# is not modified).  A build directory configured with ATTNCERT_FUZZ=ON is reused.  Exits non-zero if any harness finds a crash, a sanitizer error, a leak,
 # a timeout (25 s per input) or an out-of-memory (2 GiB); the reproducer is kept in
 # BUILD/fuzz-artifacts/ and the log tail printed.
 #
@@ -35,8 +35,12 @@ if [ "${#missing[@]}" -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
 fi
 
-cmake -S . -B "$build" -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=RelWithDebInfo -DATTNCERT_FUZZ=ON \
-  -DATTNCERT_TESTS=OFF >&2
+# A build directory already configured with ATTNCERT_FUZZ=ON (CI's clang sanitizer build: bootstrap.sh
+# with ATTNCERT_CXX=clang++ ATTNCERT_FUZZ=1) is reused as it is; otherwise one is configured here.
+if ! grep -qs '^ATTNCERT_FUZZ:BOOL=ON$' "$build/CMakeCache.txt"; then
+  cmake -S . -B "$build" -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=RelWithDebInfo -DATTNCERT_FUZZ=ON \
+    -DATTNCERT_TESTS=OFF >&2
+fi
 cmake --build "$build" -j "${ATTNCERT_JOBS:-$(nproc)}" --target "${harnesses[@]/#/fuzz_}" >&2
 
 work="$(mktemp -d)"
