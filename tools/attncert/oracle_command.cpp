@@ -8,6 +8,7 @@
 #include "attncert/error.hpp"
 #include "attncert/io/npy.hpp"
 #include "attncert/oracle/backward.hpp"
+#include "attncert/oracle/spec.hpp"
 #include "attncert/report/oracle.hpp"
 #include "cli_common.hpp"
 #include "cli_options.hpp"
@@ -162,145 +163,65 @@ nlohmann::json describe(const std::string& file, const io::npy_array& a) {
   return {{"file", file}, {"shape", a.shape}, {"dtype", io::dtype_descr(a.type)}};
 }
 
-// The layout options: offsets, lengths, block table, FP8 format and descales.
-oracle::input_layout make_input_layout(const oracle_args& a, nlohmann::json& inputs) {
-  using namespace attncert::oracle;
-  input_layout lay;
-  lay.layout = parse_layout(a.layout);
-  if (!a.cu_seqlens_q.empty()) {
-    const io::npy_array c = io::read_npy(a.cu_seqlens_q);
-    lay.cu_seqlens_q = to_index_vector(c, "--cu-seqlens-q");
-    inputs["cu_seqlens_q"] = describe(a.cu_seqlens_q, c);
-  }
-  if (!a.cu_seqlens_k.empty()) {
-    const io::npy_array c = io::read_npy(a.cu_seqlens_k);
-    lay.cu_seqlens_k = to_index_vector(c, "--cu-seqlens-k");
-    inputs["cu_seqlens_k"] = describe(a.cu_seqlens_k, c);
-  }
-  if (!a.seqlens_k.empty()) {
-    const io::npy_array c = io::read_npy(a.seqlens_k);
-    lay.seqlens_k = to_index_vector(c, "--seqlens-k");
-    inputs["seqlens_k"] = describe(a.seqlens_k, c);
-  }
-  if (!a.block_table.empty() || a.page_size != 0) {
-    if (a.block_table.empty() || a.page_size == 0) throw input_error("paged K/V needs both --block-table and --page-size >= 1");
-    const io::npy_array t = io::read_npy(a.block_table);
-    if ((t.type != io::dtype::i4 && t.type != io::dtype::i8) || t.shape.size() != 2)
-      throw input_error("--block-table: must be a 2-D int32/int64 array (b, max_pages)");
-    lay.paged = true;
-    lay.page_size = a.page_size;
-    lay.table_rows = t.shape[0];
-    lay.table_cols = t.shape[1];
-    for (double x : t.values) lay.block_table.push_back(static_cast<long long>(x));
-    inputs["block_table"] = describe(a.block_table, t);
-  }
-  lay.fp8 = parse_fp8_format(a.qkv_format);
-  if (!a.q_descale.empty()) lay.q_descale = parse_descale(a.q_descale, "--q-descale");
-  if (!a.k_descale.empty()) lay.k_descale = parse_descale(a.k_descale, "--k-descale");
-  if (!a.v_descale.empty()) lay.v_descale = parse_descale(a.v_descale, "--v-descale");
-  return lay;
-}
-
-// "LEFT,RIGHT" with integers >= -1.
-void parse_window(const std::string& w, oracle::attention_variant& v) {
-  const auto comma = w.find(',');
-  auto parse_side = [&](const std::string& t) {
-    std::size_t used = 0;
-    long long x = 0;
-    try {
-      x = std::stoll(t, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (t.empty() || used != t.size()) throw input_error("--window must be LEFT,RIGHT with integers >= -1 (got '" + w + "')");
-    if (x < -1) throw input_error("--window: each side must be >= -1 (-1 = unbounded), got '" + w + "'");
-    return x;
+// The call as the library describes it: the arrays read from their files (described in `inputs`)
+// and the options' texts.  The library builds and validates the request (oracle/spec.hpp).
+oracle::attention_spec make_spec(const oracle_args& a, nlohmann::json& inputs) {
+  oracle::attention_spec s;
+  // NaN/Inf are read as they are: only values an allowed score uses count (P14), judged per row.
+  s.q = io::read_npy(a.q, io::nonfinite::allow);
+  s.k = io::read_npy(a.k, io::nonfinite::allow);
+  s.v = io::read_npy(a.v, io::nonfinite::allow);
+  inputs["q"] = describe(a.q, s.q);
+  inputs["k"] = describe(a.k, s.k);
+  inputs["v"] = describe(a.v, s.v);
+  auto read = [&](const std::string& file, const char* key, io::nonfinite policy = io::nonfinite::reject) {
+    std::optional<io::npy_array> arr;
+    if (file.empty()) return arr;
+    arr = io::read_npy(file, policy);
+    inputs[key] = describe(file, *arr);
+    return arr;
   };
-  if (comma == std::string::npos) throw input_error("--window must be LEFT,RIGHT with integers >= -1 (got '" + w + "')");
-  v.window_left = parse_side(w.substr(0, comma));
-  v.window_right = parse_side(w.substr(comma + 1));
-}
-
-// The score modifiers, sink and dropout (shapes are checked by the library).
-void set_variant(const oracle_args& a, oracle::oracle_request& req, nlohmann::json& inputs) {
-  using namespace attncert::oracle;
-  attention_variant& v = req.variant;
-  if (!a.window.empty()) parse_window(a.window, v);
-  v.softcap = a.softcap;
-  if (!a.alibi_slopes.empty()) {
-    const io::npy_array s = io::read_npy(a.alibi_slopes);
-    v.alibi_slopes = to_alibi_slopes(s, "--alibi-slopes");
-    inputs["alibi_slopes"] = describe(a.alibi_slopes, s);
-  }
-  if (!a.bias.empty()) {
-    const io::npy_array s = io::read_npy(a.bias, io::nonfinite::allow);
-    v.has_bias = true;
-    v.bias = to_score_bias(s, "--bias");
-    inputs["bias"] = describe(a.bias, s);
-  }
-  if (!a.sink.empty() && a.sink_off_by_one) throw input_error("give --sink or --sink-off-by-one, not both");
-  if (!a.sink.empty()) {
-    const io::npy_array s = io::read_npy(a.sink, io::nonfinite::allow);
-    if (s.shape.size() != 1) throw input_error("--sink: must be one-dimensional (h_q,)");
-    v.sink = s.values;
-    inputs["sink"] = describe(a.sink, s);
-  }
-  if (a.sink_off_by_one) v.sink.assign(req.Q.H, 0.0);
-  if (a.dropout_mask.empty() != a.dropout_p.empty()) throw input_error("dropout needs both --dropout-mask and --dropout-p");
-  if (!a.dropout_mask.empty()) {
-    const io::npy_array m = io::read_npy(a.dropout_mask);
-    v.has_dropout = true;
-    v.dropout_keep = to_keep_mask(m, "--dropout-mask");
-    v.dropout_p = a.dropout_p;
-    inputs["dropout_mask"] = describe(a.dropout_mask, m);
-  }
-  if (req.lse.want || !a.write_lse.empty() || !a.grading.candidate_lse.empty() || !a.grad_lse.empty()) {
-    req.lse.want = true;
-    if (a.lse_base != "e" && a.lse_base != "2") throw input_error("--lse-base must be e or 2 (got '" + a.lse_base + "')");
-    if (a.empty_lse != "-inf" && a.empty_lse != "+inf" && a.empty_lse != "inf")
-      throw input_error("--empty-lse must be -inf or +inf (got '" + a.empty_lse + "')");
-    req.lse.base2 = a.lse_base == "2";
-    req.lse.empty_plus_inf = a.empty_lse != "-inf";
-    req.lse.target = !a.lse_target.empty() ? parse_target(a.lse_target)
-                     : req.target == target_format::binary64 ? target_format::binary64 : target_format::binary32;
-  }
-}
-
-// The request from the options and the arrays read (shapes are checked by the library).
-oracle::oracle_request make_request(const oracle_args& a, const io::npy_array& qa, const io::npy_array& ka,
-                                    const io::npy_array& va, const oracle::input_layout& lay, nlohmann::json& inputs) {
-  using namespace attncert::oracle;
-  oracle_request req;
-  set_qkv(req, qa, ka, va, lay);
+  s.layout = a.layout;
+  s.cu_seqlens_q = read(a.cu_seqlens_q, "cu_seqlens_q");
+  s.cu_seqlens_k = read(a.cu_seqlens_k, "cu_seqlens_k");
+  s.seqlens_k = read(a.seqlens_k, "seqlens_k");
+  s.block_table = read(a.block_table, "block_table");
+  s.page_size = a.page_size;
   for (const auto& m : a.masks) {
     if (m == "none") continue;
     if (m == "causal") {
-      req.mask = mask_kind::causal;
+      s.causal = true;
     } else if (m == "causal-bottom-right") {
-      req.variant.causal_bottom_right = true;
+      s.causal_bottom_right = true;
     } else {
-      if (lay.layout == qkv_layout::thd) throw input_error("--mask FILE is not supported with --layout thd");
-      if (req.M.nk != 0) throw input_error("give at most one mask file");
-      const io::npy_array ma = io::read_npy(m);
-      if (req.mask == mask_kind::none) req.mask = mask_kind::explicit_mask;
-      req.M = to_bool_mask(ma, m);
-      inputs["mask"] = describe(m, ma);
+      if (s.mask) throw input_error("give at most one mask file");
+      s.mask = read(m, "mask");
+      s.mask_name = m;
     }
   }
-  if (lay.layout == qkv_layout::thd && (!a.bias.empty() || !a.dropout_mask.empty()))
-    throw input_error("--bias and --dropout-mask are not supported with --layout thd (use bhsd/bshd with --seqlens-k)");
-  if (!scale_is_default(a.scale)) {
-    req.scale.inv_sqrt_d = false;
-    req.scale.rational = a.scale;
-  }
-  req.empty_rows = parse_empty_row_policy(a.empty_rows);
-  req.target = parse_target(a.target);
-  set_variant(a, req, inputs);
-  req.max_bits = a.max_precision;
-  req.threads = a.threads;
-  req.allow_nonfinite = a.allow_nonfinite;
-  req.progress = progress_reporter("oracle", "rows", false);
-  return req;
+  if (!scale_is_default(a.scale)) s.scale = a.scale;
+  s.empty_rows = a.empty_rows;
+  s.target = a.target;
+  s.window = a.window;
+  s.softcap = a.softcap;
+  s.alibi_slopes = read(a.alibi_slopes, "alibi_slopes");
+  s.bias = read(a.bias, "bias", io::nonfinite::allow);
+  s.sink = read(a.sink, "sink", io::nonfinite::allow);
+  s.sink_off_by_one = a.sink_off_by_one;
+  s.dropout_mask = read(a.dropout_mask, "dropout_mask");
+  s.dropout_p = a.dropout_p;
+  s.qkv_format = a.qkv_format;
+  s.q_descale = a.q_descale;
+  s.k_descale = a.k_descale;
+  s.v_descale = a.v_descale;
+  s.want_lse = !a.write_lse.empty() || !a.grading.candidate_lse.empty() || !a.grad_lse.empty();
+  s.lse_base = a.lse_base;
+  s.empty_lse = a.empty_lse;
+  s.lse_target = a.lse_target;
+  s.max_bits = a.max_precision;
+  s.threads = a.threads;
+  s.allow_nonfinite = a.allow_nonfinite;
+  return s;
 }
 
 nlohmann::json settings(const oracle_args& a, const oracle::oracle_request& req) {
@@ -505,17 +426,14 @@ attncert::oracle::rule_settings make_rule_settings(const oracle_args& a) {
 int run_oracle_command(const oracle_args& a, const std::string& command) {
   using namespace attncert::oracle;
   const auto t0 = std::chrono::steady_clock::now();
-  // NaN/Inf are read as they are: only values an allowed score uses count (P14), judged per row.
   nlohmann::json inputs;
-  const io::npy_array qa = io::read_npy(a.q, io::nonfinite::allow), ka = io::read_npy(a.k, io::nonfinite::allow),
-                      va = io::read_npy(a.v, io::nonfinite::allow);
-  inputs["q"] = describe(a.q, qa);
-  inputs["k"] = describe(a.k, ka);
-  inputs["v"] = describe(a.v, va);
-  const input_layout lay = make_input_layout(a, inputs);
-  oracle_request req = make_request(a, qa, ka, va, lay, inputs);
-  validate_request(req);
-  const output_layout olay = make_output_layout(req, lay, qa.shape);
+  const attention_spec spec = make_spec(a, inputs);
+  built_request built = build_request(spec);
+  oracle_request& req = built.req;
+  req.progress = progress_reporter("oracle", "rows", false);
+  const input_layout& lay = built.lay;
+  const output_layout& olay = built.olay;
+  const io::npy_array &qa = spec.q, &ka = spec.k, &va = spec.v;
   // Candidates are read and checked before any work.
   const auto& out_shape = olay.out_shape;
   std::vector<io::npy_array> cands;
@@ -580,9 +498,7 @@ int run_oracle_command(const oracle_args& a, const std::string& command) {
       check_candidate_array(*dlse, olay.lse_shape, a.grad_lse);
       inputs["grad_lse"] = describe(a.grad_lse, *dlse);
     }
-    glay.push_back(make_gradient_layout(req, lay, gradient_of::q, qa.shape));
-    glay.push_back(make_gradient_layout(req, lay, gradient_of::k, ka.shape));
-    glay.push_back(make_gradient_layout(req, lay, gradient_of::v, va.shape));
+    glay = gradient_layouts(spec, built);
   }
 
   const oracle_result res = run_oracle(req);

@@ -1,0 +1,63 @@
+// attncert/oracle/spec.hpp — an oracle call as its user describes it (arrays plus named options:
+// the CLI's flags, the Python keywords), turned into one validated oracle_request by one function.
+// The CLI reads files into a spec; the Python extension fills one from NumPy buffers.  Both get the
+// same validation and the same one-line error texts (which name the CLI's options).
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "attncert/io/npy.hpp"
+#include "attncert/oracle/request.hpp"
+
+namespace attncert::oracle {
+
+/// Everything an oracle call says about its inputs and variant (proofs/P14-oracle-variants.md).
+/// Arrays are as the caller holds them (the layout given by `layout`); strings are the CLI's texts.
+struct attention_spec {
+  io::npy_array q, k, v;
+  std::string layout = "bhsd";                                        ///< bhsd, bshd or thd
+  std::optional<io::npy_array> cu_seqlens_q, cu_seqlens_k, seqlens_k;  ///< int arrays
+  std::optional<io::npy_array> block_table;                           ///< paged K/V (with page_size)
+  std::size_t page_size = 0;
+  bool causal = false;               ///< top-left (PyTorch's is_causal)
+  bool causal_bottom_right = false;  ///< FlashAttention's
+  std::optional<io::npy_array> mask; ///< boolean, true = attend (ANDed with the above)
+  std::string mask_name = "--mask";  ///< names the mask in errors (the CLI: its file)
+  std::string scale;                 ///< "" = 1/sqrt(d); else an exact rational text
+  std::string empty_rows = "error";  ///< error, zeros or nan
+  std::string target = "binary64";
+  std::string window;                ///< "LEFT,RIGHT" or ""
+  std::string softcap;               ///< exact decimal or ""
+  std::optional<io::npy_array> alibi_slopes, bias, sink, dropout_mask;
+  bool sink_off_by_one = false;
+  std::string dropout_p;             ///< exact decimal; needed with dropout_mask
+  std::string qkv_format;            ///< FP8: e4m3fn, e5m2 or ""
+  std::string q_descale, k_descale, v_descale;  ///< decimal text or a .npy file name
+  bool want_lse = false;
+  std::string lse_base = "e", empty_lse = "-inf", lse_target;  ///< lse_target "" = binary64 for a binary64 target, else binary32
+  unsigned max_bits = 4096, threads = 2;
+  bool allow_nonfinite = false;
+};
+
+/// The request and the layouts that convert between the caller's tensors and the internal ones.
+struct built_request {
+  oracle_request req;
+  input_layout lay;
+  output_layout olay;  ///< the output's and LSE's layout
+};
+
+/// "LEFT,RIGHT" with integers >= -1 into v.window_left / window_right.  Errors: input_error naming --window.
+void parse_window(const std::string& w, attention_variant& v);
+
+/// The request of `s`, validated (validate_request) and with its output layout.  Errors (input_error,
+/// one line): everything set_qkv, the array converters and validate_request reject; a mask with
+/// --layout thd; bias or dropout with thd; paged K/V without both table and page size; a sink given
+/// twice; dropout without both mask and P; a bad LSE base or empty-LSE value.
+built_request build_request(const attention_spec& s);
+
+/// The gradients' layouts (dq, dk, dv) of a built request: make_gradient_layout for Q, K and V.
+std::vector<output_layout> gradient_layouts(const attention_spec& s, const built_request& b);
+
+}  // namespace attncert::oracle

@@ -1,0 +1,129 @@
+// lib/src/oracle/spec.cpp — an oracle call as its user describes it, into one validated request.
+#include "attncert/oracle/spec.hpp"
+
+#include <stdexcept>
+
+#include "attncert/error.hpp"
+
+namespace attncert::oracle {
+
+namespace {
+
+// The layout options: offsets, lengths, block table, FP8 format and descales.
+input_layout make_input_layout(const attention_spec& s) {
+  input_layout lay;
+  lay.layout = parse_layout(s.layout);
+  if (s.cu_seqlens_q) lay.cu_seqlens_q = to_index_vector(*s.cu_seqlens_q, "--cu-seqlens-q");
+  if (s.cu_seqlens_k) lay.cu_seqlens_k = to_index_vector(*s.cu_seqlens_k, "--cu-seqlens-k");
+  if (s.seqlens_k) lay.seqlens_k = to_index_vector(*s.seqlens_k, "--seqlens-k");
+  if (s.block_table || s.page_size != 0) {
+    if (!s.block_table || s.page_size == 0) throw input_error("paged K/V needs both --block-table and --page-size >= 1");
+    const io::npy_array& t = *s.block_table;
+    if ((t.type != io::dtype::i4 && t.type != io::dtype::i8) || t.shape.size() != 2)
+      throw input_error("--block-table: must be a 2-D int32/int64 array (b, max_pages)");
+    lay.paged = true;
+    lay.page_size = s.page_size;
+    lay.table_rows = t.shape[0];
+    lay.table_cols = t.shape[1];
+    for (double x : t.values) lay.block_table.push_back(static_cast<long long>(x));
+  }
+  lay.fp8 = parse_fp8_format(s.qkv_format);
+  if (!s.q_descale.empty()) lay.q_descale = parse_descale(s.q_descale, "--q-descale");
+  if (!s.k_descale.empty()) lay.k_descale = parse_descale(s.k_descale, "--k-descale");
+  if (!s.v_descale.empty()) lay.v_descale = parse_descale(s.v_descale, "--v-descale");
+  return lay;
+}
+
+// The score modifiers, sink, dropout and LSE (shapes are checked by the converters).
+void set_variant(const attention_spec& s, oracle_request& req) {
+  attention_variant& v = req.variant;
+  if (!s.window.empty()) parse_window(s.window, v);
+  v.softcap = s.softcap;
+  if (s.alibi_slopes) v.alibi_slopes = to_alibi_slopes(*s.alibi_slopes, "--alibi-slopes");
+  if (s.bias) {
+    v.has_bias = true;
+    v.bias = to_score_bias(*s.bias, "--bias");
+  }
+  if (s.sink && s.sink_off_by_one) throw input_error("give --sink or --sink-off-by-one, not both");
+  if (s.sink) {
+    if (s.sink->shape.size() != 1) throw input_error("--sink: must be one-dimensional (h_q,)");
+    v.sink = s.sink->values;
+  }
+  if (s.sink_off_by_one) v.sink.assign(req.Q.H, 0.0);
+  if (s.dropout_mask.has_value() != !s.dropout_p.empty())
+    throw input_error("dropout needs both --dropout-mask and --dropout-p");
+  if (s.dropout_mask) {
+    v.has_dropout = true;
+    v.dropout_keep = to_keep_mask(*s.dropout_mask, "--dropout-mask");
+    v.dropout_p = s.dropout_p;
+  }
+  if (s.want_lse) {
+    req.lse.want = true;
+    if (s.lse_base != "e" && s.lse_base != "2") throw input_error("--lse-base must be e or 2 (got '" + s.lse_base + "')");
+    if (s.empty_lse != "-inf" && s.empty_lse != "+inf" && s.empty_lse != "inf")
+      throw input_error("--empty-lse must be -inf or +inf (got '" + s.empty_lse + "')");
+    req.lse.base2 = s.lse_base == "2";
+    req.lse.empty_plus_inf = s.empty_lse != "-inf";
+    req.lse.target = !s.lse_target.empty()                 ? parse_target(s.lse_target)
+                     : req.target == target_format::binary64 ? target_format::binary64
+                                                             : target_format::binary32;
+  }
+}
+
+}  // namespace
+
+void parse_window(const std::string& w, attention_variant& v) {
+  const auto comma = w.find(',');
+  auto parse_side = [&](const std::string& t) {
+    std::size_t used = 0;
+    long long x = 0;
+    try {
+      x = std::stoll(t, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (t.empty() || used != t.size()) throw input_error("--window must be LEFT,RIGHT with integers >= -1 (got '" + w + "')");
+    if (x < -1) throw input_error("--window: each side must be >= -1 (-1 = unbounded), got '" + w + "'");
+    return x;
+  };
+  if (comma == std::string::npos) throw input_error("--window must be LEFT,RIGHT with integers >= -1 (got '" + w + "')");
+  v.window_left = parse_side(w.substr(0, comma));
+  v.window_right = parse_side(w.substr(comma + 1));
+}
+
+built_request build_request(const attention_spec& s) {
+  built_request b;
+  b.lay = make_input_layout(s);
+  oracle_request& req = b.req;
+  set_qkv(req, s.q, s.k, s.v, b.lay);
+  if (s.causal) req.mask = mask_kind::causal;
+  if (s.causal_bottom_right) req.variant.causal_bottom_right = true;
+  if (s.mask) {
+    if (b.lay.layout == qkv_layout::thd) throw input_error("--mask FILE is not supported with --layout thd");
+    if (req.mask == mask_kind::none) req.mask = mask_kind::explicit_mask;
+    req.M = to_bool_mask(*s.mask, s.mask_name);
+  }
+  if (b.lay.layout == qkv_layout::thd && (s.bias || s.dropout_mask))
+    throw input_error("--bias and --dropout-mask are not supported with --layout thd (use bhsd/bshd with --seqlens-k)");
+  if (!s.scale.empty()) {
+    req.scale.inv_sqrt_d = false;
+    req.scale.rational = s.scale;
+  }
+  req.empty_rows = parse_empty_row_policy(s.empty_rows);
+  req.target = parse_target(s.target);
+  set_variant(s, req);
+  req.max_bits = s.max_bits;
+  req.threads = s.threads;
+  req.allow_nonfinite = s.allow_nonfinite;
+  validate_request(req);
+  b.olay = make_output_layout(req, b.lay, s.q.shape);
+  return b;
+}
+
+std::vector<output_layout> gradient_layouts(const attention_spec& s, const built_request& b) {
+  return {make_gradient_layout(b.req, b.lay, gradient_of::q, s.q.shape),
+          make_gradient_layout(b.req, b.lay, gradient_of::k, s.k.shape),
+          make_gradient_layout(b.req, b.lay, gradient_of::v, s.v.shape)};
+}
+
+}  // namespace attncert::oracle
