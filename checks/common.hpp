@@ -49,6 +49,9 @@ struct check_entry {
 const std::vector<check_entry>& registry();
 /// Find by id (nullptr if unknown).
 const check_entry* find_check(const std::string& id);
+/// The checks named by `ids` in that order, or all of them when `ids` is empty.  Errors: input_error
+/// "unknown check 'X' (known: ...)".
+std::vector<const check_entry*> select_checks(const std::vector<std::string>& ids);
 /// Run one check and fill its identity fields.
 report::check_report run_check(const check_entry& c, const run_settings& rs);
 

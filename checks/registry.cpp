@@ -1,6 +1,8 @@
 // checks/registry.cpp — the list of checks and the shared escalation helper.
 #include "checks/common.hpp"
 
+#include "attncert/error.hpp"
+
 namespace attncert::checks {
 
 check_entry make_two_token();
@@ -29,6 +31,22 @@ const check_entry* find_check(const std::string& id) {
   for (const auto& c : registry())
     if (c.id == id) return &c;
   return nullptr;
+}
+
+std::vector<const check_entry*> select_checks(const std::vector<std::string>& ids) {
+  std::vector<const check_entry*> chosen;
+  if (ids.empty())
+    for (const auto& c : registry()) chosen.push_back(&c);
+  for (const auto& id : ids) {
+    const auto* c = find_check(id);
+    if (!c) {
+      std::string known;
+      for (const auto& k : registry()) known += (known.empty() ? "" : ", ") + k.id;
+      throw input_error("unknown check '" + id + "' (known: " + known + ")");
+    }
+    chosen.push_back(c);
+  }
+  return chosen;
 }
 
 certified_sign certify_sign(const std::function<mpfi_float()>& f, unsigned start, unsigned cap, bool want_positive) {

@@ -44,20 +44,7 @@ int run_check_command(const check_args& a, const std::string& command) {
     out.commit();
     return 0;
   }
-  std::vector<const checks::check_entry*> chosen;
-  if (ids.empty()) {
-    for (const auto& c : reg) chosen.push_back(&c);
-  } else {
-    for (const auto& id : ids) {
-      const auto* c = checks::find_check(id);
-      if (!c) {
-        std::string known;
-        for (const auto& k : reg) known += (known.empty() ? "" : ", ") + k.id;
-        throw input_error("unknown check '" + id + "' (known: " + known + ")");
-      }
-      chosen.push_back(c);
-    }
-  }
+  const std::vector<const checks::check_entry*> chosen = checks::select_checks(ids);
   checks::run_settings rs;
   rs.formats = parse_formats(a.formats);
   rs.policies = parse_policies(a.policies);
