@@ -310,17 +310,61 @@ bool close_enough(double x, double y, const drift_request& r) {
   return hi - lo <= r.resolution * (r.to - r.from);
 }
 
-// Bisect between `quiet` (not diverging) and `loud` (diverging); returns the diverging end.
-double bisect(const drift_request& r, const recipe& rc, const rank_policy& p, double quiet, double loud,
-              std::size_t& evals) {
+// Bisect between `quiet` (not diverging) and `loud` (diverging) with the predicate `diverges_at`;
+// returns the diverging end.
+template <class Pred>
+double bisect(const drift_request& r, Pred&& diverges_at, double quiet, double loud, std::size_t& evals) {
   while (!close_enough(quiet, loud, r)) {
     const double m = midpoint(quiet, loud, r.log);
     if (m == quiet || m == loud) break;  // adjacent binary64 numbers
     ++evals;
-    if (drift_diverges_at(r, rc, p, m)) loud = m;
+    if (diverges_at(m)) loud = m;
     else quiet = m;
   }
   return loud;
+}
+
+// Does the caller's diagnostic d on recipe rc diverge at a?
+bool diagnostic_diverges_at(const drift_request& r, const recipe& rc, const user_diagnostic& d, double a) {
+  const drift_exact ex = drift_exact_rank(r, a);
+  const auto M = approx_formed_object(rc, drift_instance(r, a));
+  if (!M) return true;
+  const std::size_t k = d.rank(*M);
+  return k < ex.lo || k > ex.hi;
+}
+
+// The caller's diagnostics on the object recipe rc formed (m.diverges updated).
+void measure_diagnostics(const drift_request& r, const recipe& rc, const recipe_input& in, const drift_exact& ex,
+                         recipe_measurement& m) {
+  if (r.diagnostics.empty()) return;
+  const auto M = m.formed ? approx_formed_object(rc, in) : std::nullopt;
+  for (const auto& d : r.diagnostics) {
+    const std::size_t k = M ? d.rank(*M) : 0;
+    const bool div = !M || k < ex.lo || k > ex.hi;
+    m.diagnostic_ranks.push_back(k);
+    m.diagnostic_diverges.push_back(div);
+    m.diverges = m.diverges || div;
+  }
+}
+
+// The divergence intervals of one status column (grid point i -> diverges?), ends bisected with `pred`.
+template <class Status, class Pred>
+void divergence_intervals(const drift_request& r, const drift_result& res, Status&& status, Pred&& pred, drift_intervals& di) {
+  const std::size_t N = res.points.size();
+  for (std::size_t i = 0; i < N;) {
+    if (!status(i)) {
+      ++i;
+      continue;
+    }
+    double start = res.grid[i];
+    if (i > 0) start = bisect(r, pred, res.grid[i - 1], res.grid[i], di.bisection_evaluations);
+    std::size_t j = i;
+    while (j + 1 < N && status(j + 1)) ++j;
+    double end = res.grid[j];
+    if (j + 1 < N) end = bisect(r, pred, res.grid[j + 1], res.grid[j], di.bisection_evaluations);
+    di.intervals.emplace_back(start, end);
+    i = j + 1;
+  }
 }
 
 }  // namespace
@@ -337,6 +381,24 @@ std::string drift_svd_label(const recipe& rc) { return svd_label(rc.result); }
 bool drift_diverges_at(const drift_request& r, const recipe& rc, const rank_policy& p, double a) {
   const drift_exact ex = drift_exact_rank(r, a);
   return measure_recipe(rc, drift_instance(r, a), {p}, ex).diverges;
+}
+
+std::optional<matrix<double>> approx_formed_object(const recipe& rc, const recipe_input& in) {
+  return with_recipe(rc, [&]<class In, class Acc, class Sm, class OAcc, class Out>() -> std::optional<matrix<double>> {
+    matrix<Out> M;
+    try {
+      M = recipe_form<In, Acc, Sm, OAcc, Out>(in);
+    } catch (const input_error&) {
+      return std::nullopt;
+    }
+    matrix<double> D(M.rows(), M.cols());
+    for (Eigen::Index i = 0; i < M.rows(); ++i)
+      for (Eigen::Index j = 0; j < M.cols(); ++j) {
+        if (!detail::is_finite_value(M(i, j))) return std::nullopt;
+        D(i, j) = number_traits<Out>::to_double(M(i, j));
+      }
+    return D;
+  });
 }
 
 std::pair<double, double> two_token_contrast(const recipe& rc, double a) {
@@ -382,34 +444,33 @@ drift_result run_drift(const drift_request& r) {
     p.recipes.reserve(r.recipes.size());
     for (const auto& rc : r.recipes) {
       p.recipes.push_back(measure_recipe(rc, in, r.policies, p.exact));
+      measure_diagnostics(r, rc, in, p.exact, p.recipes.back());
       p.diverges = p.diverges || p.recipes.back().diverges;
     }
     res.points.push_back(std::move(p));
     if (r.progress && (i % 64 == 63 || i + 1 == res.grid.size())) r.progress(i + 1, res.grid.size());
   }
-  const std::size_t N = res.points.size();
-  for (std::size_t ri = 0; ri < r.recipes.size(); ++ri)
+  for (std::size_t ri = 0; ri < r.recipes.size(); ++ri) {
+    const recipe& rc = r.recipes[ri];
     for (std::size_t pi = 0; pi < r.policies.size(); ++pi) {
       drift_intervals di;
-      di.recipe = r.recipes[ri].name;
+      di.recipe = rc.name;
       di.policy = r.policies[pi].name();
-      auto status = [&](std::size_t i) { return res.points[i].recipes[ri].diverges_by_policy[pi]; };
-      for (std::size_t i = 0; i < N;) {
-        if (!status(i)) {
-          ++i;
-          continue;
-        }
-        double start = res.grid[i];
-        if (i > 0) start = bisect(r, r.recipes[ri], r.policies[pi], res.grid[i - 1], res.grid[i], di.bisection_evaluations);
-        std::size_t j = i;
-        while (j + 1 < N && status(j + 1)) ++j;
-        double end = res.grid[j];
-        if (j + 1 < N) end = bisect(r, r.recipes[ri], r.policies[pi], res.grid[j + 1], res.grid[j], di.bisection_evaluations);
-        di.intervals.emplace_back(start, end);
-        i = j + 1;
-      }
+      divergence_intervals(
+          r, res, [&](std::size_t i) { return res.points[i].recipes[ri].diverges_by_policy[pi]; },
+          [&](double a) { return drift_diverges_at(r, rc, r.policies[pi], a); }, di);
       res.divergence.push_back(std::move(di));
     }
+    for (std::size_t k = 0; k < r.diagnostics.size(); ++k) {
+      drift_intervals di;
+      di.recipe = rc.name;
+      di.policy = "diagnostic:" + r.diagnostics[k].name;
+      divergence_intervals(
+          r, res, [&](std::size_t i) { return res.points[i].recipes[ri].diagnostic_diverges[k]; },
+          [&](double a) { return diagnostic_diverges_at(r, rc, r.diagnostics[k], a); }, di);
+      res.divergence.push_back(std::move(di));
+    }
+  }
   return res;
 }
 

@@ -65,7 +65,7 @@ nlohmann::json settings_json(const drift_request& r) {
   nlohmann::json policies = nlohmann::json::array();
   for (const auto& p : r.policies) policies.push_back({{"name", p.name()}, {"rule", p.formula()}});
   const bool fast = drift_uses_closed_form(r);
-  return {{"param", "a"},
+  nlohmann::json j = {{"param", "a"},
           {"from", r.from},
           {"to", r.to},
           {"points", r.points},
@@ -84,6 +84,14 @@ nlohmann::json settings_json(const drift_request& r) {
                                              : "Rump 2011 certified singular values in MPFI, escalating from " +
                                                    std::to_string(r.start_bits) + " to " + std::to_string(r.max_bits) + " bits"},
           {"enclosure_ends", "decimal strings rounded outward"}};
+  if (!r.diagnostics.empty()) {
+    nlohmann::json d = nlohmann::json::array();
+    for (const auto& u : r.diagnostics)
+      d.push_back({{"name", "diagnostic:" + u.name},
+                   {"rule", "the caller's own rank function on the formed matrix (binary64 numbers; approx tier)"}});
+    j["diagnostics"] = d;
+  }
+  return j;
 }
 
 std::size_t diverging_points(const drift_result& res) {
@@ -125,16 +133,19 @@ void recipe_columns(std::ostream& os, const drift_request& r, const drift_result
       first = false;
     }
   os << "},\n" << in << "\"numerical_rank\": {\n";
-  for (std::size_t pi = 0; pi < r.policies.size(); ++pi) {
+  // the policies, then the caller's diagnostics ("diagnostic:NAME")
+  const std::size_t entries = r.policies.size() + r.diagnostics.size();
+  for (std::size_t pi = 0; pi < entries; ++pi) {
+    const bool policy = pi < r.policies.size();
     os << in << "  ";
-    put_json_string(os, r.policies[pi].name());
+    put_json_string(os, policy ? r.policies[pi].name() : "diagnostic:" + r.diagnostics[pi - r.policies.size()].name);
     os << ": [";
     for (std::size_t i = 0; i < n; ++i) {
       if (i) os << ',';
-      if (m(i).formed) os << m(i).ranks[pi];
+      if (m(i).formed) os << (policy ? m(i).ranks[pi] : m(i).diagnostic_ranks[pi - r.policies.size()]);
       else os << "null";
     }
-    os << (pi + 1 < r.policies.size() ? "],\n" : "]\n");
+    os << (pi + 1 < entries ? "],\n" : "]\n");
   }
   os << in << "},\n";
   column(os, in, "sigma_min", n, [&](std::size_t i) {
@@ -193,6 +204,11 @@ void text_point(std::ostream& os, const drift_request& r, const drift_point& p, 
     for (std::size_t pi : order) {
       os << " " << r.policies[pi].name() << " ";
       if (m.formed) os << m.ranks[pi];
+      else os << "-";
+    }
+    for (std::size_t k = 0; k < r.diagnostics.size(); ++k) {
+      os << " diagnostic:" << r.diagnostics[k].name << " ";
+      if (m.formed) os << m.diagnostic_ranks[k];
       else os << "-";
     }
     if (m.formed) {

@@ -34,6 +34,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -47,6 +48,16 @@ enum class drift_family { two_token, causal, identical_values, log_odds, random 
 /// "two-token", "causal", "identical-values", "log-odds", "random" (input_error otherwise).
 drift_family parse_drift_family(const std::string& s);
 const char* to_string(drift_family f);
+
+/// A caller's own numerical-rank diagnostic (e.g. numpy.linalg.matrix_rank, from Python): called with the
+/// object each recipe formed (as binary64 numbers: exact for every recipe but mpfrN, whose entries are
+/// rounded to nearest), it returns a rank.  Measured like a policy: it diverges where the rank lies
+/// outside the exact [lo, hi].  Tier: approx (a measurement of the caller's tool).  May throw; the sweep
+/// then stops with that exception.
+struct user_diagnostic {
+  std::string name;
+  std::function<std::size_t(const matrix<double>&)> rank;
+};
 
 /// A sweep request.  n, d = 0 select the family's defaults.
 struct drift_request {
@@ -65,6 +76,8 @@ struct drift_request {
   /// switch it off to cross-check the two.
   bool closed_forms = true;
   unsigned start_bits = 128, max_bits = 4096;
+  /// The caller's diagnostics, measured on every recipe next to the policies ("diagnostic:NAME").
+  std::vector<user_diagnostic> diagnostics;
   /// Progress: called with (points done, total points) every 64 grid points and at the end.
   std::function<void(std::size_t, std::size_t)> progress;
 };
@@ -95,8 +108,14 @@ struct recipe_measurement {
   double sigma_min = 0, sigma_max = 0, condition_number = 0;  ///< binary64 (may underflow for mpfrN)
   std::string sigma_min_text;    ///< decimal σ_min at the SVD's precision (mpfrN only; else empty)
   std::string svd;               ///< the SVD's working format
-  bool diverges = false;
+  std::vector<std::size_t> diagnostic_ranks;  ///< per drift_request::diagnostics (0 when not formed)
+  std::vector<bool> diagnostic_diverges;
+  bool diverges = false;         ///< some policy or diagnostic diverges (or the recipe overflowed)
 };
+
+/// The object formed by recipe r on `in`, as binary64 numbers (exact for every recipe but mpfrN: rounded to
+/// nearest), or nothing when the recipe overflows or cannot form it.  Tier: approx.
+std::optional<matrix<double>> approx_formed_object(const recipe& r, const recipe_input& in);
 
 /// Form the object with recipe r and measure its numerical ranks under `policies`
 /// (ε of the recipe's result format; the SVD runs in the result format, binary32 for the
@@ -119,7 +138,7 @@ struct drift_point {
 };
 
 struct drift_intervals {
-  std::string recipe, policy;
+  std::string recipe, policy;  ///< policy: a rank policy's name, or "diagnostic:NAME"
   std::vector<std::pair<double, double>> intervals;
   std::size_t bisection_evaluations = 0;
 };
