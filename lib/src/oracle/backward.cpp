@@ -649,6 +649,8 @@ class backward_run {
 
 backward_result run_oracle_backward(const oracle_request& req, const backward_inputs& g) {
   validate_request(req);
+  if (!req.row_sample.empty())
+    throw input_error("the backward needs every query row (dK and dV sum over them): a row sample is for the forward only");
   return backward_run(req, g).run();
 }
 

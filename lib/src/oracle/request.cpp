@@ -635,6 +635,9 @@ void validate_request(const oracle_request& req) {
   check_tensor(req.Q, "Q");
   check_tensor(req.K, "K");
   check_tensor(req.V, "V");
+  if (!req.row_sample.empty() && req.row_sample.size() != req.Q.B * req.Q.H * req.Q.n)
+    throw input_error("a row sample needs one flag per query row (" + std::to_string(req.Q.B * req.Q.H * req.Q.n) + "), got " +
+                      std::to_string(req.row_sample.size()));
   const auto& Q = req.Q;
   const auto& K = req.K;
   const auto& V = req.V;

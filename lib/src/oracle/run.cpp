@@ -114,7 +114,7 @@ class oracle_run {
     std::vector<std::uint8_t> a;
     for (std::size_t r = 0; r < rows(); ++r) {
       const std::size_t i = r % nq_, h = (r / nq_) % H_, b = r / (nq_ * H_);
-      if (i >= req_.seq_q(b)) continue;
+      if (!req_.row_used(r, b, i)) continue;
       src_.allowed_row(b, h, i, a);
       if (row_source::none_allowed(a))
         throw input_error("row (b, h, i) = (" + std::to_string(b) + ", " + std::to_string(h) + ", " + std::to_string(i) +
@@ -147,7 +147,7 @@ class oracle_run {
     ++c.empty;
   }
 
-  // A row outside its sequence (seqlens_q): not an output.
+  // A row outside its sequence (seqlens_q) or left out of the row sample: not an output.
   void fill_padding_row(const row_job& job, decision_counts& c) {
     const double nan = std::numeric_limits<double>::quiet_NaN();
     for (std::size_t k = 0; k < dv_; ++k) {
@@ -335,7 +335,7 @@ class oracle_run {
   void process_row(std::size_t r, worker_space& w) {
     row_job job;
     src_.locate(r, job);
-    if (job.i >= req_.seq_q(job.b)) return fill_padding_row(job, w.counts);
+    if (!req_.row_used(job.row, job.b, job.i)) return fill_padding_row(job, w.counts);
     src_.allowed_row(job.b, job.h, job.i, w.rows.allowed);
     job.allowed = w.rows.allowed.data();
     if (row_source::none_allowed(w.rows.allowed) && var_.sink.empty()) return fill_empty_row(job, w.counts);

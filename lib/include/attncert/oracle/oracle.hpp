@@ -136,7 +136,16 @@ struct oracle_request {
   /// Called now and then from the main thread with (rows done, rows total); may be empty.
   std::function<void(std::size_t, std::size_t)> progress;
 
+  /// A sample of the query rows to compute (empty: every row).  Otherwise one flag per internal row
+  /// (b·H_q + h)·nq + i; rows flagged 0 are not computed and come back as padding rows do (NaN, not
+  /// graded, not counted as elements).  The forward only (run_oracle_backward rejects a sample).
+  std::vector<std::uint8_t> row_sample;
+
   std::size_t seq_q(std::size_t b) const { return seqlens_q.empty() ? Q.n : seqlens_q[b]; }
+  /// False for a padding row or a row left out of row_sample.
+  bool row_used(std::size_t row, std::size_t b, std::size_t i) const {
+    return i < seq_q(b) && (row_sample.empty() || row_sample[row] != 0);
+  }
   std::size_t seq_k(std::size_t b) const { return seqlens_k.empty() ? K.n : seqlens_k[b]; }
 };
 
