@@ -263,6 +263,8 @@ void add_backward_grading(nlohmann::json& j, const oracle_report_input& in, nloh
 
 }  // namespace
 
+nlohmann::json candidate_grade_json(const candidate_grade& g) { return grade_json(g, ""); }
+
 nlohmann::json oracle_report(const oracle_report_input& in) {
   const oracle_result& r = *in.result;
   nlohmann::json j;

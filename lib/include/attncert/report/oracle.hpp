@@ -76,6 +76,11 @@ struct oracle_report_input {
 /// verdict {exit_code, reasons}.
 nlohmann::json oracle_report(const oracle_report_input& in);
 
+/// One graded array as the report writes it (name, elements, errors abs / rel / ulp with their indices,
+/// beyond_ulps, worst, rule {verdict, observed, threshold, margin, ...}): for callers that grade in
+/// process (the Python layer).
+nlohmann::json candidate_grade_json(const candidate_grade& g);
+
 /// Exit code the report implies: 1 if a candidate (the LSE candidate, a gradient) fails its rule (the
 /// ulp rule only with --max-ulp) or the output bound is refuted; else 0.
 int oracle_exit_code(const nlohmann::json& report);

@@ -1,0 +1,221 @@
+"""attncert: certified, correctly rounded attention for NumPy and PyTorch users.
+
+    import attncert
+    out = attncert.attention(q, k, v, causal="top-left")          # numpy in -> numpy out, torch in -> torch out
+    out, lse = attncert.attention(q, k, v, return_lse=True)
+    grads = attncert.attention_vjp(q, k, v, do)                    # (dq, dk, dv, dbias, dsink)
+    attncert.testing.assert_attention_close(my_out, q, k, v, rule="flash", baseline=ref_out)
+
+Every element returned is the exact value of the attention of the exact inputs, rounded to nearest
+(ties to even) in the target format (default: the inputs' dtype); the semantics of each keyword
+are those of `attncert oracle` (proofs/P14-oracle-variants.md, proofs/P15-oracle-backward.md).
+Bad input raises ValueError with the command line's one-line message.  The computation runs in
+the C++ library (attncert._core) with the GIL released; this layer converts arrays and nothing else.
+"""
+from __future__ import annotations
+
+import collections
+import decimal
+import warnings
+
+import numpy as np
+
+from . import _core
+
+__version__ = _core.version
+__all__ = ["attention", "attention_vjp", "AttentionGrads", "rank", "certify", "check", "drift", "testing",
+           "__version__"]
+
+_TARGETS = {"float64": "binary64", "float32": "binary32", "float16": "binary16", "bfloat16": "bfloat16"}
+_NUMPY_OF_TARGET = {"binary64": np.float64, "binary32": np.float32, "binary16": np.float16, "bfloat16": np.float32}
+_cuda_warned = False
+
+AttentionGrads = collections.namedtuple("AttentionGrads", ["dq", "dk", "dv", "dbias", "dsink"])
+
+
+def _torch():
+    try:
+        import torch  # noqa: F401  (optional: only when the caller passes tensors)
+
+        return torch
+    except ImportError:
+        return None
+
+
+def _is_tensor(x):
+    t = _torch()
+    return t is not None and isinstance(x, t.Tensor)
+
+
+def _dtype_name(x):
+    """float64 / float32 / float16 / bfloat16 (or the dtype's own name) of an array or tensor."""
+    if _is_tensor(x):
+        return str(x.dtype).replace("torch.", "")
+    return np.asarray(x).dtype.name
+
+
+def _to_numpy(x, what):
+    """A NumPy view/copy of an array or tensor with exactly the same values (bfloat16 -> float32, exact)."""
+    global _cuda_warned
+    if x is None:
+        return None
+    if _is_tensor(x):
+        torch = _torch()
+        if x.device.type != "cpu":
+            if not _cuda_warned:
+                warnings.warn("attncert: copying %s tensors to the CPU (the oracle runs on the CPU)" % x.device.type,
+                              stacklevel=3)
+                _cuda_warned = True
+            x = x.cpu()
+        x = x.detach()
+        if x.dtype == torch.bfloat16:
+            x = x.to(torch.float32)  # exact: every bfloat16 is a float32
+        return x.contiguous().numpy()
+    if isinstance(x, np.ndarray):
+        return x
+    try:
+        return np.asarray(x)
+    except Exception as e:  # pragma: no cover - numpy's own message
+        raise ValueError("%s: not an array (%s)" % (what, e)) from None
+
+
+def _exact_text(x, what):
+    """The exact value of a Python/NumPy number, or a string kept as given (an exact rational text)."""
+    if isinstance(x, str):
+        return x
+    if isinstance(x, (bool, np.bool_)):
+        raise ValueError("%s: must be a number, got %r" % (what, x))
+    if isinstance(x, (int, np.integer)):
+        return str(int(x))
+    try:
+        f = float(x)
+    except (TypeError, ValueError):
+        raise ValueError("%s: must be a number or an exact rational text, got %r" % (what, x)) from None
+    if f != f or f in (float("inf"), float("-inf")):
+        raise ValueError("%s: must be finite, got %r" % (what, x))
+    return str(decimal.Decimal(f))  # the binary value exactly, as a decimal
+
+
+def _options(q, *, scale, causal, window, softcap, alibi_slopes, bias, sink, mask, dropout_mask, dropout_p, layout,
+             cu_seqlens_q, cu_seqlens_k, seqlens_k, target, empty_rows, max_bits, threads, want_lse, lse_base):
+    o = {"layout": layout, "empty_rows": empty_rows, "max_bits": int(max_bits), "threads": int(threads),
+         "want_lse": bool(want_lse), "lse_base": lse_base}
+    if target is None:
+        name = _dtype_name(q)
+        if name not in _TARGETS:
+            raise ValueError("target: the default target is the dtype of q, which is %s; give target= (float64, "
+                             "float32, float16, bfloat16)" % name)
+        target = name
+    o["target"] = _TARGETS.get(str(target).replace("torch.", ""), str(target))
+    if causal is not None:
+        if causal in ("top-left", True):
+            o["causal"] = True
+        elif causal == "bottom-right":
+            o["causal_bottom_right"] = True
+        else:
+            raise ValueError("causal must be None, 'top-left' or 'bottom-right' (got %r)" % (causal,))
+    if window is not None:
+        if isinstance(window, str):
+            o["window"] = window
+        else:
+            left, right = window
+            o["window"] = "%d,%d" % (int(left), int(right))
+    if scale is not None:
+        o["scale"] = _exact_text(scale, "scale")
+    if softcap is not None and softcap != 0:
+        o["softcap"] = _exact_text(softcap, "softcap")
+    if dropout_mask is not None:
+        o["dropout_p"] = _exact_text(dropout_p, "dropout_p")
+    elif dropout_p not in (0, 0.0, None, "0"):
+        raise ValueError("dropout needs both --dropout-mask and --dropout-p (dropout_p without dropout_mask)")
+    for key, val in (("alibi_slopes", alibi_slopes), ("bias", bias), ("sink", sink), ("mask", mask),
+                     ("dropout_mask", dropout_mask), ("cu_seqlens_q", cu_seqlens_q), ("cu_seqlens_k", cu_seqlens_k),
+                     ("seqlens_k", seqlens_k)):
+        if val is not None:
+            o[key] = _to_numpy(val, key)
+    return o
+
+
+def _like(values, like, target):
+    """values (float64 NumPy holding target-format numbers) as the caller's type and the target's dtype."""
+    if _is_tensor(like):
+        torch = _torch()
+        tdt = {"binary64": torch.float64, "binary32": torch.float32, "binary16": torch.float16,
+               "bfloat16": torch.bfloat16}[target]
+        return torch.from_numpy(values).to(tdt)  # exact: the values are numbers of the target format
+    return values.astype(_NUMPY_OF_TARGET[target])
+
+
+_VARIANT_DEFAULTS = dict(scale=None, causal=None, window=None, softcap=None, alibi_slopes=None, bias=None, sink=None,
+                         mask=None, dropout_mask=None, dropout_p=0.0, layout="bhsd", cu_seqlens_q=None, cu_seqlens_k=None,
+                         seqlens_k=None, target=None, empty_rows="error", max_bits=4096, threads=2, lse_base="e")
+
+
+def _reference(q, k, v, want_lse=False, rows=None, seed=0, **kw):
+    extra = set(kw) - set(_VARIANT_DEFAULTS)
+    if extra:
+        raise TypeError("unexpected keyword argument(s): %s" % ", ".join(sorted(extra)))
+    args = dict(_VARIANT_DEFAULTS)
+    args.update(kw)
+    opts = _options(q, want_lse=want_lse, **args)
+    if rows is not None:
+        opts["rows"] = int(rows)
+        opts["seed"] = int(seed)
+    return _core.Reference(_to_numpy(q, "q"), _to_numpy(k, "k"), _to_numpy(v, "v"), opts)
+
+
+def attention(q, k, v, *, scale=None, causal=None, window=None, softcap=None, alibi_slopes=None, bias=None, sink=None,
+              mask=None, dropout_mask=None, dropout_p=0.0, layout="bhsd", cu_seqlens_q=None, cu_seqlens_k=None,
+              target=None, return_lse=False, seqlens_k=None, empty_rows="error", max_bits=4096, threads=2,
+              lse_base="e"):
+    """The correctly rounded attention output (and the LSE with return_lse=True), as the caller's type.
+
+    q (..., n_q, d), k (..., n_k, d), v (..., n_k, d_v) in `layout` (bhsd, bshd, or thd with cu_seqlens_q/k);
+    GQA from the head counts.  scale: None = 1/sqrt(d) exactly; a number is taken at its exact binary value;
+    a string is an exact rational ("1/8").  causal: None, "top-left" or "bottom-right".  window: (left, right),
+    -1 = unbounded.  softcap, alibi_slopes (h_q,) or (b, h_q), bias (broadcastable to (b, h_q, n_q, n_k)),
+    sink (h_q,), mask (bool, True = attend), dropout_mask (keep-mask) with dropout_p.  target: float64,
+    float32, float16 or bfloat16 (default: q's dtype; bfloat16 with NumPy inputs comes back as float32
+    holding bfloat16 values).  The LSE is natural-log (lse_base="2" for log2), in float64 for a float64
+    target and float32 otherwise.
+    """
+    ref = _reference(q, k, v, want_lse=return_lse, scale=scale, causal=causal, window=window, softcap=softcap,
+                     alibi_slopes=alibi_slopes, bias=bias, sink=sink, mask=mask, dropout_mask=dropout_mask,
+                     dropout_p=dropout_p, layout=layout, cu_seqlens_q=cu_seqlens_q, cu_seqlens_k=cu_seqlens_k,
+                     seqlens_k=seqlens_k, target=target, empty_rows=empty_rows, max_bits=max_bits, threads=threads,
+                     lse_base=lse_base)
+    out = _like(ref.output(), q, ref.target)
+    if not return_lse:
+        return out
+    return out, _like(ref.lse(), q, ref.lse_target)
+
+
+def attention_vjp(q, k, v, do, *, dlse=None, scale=None, causal=None, window=None, softcap=None, alibi_slopes=None,
+                  bias=None, sink=None, mask=None, dropout_mask=None, dropout_p=0.0, layout="bhsd", cu_seqlens_q=None,
+                  cu_seqlens_k=None, target=None, seqlens_k=None, empty_rows="error", max_bits=4096, threads=2,
+                  lse_base="e"):
+    """The correctly rounded gradients of attention(q, k, v, ...) for the output cotangent `do` (and `dlse`).
+
+    Returns AttentionGrads(dq, dk, dv, dbias, dsink): dq, dk, dv in the layouts of q, k, v; dbias in the bias's
+    shape (summed over its broadcast dimensions) when a bias is given, else None; dsink (h_q,) when a sink is
+    given, else None.  Exact zeros (keys no query attends) are exact zeros.
+    """
+    args = dict(_VARIANT_DEFAULTS)
+    args.update(scale=scale, causal=causal, window=window, softcap=softcap, alibi_slopes=alibi_slopes, bias=bias,
+                sink=sink, mask=mask, dropout_mask=dropout_mask, dropout_p=dropout_p, layout=layout,
+                cu_seqlens_q=cu_seqlens_q, cu_seqlens_k=cu_seqlens_k, seqlens_k=seqlens_k, target=target,
+                empty_rows=empty_rows, max_bits=max_bits, threads=threads, lse_base=lse_base)
+    g = _gradients(q, k, v, do, dlse, args)
+    return AttentionGrads(*[None if g.get(n) is None else _like(g.get(n), q, g.target)
+                            for n in ("dq", "dk", "dv", "dbias", "dsink")])
+
+
+def _gradients(q, k, v, do, dlse, args):
+    opts = _options(q, want_lse=dlse is not None, **args)
+    return _core.Gradients(_to_numpy(q, "q"), _to_numpy(k, "k"), _to_numpy(v, "v"), _to_numpy(do, "do"),
+                           _to_numpy(dlse, "dlse"), opts)
+
+
+from . import testing  # noqa: E402  (uses the names above)
+from .analysis import (CertifyResult, CheckResult, DriftResult, RankResult, certify, check, drift,  # noqa: E402,F401
+                       rank)

@@ -1,0 +1,241 @@
+"""attncert.rank, certify, check and drift: the command line's analyses in process, as typed results.
+
+Each result keeps the report the command line writes as JSON (`.report`, `.to_json()`), and names its
+main facts as attributes; `repr()` is a readable summary.  Nothing is computed here: the C++ library
+does the work (the GIL released), this module converts arguments and wraps reports.
+"""
+from __future__ import annotations
+
+import json
+import os
+
+import numpy as np
+
+from . import _core
+
+__all__ = ["rank", "certify", "check", "drift", "RankResult", "CertifyResult", "CheckResult", "DriftResult"]
+
+
+def _list_text(x, what):
+    if isinstance(x, str):
+        return x
+    try:
+        return ",".join(str(e) for e in x)
+    except TypeError:
+        raise ValueError("%s: a comma-separated string or a list of names, got %r" % (what, x)) from None
+
+
+def _matrix(x, what):
+    if x is None:
+        return None
+    from . import _to_numpy  # torch tensors too
+
+    a = _to_numpy(x, what)
+    if a.ndim != 2:
+        raise ValueError("%s: must be a 2-D array, got shape %s" % (what, a.shape))
+    return a
+
+
+class Result:
+    """A report of the command line as a typed result: .report (the JSON as a dict), .to_json()."""
+
+    def __init__(self, report):
+        self.report = report
+
+    def to_json(self, indent=2):
+        return json.dumps(self.report, indent=indent)
+
+    def __getitem__(self, key):
+        return self.report[key]
+
+
+class RankResult(Result):
+    """attncert.rank: the exact rank interval [lo, hi] with witnesses, certified singular values, numerical ranks."""
+
+    @property
+    def exact_rank(self):
+        e = self.report["exact_rank"]
+        return (e["lo"], e["hi"])
+
+    @property
+    def numerical(self):
+        """[{format, policy, rank, threshold, diverges}, ...] (approx tier: measurements)."""
+        return self.report["numerical"]
+
+    @property
+    def divergences(self):
+        return [m for m in self.numerical if m.get("diverges")]
+
+    @property
+    def singular_values(self):
+        """Certified enclosures of the exact singular values (decreasing), as the report gives them."""
+        return self.report["singular_values"]
+
+    def __repr__(self):
+        lo, hi = self.exact_rank
+        r = str(lo) if lo == hi else "[%d, %d]" % (lo, hi)
+        return "RankResult(object=%s, shape=%s, exact rank %s, %d numerical measurements, %d diverge)" % (
+            self.report["settings"].get("object", "?"), tuple(self.report["settings"].get("shape", ())), r, len(self.numerical),
+            len(self.divergences))
+
+
+class CertifyResult(Result):
+    """attncert.certify: CERTIFIED / REFUTED / UNDECIDED with a certificate the independent checker re-verified."""
+
+    @property
+    def verdict(self):
+        return self.report["verdict"]
+
+    @property
+    def certificate(self):
+        return self.report.get("certificate")
+
+    @property
+    def summary(self):
+        return self.report.get("summary_text", "")
+
+    def __bool__(self):
+        return self.verdict == "CERTIFIED"
+
+    def __repr__(self):
+        return "CertifyResult(%s: %s)" % (self.verdict, self.summary.strip().splitlines()[0] if self.summary else "")
+
+
+class CheckResult(Result):
+    """attncert.check: the article's constructions, claims by verdict and numerical-rank divergences."""
+
+    @property
+    def totals(self):
+        return self.report["summary"]
+
+    @property
+    def passed(self):
+        t = self.totals
+        return t.get("fail", 0) == 0 and t.get("undecided", 0) == 0
+
+    def text(self):
+        """The command line's text report of the same checks."""
+        return self._text
+
+    def __repr__(self):
+        t = self.totals
+        return "CheckResult(%d checks: %s claims, %s pass, %s fail, %s undecided; %s divergences)" % (
+            len(self.report.get("checks", [])), t.get("claims"), t.get("pass"), t.get("fail"), t.get("undecided"),
+            t.get("divergences"))
+
+
+class DriftResult(Result):
+    """attncert.drift: per grid point the exact rank and each recipe's numerical ranks (and the caller's
+    diagnostic), and the bisected intervals where they diverge."""
+
+    @property
+    def intervals(self):
+        """{(recipe, policy): [(from, to), ...]}; the caller's diagnostic is policy "diagnostic:NAME"."""
+        return {(d["recipe"], d["policy"]): [tuple(iv) for iv in d["intervals"]] for d in self.report["divergence"]}
+
+    @property
+    def a(self):
+        return np.array(self.report["points"]["a"])
+
+    @property
+    def exact_rank(self):
+        p = self.report["points"]
+        return np.array(p["exact_rank_lo"]), np.array(p["exact_rank_hi"])
+
+    def ranks(self, recipe, policy):
+        """The numerical ranks of recipe × policy (or "diagnostic:NAME") at every grid point (None: not formed)."""
+        for r in self.report["points"]["recipes"]:
+            if r["recipe"] == recipe:
+                return r["numerical_rank"][policy]
+        raise KeyError(recipe)
+
+    def __repr__(self):
+        s = self.report["summary"]
+        lines = ["DriftResult(%s, %d points, %d diverging, %d intervals)" % (
+            self.report["inputs"].get("family", "?"), s["points"], s["diverging_points"], s["intervals"])]
+        for (rc, pol), ivs in self.intervals.items():
+            if ivs:
+                lines.append("  %s %s: %s" % (rc, pol, ", ".join("[%.6g, %.6g]" % iv for iv in ivs)))
+        return "\n".join(lines)
+
+
+def rank(scores=None, *, q=None, k=None, v=None, x=None, scale=None, mask=None, object="attention",
+         formats="binary16,bfloat16,binary32,binary64,mpfr256", policies="numpy,matlab,torch,lapack,eigen",
+         max_bits=4096, seed=20261129):
+    """The certified rank of one attention layer's scores, attention, output or residual (`attncert rank`).
+
+    scores (n_q, n_k) used as given, or q (n_q, d) and k (n_k, d) with scale (None: 1/sqrt(d); a number at
+    its exact binary value; a string is an exact rational); v, x for the output and residual objects; mask:
+    None, "causal" or a boolean (n_q, n_k) array.  Array values are taken exactly.  Returns a RankResult.
+    """
+    from . import _exact_text
+
+    o = {"scores": _matrix(scores, "--scores"), "q": _matrix(q, "--q"), "k": _matrix(k, "--k"), "v": _matrix(v, "--v"),
+         "x": _matrix(x, "--x"), "scale": None if scale is None else _exact_text(scale, "scale"), "object": object,
+         "formats": _list_text(formats, "formats"), "policies": _list_text(policies, "policies"),
+         "max_bits": int(max_bits), "seed": int(seed)}
+    if mask is None:
+        o["mask_kind"] = "none"
+    elif isinstance(mask, str):
+        o["mask_kind"] = mask
+    else:
+        o["mask_kind"] = "matrix"
+        o["mask"] = _matrix(mask, "mask")
+    return RankResult(json.loads(_core.rank_json(o)))
+
+
+def certify(claim, *, max_bits=4096, max_seconds=60):
+    """Certify a claim (`attncert certify`): a dict in the claim-file format of proofs/README.md, or a path to
+    a claim file.  Relative matrix paths resolve against the claim file's folder (for a dict: the current
+    folder).  Non-integer numbers are read as their decimal text (0.1 is 1/10).  Returns a CertifyResult:
+    CERTIFIED and REFUTED come with a certificate that the independent checker has re-verified."""
+    if isinstance(claim, dict):
+        text, base = json.dumps(claim), "."
+    elif isinstance(claim, (str, os.PathLike)):
+        path = os.fspath(claim)
+        text, base = _core.read_claim_file(path), os.path.dirname(path) or "."
+    else:
+        raise ValueError("certify: claim must be a dict or a path to a claim file, got %s" % type(claim).__name__)
+    return CertifyResult(json.loads(_core.certify_json(text, base, int(max_bits), float(max_seconds))))
+
+
+def check(ids=None, *, formats=("binary64", "mpfr256"), policies="numpy,matlab,torch,lapack,eigen", seed=20261129,
+          certify_bits=128, certify_max_bits=4096):
+    """Run the article's constructions (`attncert check`): all, or the ids given.  Returns a CheckResult
+    (.passed, .totals, .text() for the command line's text report)."""
+    if isinstance(ids, str):
+        ids = [ids]
+    args = (list(ids or []), _list_text(formats, "formats"), _list_text(policies, "policies"), int(seed),
+            int(certify_bits), int(certify_max_bits))
+    report, text = _core.check_report(*args)
+    r = CheckResult(json.loads(report))
+    r._text = text
+    return r
+
+
+def drift(family="two-token", start=0.0, stop=1.0, points=101, log=False, recipes="fp16,bf16-fp32acc,fp32,fp64,mpfr256",
+          policies="numpy,absolute:1e-6,relative:1e-3", diagnostic=None, *, object=None, seed=20261129,
+          resolution=1e-9, enclosures=False, max_bits=4096):
+    """Where numerical ranks leave the exact rank over the score scale a (`attncert drift`).
+
+    diagnostic: a callable taking the formed matrix (a float64 NumPy array holding the recipe's numbers) and
+    returning a rank (e.g. numpy.linalg.matrix_rank), or a dict {name: callable}: measured on every recipe
+    next to the policies, as policy "diagnostic:NAME", with its own bisected divergence intervals.  This is
+    the map of *your* tool, not of attncert's reading of its threshold formula.  enclosures=True adds the
+    certified smallest singular values per point (slower).  Returns a DriftResult.
+    """
+    if diagnostic is None:
+        diags = []
+    elif callable(diagnostic):
+        diags = [(getattr(diagnostic, "__name__", "user"), diagnostic)]
+    elif isinstance(diagnostic, dict):
+        diags = list(diagnostic.items())
+    else:
+        raise ValueError("diagnostic: a callable matrix -> rank, or a dict {name: callable}")
+    for name, f in diags:
+        if not callable(f):
+            raise ValueError("diagnostic %r is not callable" % (name,))
+    o = {"family": family, "start": float(start), "stop": float(stop), "points": int(points), "log": bool(log),
+         "recipes": _list_text(recipes, "recipes"), "policies": _list_text(policies, "policies"), "object": object,
+         "seed": int(seed), "resolution": float(resolution), "enclosures": bool(enclosures), "max_bits": int(max_bits)}
+    return DriftResult(json.loads(_core.drift_json(o, [(str(n), f) for n, f in diags])))

@@ -1,0 +1,212 @@
+"""attncert.testing: assert that a kernel's attention (or its gradients) is close to the exact one.
+
+    from attncert.testing import assert_attention_close
+    assert_attention_close(out, q, k, v, causal="bottom-right", rule="flash", baseline=out_ref)
+
+The rules are those of `attncert oracle --rule` (oracle/grading.hpp), judged against the exact value o,
+never against a rounded reference:
+    ulp           max |c - o| / ulp(o) <= max_ulp (default 4 ulps of the target format)
+    flash         max |c - o| <= k * max |b - o| + atol  (FlashAttention's tests; k = 2 outputs, 3 gradients)
+    torch-sdpa    PyTorch's SDPA tests: atol/rtol from the baseline's errors times a fudge factor
+    assert-close  |c - o| <= atol + rtol * |o| with torch.testing's per-dtype defaults
+On failure, AssertionError says which rule failed and by how much, the worst element's index with its
+actual and exact values, how many elements are beyond 0.5/1/2/4/16 ulps, and a histogram.
+References are cached within the process by a hash of the inputs and settings (test suites reuse inputs
+across parametrizations); `clear_cache()` empties the cache.
+"""
+from __future__ import annotations
+
+import collections
+import hashlib
+import json
+
+import numpy as np
+
+import attncert as _a
+
+__all__ = ["assert_attention_close", "assert_attention_grads_close", "clear_cache", "cache_info"]
+
+_CACHE_SIZE = 32
+_cache: "collections.OrderedDict[str, object]" = collections.OrderedDict()
+_stats = {"hits": 0, "misses": 0}
+_DEFAULT_MAX_ULP = 4.0
+
+
+def clear_cache():
+    """Forget every cached reference."""
+    _cache.clear()
+    _stats["hits"] = _stats["misses"] = 0
+
+
+def cache_info():
+    """{'hits', 'misses', 'size'} of the reference cache."""
+    return dict(_stats, size=len(_cache))
+
+
+def _digest(parts):
+    h = hashlib.sha256()
+    for p in parts:
+        if p is None:
+            h.update(b"<none>")
+        elif isinstance(p, np.ndarray):
+            a = np.ascontiguousarray(p)
+            h.update(repr((a.dtype.str, a.shape)).encode())
+            h.update(a.tobytes())
+        else:
+            h.update(repr(p).encode())
+        h.update(b"|")
+    return h.hexdigest()
+
+
+def _key(kind, arrays, variant):
+    parts = [kind] + [_a._to_numpy(x, "input") if x is not None else None for x in arrays]
+    for name in sorted(variant):
+        val = variant[name]
+        if val is not None and not isinstance(val, (str, int, float, bool, tuple, list)):
+            val = _a._to_numpy(val, name)
+        parts += [name, val]
+    # the dtype of q decides the default target: part of the key
+    parts.append(_a._dtype_name(arrays[0]))
+    return _digest(parts)
+
+
+def _cached(key, make):
+    if key in _cache:
+        _stats["hits"] += 1
+        _cache.move_to_end(key)
+        return _cache[key]
+    _stats["misses"] += 1
+    value = make()
+    _cache[key] = value
+    if len(_cache) > _CACHE_SIZE:
+        _cache.popitem(last=False)
+    return value
+
+
+def _rules(rule, max_ulp, atol, rtol, flash_k=None, fudge=None):
+    if rule == "ulp" and max_ulp is None:
+        max_ulp = _DEFAULT_MAX_ULP
+    r = {"rule": rule, "max_ulp": max_ulp if rule == "ulp" else None, "atol": atol, "rtol": rtol, "flash_k": flash_k,
+         "fudge": fudge}
+    if rule != "ulp" and max_ulp is not None:
+        raise ValueError("max_ulp belongs to rule='ulp' (got rule=%r)" % rule)
+    return r
+
+
+def _g(x):
+    return "%.9g" % x if isinstance(x, (int, float)) else str(x)
+
+
+def _message(what, g, order):
+    """The report's grade (JSON from the C++ grading) as a message a kernel engineer can act on."""
+    r = g["rule"]
+    lines = []
+    head = "%s is not close to the exact %s under rule %s" % (what, what, r["rule"])
+    if r["verdict"] == "fail":
+        lines.append("%s: %s" % (head, r.get("reason", "")))
+        detail = "observed %s, threshold %s, margin %s, ratio %s" % (
+            _g(r["observed"]), _g(r["threshold"]), _g(r["margin"]), _g(r["ratio"]))
+        if r["rule"] == "flash":
+            detail += "; k = %s, k needed = %s, baseline max |b - o| = %s" % (
+                _g(r["k"]), _g(r["k_needed"]), _g(r["baseline_max_abs_error"]))
+        elif r["rule"] == "torch-sdpa":
+            detail += "; fudge = %s, fudge needed = %s" % (_g(r["fudge"]), _g(r["fudge_needed"]))
+        elif r["rule"] == "assert-close":
+            detail += "; atol = %s, rtol = %s" % (_g(r["atol"]), _g(r["rtol"]))
+        if r.get("index") is not None:
+            detail += "; decisive element at (%s) = %s" % (order, tuple(r["index"]))
+        lines.append("  " + detail)
+    else:
+        lines.append(head)
+    w = g.get("worst")
+    if w is not None:
+        idx = w.get("index_bhik", w.get("index_bhi"))
+        lines.append("  worst ulp error at (%s) = %s: actual %r, exact %r (correctly rounded: %r), %s ulps" % (
+            order, tuple(idx), float(w["value"]), float(w["truth_approx"]), float(w["reference"]), _g(g["max_ulp"])))
+    lines.append("  max abs error %s, max rel error %s, mean %s ulps" % (
+        _g(g["max_abs_error"]), _g(g["max_rel_error"]), _g(g["mean_ulp"])))
+    beyond = g["beyond_ulps"]
+    keys = sorted(beyond, key=float)  # "0.5", "1", "2", "4", "16"
+    lines.append("  elements beyond %s ulps: %s of %d compared" % (
+        "/".join(keys), " / ".join(str(beyond[k]) for k in keys), g["compared"]))
+    counts = [g["compared"] - beyond[keys[0]]] + [beyond[keys[i]] - beyond[keys[i + 1]] for i in range(len(keys) - 1)]
+    counts.append(beyond[keys[-1]])
+    edges = ["[0, %s]" % keys[0]] + ["(%s, %s]" % (keys[i], keys[i + 1]) for i in range(len(keys) - 1)]
+    edges.append("> %s" % keys[-1])
+    lines.append("  histogram (ulps): " + " | ".join("%s %d" % (e, c) for e, c in zip(edges, counts)))
+    if g["nonfinite_where_truth_finite"]:
+        lines.append("  NaN/Inf where the exact value is finite: %d elements" % g["nonfinite_where_truth_finite"])
+    if g["skipped"]:
+        lines.append("  not graded (no finite exact value: padding, empty rows): %d elements" % g["skipped"])
+    return "\n".join(lines)
+
+
+def _check(grade_json, what):
+    g = json.loads(grade_json)
+    if g["rule"]["verdict"] == "fail":
+        raise AssertionError(_message(what, g, g["index_order"]))
+    return g
+
+
+def assert_attention_close(actual, q, k, v, *, rule="ulp", max_ulp=None, baseline=None, atol=None, rtol=None,
+                           rows=None, seed=0, flash_k=None, fudge=None, lse=None, baseline_lse=None, **variant):
+    """Raise AssertionError unless `actual` (the kernel's output, NumPy or torch) passes `rule` against the exact
+    attention of q, k, v with the keywords of attncert.attention (causal, window, softcap, ..., target).
+
+    baseline: the output of a baseline implementation (needed by rule="flash" and "torch-sdpa").  lse (and
+    baseline_lse): the kernel's LSE, graded by the same rule.  rows=N: only N query rows, drawn by `seed`, are
+    computed and graded (for tensors too large to check whole; the others are counted as skipped).  Returns
+    the grade (a dict, as the CLI's JSON report writes it) when it passes.
+    """
+    if "return_lse" in variant:
+        raise TypeError("assert_attention_close: give the kernel's LSE as lse=, not return_lse")
+    want_lse = lse is not None
+    key = _key("fwd", (q, k, v), dict(variant, want_lse=want_lse, rows=rows, seed=seed if rows else 0))
+    ref = _cached(key, lambda: _a._reference(q, k, v, want_lse=want_lse, rows=rows, seed=seed, **variant))
+    rules = _rules(rule, max_ulp, atol, rtol, flash_k, fudge)
+    g = _check(ref.grade(_a._to_numpy(actual, "actual"), _a._to_numpy(baseline, "baseline"), rules, False),
+               "attention output")
+    if want_lse:
+        _check(ref.grade(_a._to_numpy(lse, "lse"), _a._to_numpy(baseline_lse, "baseline_lse"), rules, True), "LSE")
+    return g
+
+
+def assert_attention_grads_close(actual, q, k, v, do, *, dlse=None, rule="ulp", max_ulp=None, baseline=None,
+                                 atol=None, rtol=None, flash_k=None, fudge=None, **variant):
+    """Raise AssertionError unless each gradient of `actual` passes `rule` against the exact gradients of the
+    attention of q, k, v for the cotangent do (and dlse).
+
+    actual (and baseline): a mapping or a named tuple with dq, dk, dv (and dbias / dsink when the call has a bias /
+    sink), e.g. attncert.AttentionGrads or {"dq": q.grad, ...}.  The rules' factors are per gradient as in
+    `attncert oracle --candidate-grads` (flash: k = 3; torch-sdpa: fudge dq 180, dk 16, dv 4, dbias 45, dsink 45)
+    unless flash_k / fudge are given.  Every failing gradient is reported.  Returns {name: grade} when all pass.
+    """
+    def field(obj, name):
+        if obj is None:
+            return None
+        if isinstance(obj, dict):
+            return obj.get(name)
+        return getattr(obj, name, None)
+
+    args = dict(_a._VARIANT_DEFAULTS)
+    extra = set(variant) - set(args)
+    if extra:
+        raise TypeError("unexpected keyword argument(s): %s" % ", ".join(sorted(extra)))
+    args.update(variant)
+    key = _key("bwd", (q, k, v, do, dlse), variant)
+    grads = _cached(key, lambda: _a._gradients(q, k, v, do, dlse, args))
+    rules = _rules(rule, max_ulp, atol, rtol, flash_k, fudge)
+    names = ["dq", "dk", "dv"] + (["dbias"] if variant.get("bias") is not None else []) + \
+        (["dsink"] if variant.get("sink") is not None else [])
+    failures, grades = [], {}
+    for n in names:
+        c = field(actual, n)
+        if c is None:
+            raise ValueError("assert_attention_grads_close: actual has no %s (this call grades %s)" % (n, ", ".join(names)))
+        gj = json.loads(grads.grade(n, _a._to_numpy(c, n), _a._to_numpy(field(baseline, n), "baseline " + n), rules))
+        grades[n] = gj
+        if gj["rule"]["verdict"] == "fail":
+            failures.append(_message(n, gj, gj["index_order"]))
+    if failures:
+        raise AssertionError("\n".join(failures))
+    return grades

@@ -1,0 +1,192 @@
+// python/src/analysis.cpp — attncert._core's rank, certify and check: the library's analyses with the
+// CLI's JSON reports (report/rank.hpp, proofs/claim.hpp, report/writers.hpp) returned as text; the
+// Python layer wraps them in typed result objects.  Nothing is computed here; the GIL is released
+// while the library runs.
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <cmath>
+#include <filesystem>
+#include <sstream>
+#include <string>
+
+#include "attncert/error.hpp"
+#include "attncert/io/bounded_input.hpp"
+#include "attncert/linalg/matrix.hpp"
+#include "attncert/number/precision_guard.hpp"
+#include "attncert/proofs/claim.hpp"
+#include "attncert/drift/sweep.hpp"
+#include "attncert/rank/analysis.hpp"
+#include "attncert/report/drift.hpp"
+#include "attncert/report/rank.hpp"
+#include "attncert/report/writers.hpp"
+#include "checks/common.hpp"
+
+namespace py = pybind11;
+using namespace attncert;
+
+namespace {
+
+// A 2-D float/int array as an exact rational matrix (every binary64 value is a rational).
+matrix<mpq_rational> exact_matrix(const py::handle& obj, const std::string& what) {
+  py::array a = py::array::ensure(obj);
+  if (!a) throw input_error(what + ": not an array");
+  if (a.ndim() != 2) throw input_error(what + ": must be a 2-D array, got " + std::to_string(a.ndim()) + " dimensions");
+  const auto d = py::array_t<double, py::array::c_style | py::array::forcecast>::ensure(a);
+  if (!d) throw input_error(what + ": cannot be read as numbers");
+  matrix<double> m(a.shape(0), a.shape(1));
+  for (py::ssize_t i = 0; i < a.shape(0); ++i)
+    for (py::ssize_t j = 0; j < a.shape(1); ++j) {
+      const double x = d.at(i, j);
+      if (!std::isfinite(x)) throw input_error(what + ": contains NaN or Inf at (" + std::to_string(i) + ", " + std::to_string(j) + ")");
+      m(i, j) = x;
+    }
+  return from_double_matrix<mpq_rational>(m);
+}
+
+std::string rank_json(const py::dict& o) {
+  rank_request req;
+  nlohmann::json inputs;
+  auto get = [&](const char* key) -> std::optional<matrix<mpq_rational>> {
+    if (!o.contains(key) || o[key].is_none()) return std::nullopt;
+    matrix<mpq_rational> m = exact_matrix(o[key], key);
+    inputs[key] = {{"array", "numpy"}, {"shape", {m.rows(), m.cols()}}};
+    return m;
+  };
+  req.S = get("scores");
+  req.Q = get("q");
+  req.K = get("k");
+  req.V = get("v");
+  req.X = get("x");
+  if (req.S && (req.Q || req.K)) throw input_error("give either --scores or --q/--k, not both");
+  if (!req.S && !(req.Q && req.K)) throw input_error("give --scores S, or --q Q and --k K");
+  const std::string scale = o.contains("scale") && !o["scale"].is_none() ? std::string(py::str(o["scale"])) : "";
+  if (!scale.empty() && req.S) throw input_error("--scale applies to --q/--k (scores given with --scores are used as they are)");
+  if (!req.S) {
+    if (scale.empty()) req.inv_sqrt_d = true;
+    else req.scale = number_traits<mpq_rational>::from_string(scale);
+  }
+  const std::string mask = o.contains("mask_kind") ? std::string(py::str(o["mask_kind"])) : "none";
+  if (mask == "causal") req.M = mask::causal();
+  else if (mask == "matrix") {
+    py::array_t<bool, py::array::c_style | py::array::forcecast> b = py::array_t<bool, py::array::c_style | py::array::forcecast>::ensure(o["mask"]);
+    if (!b || b.ndim() != 2) throw input_error("mask: must be a 2-D boolean array");
+    matrix<bool> mb(b.shape(0), b.shape(1));
+    for (py::ssize_t i = 0; i < b.shape(0); ++i)
+      for (py::ssize_t j = 0; j < b.shape(1); ++j) mb(i, j) = b.at(i, j);
+    req.M = mask::from_matrix(mb);
+    inputs["mask"] = {{"array", "numpy"}, {"shape", {b.shape(0), b.shape(1)}}};
+  } else if (mask != "none") {
+    throw input_error("mask: None, 'causal' or a boolean array");
+  }
+  req.object = parse_layer_object(std::string(py::str(o["object"])));
+  req.formats = parse_formats(std::string(py::str(o["formats"])));
+  req.policies = parse_policies(std::string(py::str(o["policies"])));
+  req.max_bits = o["max_bits"].cast<unsigned>();
+  req.seed = o["seed"].cast<std::uint64_t>();
+  req.inputs = inputs;
+  py::gil_scoped_release nogil;
+  return to_json(analyse_rank(req), "attncert.rank (python)").dump();
+}
+
+// certify(claim): the claim as JSON text (a dict dumped by the caller, numbers kept exact by
+// parse_claim_text) or a file path; relative matrix paths resolve against `base_dir`.
+std::string certify_json(const std::string& claim_text, const std::string& base_dir, unsigned max_bits, double max_seconds) {
+  if (!(max_seconds >= 0) || max_seconds > 1e7) throw input_error("--max-seconds must be in [0, 1e7] (0: no limit)");
+  const nlohmann::json claim = proofs::parse_claim_text(claim_text);
+  py::gil_scoped_release nogil;
+  const proofs::certify_result r = proofs::certify(claim, base_dir.empty() ? "." : base_dir, max_bits, max_seconds);
+  nlohmann::json out = r.report;
+  out["summary_text"] = r.summary;
+  out["certificate"] = r.certificate;
+  out["disagreement"] = r.disagreement;
+  return out.dump();
+}
+
+std::string read_claim_file(const std::string& path) { return io::read_file_bounded(path); }
+
+std::pair<std::string, std::string> check_json(const std::vector<std::string>& ids, const std::string& formats,
+                                               const std::string& policies, std::uint64_t seed, unsigned certify_bits,
+                                               unsigned certify_max_bits) {
+  const std::vector<const checks::check_entry*> chosen = checks::select_checks(ids);
+  checks::run_settings rs;
+  rs.formats = parse_formats(formats);
+  rs.policies = parse_policies(policies);
+  rs.seed = seed;
+  if (certify_bits < min_precision_bits || certify_bits > certify_max_bits || certify_max_bits > max_precision_bits)
+    throw input_error("--certify-bits must satisfy " + std::to_string(min_precision_bits) +
+                      " <= certify-bits <= certify-max-bits <= " + std::to_string(max_precision_bits));
+  rs.certify_bits = certify_bits;
+  rs.certify_max_bits = certify_max_bits;
+  report::document doc;
+  doc.version = ATTNCERT_VERSION;
+  doc.command = "attncert.check (python)";
+  {
+    py::gil_scoped_release nogil;
+    for (const auto* c : chosen) doc.checks.push_back(checks::run_check(*c, rs));
+  }
+  std::ostringstream os;
+  report::write_text(os, doc);
+  return {report::to_json(doc).dump(), os.str()};
+}
+
+// attncert drift's JSON report; `diagnostics` holds (name, callable) pairs: the caller's rank functions,
+// called (with the GIL) on each formed matrix as a float64 NumPy array.
+std::string drift_json_py(const py::dict& o, const py::list& diagnostics) {
+  drift_request r;
+  r.family = parse_drift_family(std::string(py::str(o["family"])));
+  r.from = o["start"].cast<double>();
+  r.to = o["stop"].cast<double>();
+  const long long points = o["points"].cast<long long>();
+  if (points < 2) throw input_error("--points must be >= 2");
+  r.points = static_cast<std::size_t>(points);
+  r.log = o["log"].cast<bool>();
+  r.recipes = parse_recipes(std::string(py::str(o["recipes"])));
+  r.policies = parse_policies(std::string(py::str(o["policies"])));
+  const std::string object = o["object"].is_none() ? "" : std::string(py::str(o["object"]));
+  if (object.empty()) r.object = r.family == drift_family::identical_values ? layer_object::output : layer_object::attention;
+  else if (object == "attention") r.object = layer_object::attention;
+  else if (object == "output") r.object = layer_object::output;
+  else throw input_error("unknown --object '" + object + "' (expected attention or output)");
+  r.seed = o["seed"].cast<std::uint64_t>();
+  r.resolution = o["resolution"].cast<double>();
+  r.enclosures = o["enclosures"].cast<bool>();
+  r.max_bits = o["max_bits"].cast<unsigned>();
+  for (const auto item : diagnostics) {
+    const auto pair = item.cast<py::tuple>();
+    PyObject* fn = pair[1].ptr();  // kept alive by `diagnostics` for the whole call
+    r.diagnostics.push_back({pair[0].cast<std::string>(), [fn](const matrix<double>& M) -> std::size_t {
+                               py::gil_scoped_acquire gil;
+                               py::array_t<double> a({static_cast<py::ssize_t>(M.rows()), static_cast<py::ssize_t>(M.cols())});
+                               for (Eigen::Index i = 0; i < M.rows(); ++i)
+                                 for (Eigen::Index j = 0; j < M.cols(); ++j) a.mutable_at(i, j) = M(i, j);
+                               const py::object k = py::reinterpret_borrow<py::object>(fn)(a);
+                               const long long v = py::int_(k).cast<long long>();
+                               if (v < 0) throw input_error("diagnostic: returned a negative rank " + std::to_string(v));
+                               return static_cast<std::size_t>(v);
+                             }});
+  }
+  validate(r);
+  py::gil_scoped_release nogil;
+  const drift_result res = run_drift(r);
+  std::ostringstream os;
+  drift_write_options wo;
+  wo.per_point = true;
+  write_drift_json(os, r, res, "attncert.drift (python)", wo);
+  return os.str();
+}
+
+}  // namespace
+
+void bind_analysis(py::module_& m) {
+  m.def("rank_json", &rank_json, py::arg("options"), "attncert rank's JSON report for the arrays and options given");
+  m.def("certify_json", &certify_json, py::arg("claim_text"), py::arg("base_dir"), py::arg("max_bits"), py::arg("max_seconds"),
+        "attncert certify's JSON report (with summary_text, certificate, disagreement)");
+  m.def("drift_json", &drift_json_py, py::arg("options"), py::arg("diagnostics"),
+        "attncert drift's JSON report, with the caller's diagnostics measured next to the policies");
+  m.def("read_claim_file", &read_claim_file, py::arg("path"));
+  m.def("check_report", &check_json, py::arg("ids"), py::arg("formats"), py::arg("policies"), py::arg("seed"),
+        py::arg("certify_bits"), py::arg("certify_max_bits"),
+        "attncert check's report: (JSON text, the text report)");
+}

@@ -1,0 +1,374 @@
+// python/src/core.cpp — attncert._core: the oracle (forward and backward) and its grading for the
+// Python layer (python/attncert/).  Thin, as the CLI: arrays in, the library's spec, request, run and
+// grades, arrays and JSON out.  Nothing is computed here.  The GIL is released while the library runs.
+// Errors: the library's input_error becomes ValueError with the same one-line text as the CLI's.
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <chrono>
+#include <cmath>
+#include <memory>
+#include <optional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "attncert/error.hpp"
+#include "attncert/io/npy.hpp"
+#include "attncert/oracle/backward.hpp"
+#include "attncert/oracle/grading.hpp"
+#include "attncert/oracle/spec.hpp"
+#include "attncert/report/oracle.hpp"
+
+namespace py = pybind11;
+using namespace attncert;
+
+namespace {
+
+std::string shape_text(const std::vector<std::size_t>& s) {
+  std::string t;
+  for (auto x : s) t += (t.empty() ? "" : ", ") + std::to_string(x);
+  return "(" + t + ")";
+}
+
+// A NumPy array as the library's npy_array (values copied to binary64, exactly: every supported dtype
+// embeds in binary64).  `what` names the argument in errors.
+io::npy_array to_npy(const py::handle& obj, const std::string& what, bool allow_nonfinite) {
+  py::array a = py::array::ensure(obj);
+  if (!a) throw input_error(what + ": not an array");
+  const py::dtype dt = a.dtype();
+  const char kind = dt.kind();
+  const auto size = static_cast<std::size_t>(dt.itemsize());
+  io::npy_array out;
+  if (kind == 'f' && size == 2) out.type = io::dtype::f2;
+  else if (kind == 'f' && size == 4) out.type = io::dtype::f4;
+  else if (kind == 'f' && size == 8) out.type = io::dtype::f8;
+  else if (kind == 'b') out.type = io::dtype::b1;
+  else if (kind == 'u' && size == 1) out.type = io::dtype::u1;
+  else if (kind == 'i' && size <= 4) out.type = io::dtype::i4;
+  else if (kind == 'i' && size == 8) out.type = io::dtype::i8;
+  else throw input_error(what + ": unsupported dtype " + py::cast<std::string>(py::str(static_cast<const py::handle&>(dt))) + " (float16/32/64, bool, int, uint8)");
+  for (py::ssize_t i = 0; i < a.ndim(); ++i) out.shape.push_back(static_cast<std::size_t>(a.shape(i)));
+  const auto d = py::array_t<double, py::array::c_style | py::array::forcecast>::ensure(a);
+  if (!d) throw input_error(what + ": cannot be read as numbers");
+  out.values.assign(d.data(), d.data() + d.size());
+  if (out.type == io::dtype::i8)
+    for (double x : out.values)
+      if (std::fabs(x) > 0x1p53) throw input_error(what + ": int64 values beyond 2^53 are not supported");
+  out.allow_nonfinite = allow_nonfinite;
+  if (!allow_nonfinite)
+    for (std::size_t e = 0; e < out.values.size(); ++e)
+      if (!std::isfinite(out.values[e]))
+        throw input_error(what + ": contains " + (std::isnan(out.values[e]) ? "NaN" : out.values[e] > 0 ? "+Inf" : "-Inf") +
+                          " at flat index " + std::to_string(e));
+  return out;
+}
+
+std::optional<io::npy_array> optional_array(const py::dict& o, const char* key, const std::string& what, bool nonfinite) {
+  if (!o.contains(key) || o[key].is_none()) return std::nullopt;
+  return to_npy(o[key], what, nonfinite);
+}
+
+std::string text(const py::dict& o, const char* key, const std::string& def = "") {
+  if (!o.contains(key) || o[key].is_none()) return def;
+  return py::str(o[key]);
+}
+
+bool flag(const py::dict& o, const char* key) { return o.contains(key) && !o[key].is_none() && o[key].cast<bool>(); }
+
+// The spec from the arrays and the options dict the Python layer built (its keys: the fields of
+// oracle::attention_spec; scalar values already as exact texts).
+oracle::attention_spec make_spec(const py::handle& q, const py::handle& k, const py::handle& v, const py::dict& o) {
+  oracle::attention_spec s;
+  s.q = to_npy(q, "q", true);
+  s.k = to_npy(k, "k", true);
+  s.v = to_npy(v, "v", true);
+  s.layout = text(o, "layout", "bhsd");
+  s.cu_seqlens_q = optional_array(o, "cu_seqlens_q", "--cu-seqlens-q", false);
+  s.cu_seqlens_k = optional_array(o, "cu_seqlens_k", "--cu-seqlens-k", false);
+  s.seqlens_k = optional_array(o, "seqlens_k", "--seqlens-k", false);
+  s.causal = flag(o, "causal");
+  s.causal_bottom_right = flag(o, "causal_bottom_right");
+  s.mask = optional_array(o, "mask", "mask", false);
+  s.mask_name = "mask";
+  s.scale = text(o, "scale");
+  s.empty_rows = text(o, "empty_rows", "error");
+  s.target = text(o, "target", "binary64");
+  s.window = text(o, "window");
+  s.softcap = text(o, "softcap");
+  s.alibi_slopes = optional_array(o, "alibi_slopes", "--alibi-slopes", false);
+  s.bias = optional_array(o, "bias", "--bias", true);
+  s.sink = optional_array(o, "sink", "--sink", true);
+  s.dropout_mask = optional_array(o, "dropout_mask", "--dropout-mask", false);
+  s.dropout_p = text(o, "dropout_p");
+  s.want_lse = flag(o, "want_lse");
+  s.lse_base = text(o, "lse_base", "e");
+  s.empty_lse = text(o, "empty_lse", "-inf");
+  s.lse_target = text(o, "lse_target");
+  if (o.contains("max_bits")) s.max_bits = o["max_bits"].cast<unsigned>();
+  if (o.contains("threads")) s.threads = o["threads"].cast<unsigned>();
+  return s;
+}
+
+py::array_t<double> to_numpy(const std::vector<double>& values, const std::vector<std::size_t>& shape) {
+  std::vector<py::ssize_t> sh(shape.begin(), shape.end());
+  py::array_t<double> a(sh);
+  std::copy(values.begin(), values.end(), a.mutable_data());
+  return a;
+}
+
+oracle::rule_settings make_rules(const py::dict& r) {
+  oracle::rule_settings s;
+  s.rule = oracle::parse_grading_rule(text(r, "rule", "ulp"));
+  if (r.contains("max_ulp") && !r["max_ulp"].is_none()) s.max_ulp = r["max_ulp"].cast<double>();
+  if (r.contains("flash_k") && !r["flash_k"].is_none()) s.flash_k = r["flash_k"].cast<double>();
+  if (r.contains("fudge") && !r["fudge"].is_none()) s.fudge = r["fudge"].cast<double>();
+  if (r.contains("atol") && !r["atol"].is_none()) s.atol = r["atol"].cast<double>();
+  if (r.contains("rtol") && !r["rtol"].is_none()) s.rtol = r["rtol"].cast<double>();
+  oracle::validate_rule_settings(s);
+  return s;
+}
+
+std::vector<double> candidate_values(const py::handle& c, const std::vector<std::size_t>& shape, const std::string& what) {
+  io::npy_array a = to_npy(c, what, true);
+  if (a.shape != shape) throw input_error(what + ": shape " + shape_text(a.shape) + " is not the reference's " + shape_text(shape));
+  if (a.type == io::dtype::b1) throw input_error(what + ": must be a float array");
+  return std::move(a.values);
+}
+
+// `n` query rows of the request drawn without replacement by a seeded Mersenne Twister (all rows when
+// there are no more than n): the rows the oracle computes; the others are not computed.
+void sample_rows(oracle::oracle_request& req, std::size_t n, std::uint64_t seed) {
+  std::vector<std::size_t> used;
+  const std::size_t H = req.Q.H, nq = req.Q.n;
+  for (std::size_t r = 0; r < req.Q.B * H * nq; ++r)
+    if (req.row_used(r, r / (H * nq), r % nq)) used.push_back(r);
+  if (used.size() <= n) return;
+  std::mt19937_64 gen(seed);
+  for (std::size_t t = 0; t < n; ++t) {  // partial Fisher-Yates: used[0, n) is the sample
+    const std::size_t j = t + static_cast<std::size_t>(gen() % (used.size() - t));
+    std::swap(used[t], used[j]);
+  }
+  req.row_sample.assign(req.Q.B * H * nq, 0);
+  for (std::size_t t = 0; t < n; ++t) req.row_sample[used[t]] = 1;
+}
+
+// The forward oracle of one call, kept for grading candidates against its exact values.
+class reference {
+ public:
+  reference(const py::handle& q, const py::handle& k, const py::handle& v, const py::dict& opts)
+      : spec_(make_spec(q, k, v, opts)) {
+    std::size_t rows = 0;
+    std::uint64_t seed = 0;
+    if (opts.contains("rows") && !opts["rows"].is_none()) {
+      const long long n = opts["rows"].cast<long long>();
+      if (n < 1) throw input_error("rows: must be >= 1 (got " + std::to_string(n) + ")");
+      rows = static_cast<std::size_t>(n);
+      seed = opts.contains("seed") ? opts["seed"].cast<std::uint64_t>() : 0;
+    }
+    py::gil_scoped_release nogil;
+    built_ = oracle::build_request(spec_);
+    if (rows) sample_rows(built_.req, rows, seed);
+    const auto t0 = std::chrono::steady_clock::now();
+    result_ = oracle::run_oracle(built_.req);
+    seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  }
+  py::array_t<double> output() const {
+    const io::npy_array a = oracle::reference_array(result_, built_.req.target, built_.olay);
+    return to_numpy(a.values, a.shape);
+  }
+  py::object lse() const {
+    if (!result_.has_lse) return py::none();
+    const io::npy_array a = oracle::lse_array(result_, built_.olay);
+    return to_numpy(a.values, a.shape);
+  }
+  std::string target() const { return oracle::to_string(built_.req.target); }
+  std::string lse_target() const { return oracle::to_string(result_.lse_target); }
+  // The summary counts (who decided how many elements).
+  py::dict summary() const {
+    py::dict d;
+    d["elements"] = result_.elements;
+    d["correctly_rounded"] = result_.correctly_rounded;
+    d["faithful_only"] = result_.faithful_only;
+    d["by_double_double"] = result_.by_double_double;
+    d["rows_escalated"] = result_.rows_escalated;
+    d["empty_rows"] = result_.empty_rows;
+    d["ieee_nonfinite"] = result_.ieee_nonfinite;
+    d["rows_not_computed"] = result_.padding_rows;
+    d["oracle_seconds"] = seconds_;  // run_oracle alone (the binding's overhead is the rest of the call)
+    return d;
+  }
+  // approx_grade of a candidate output (or LSE) in the caller's layout: the report's JSON of the grade.
+  std::string grade(const py::handle& cand, const py::object& baseline, const py::dict& rules, bool of_lse) const {
+    const oracle::rule_settings rs = make_rules(rules);
+    const auto& shape = of_lse ? built_.olay.lse_shape : built_.olay.out_shape;
+    const std::string what = of_lse ? "the LSE candidate" : "the candidate";
+    auto internal = [&](const std::vector<double>& x) {
+      return of_lse ? built_.olay.lse_to_internal(x) : built_.olay.output_to_internal(x);
+    };
+    const std::vector<double> c = internal(candidate_values(cand, shape, what));
+    std::optional<std::vector<double>> b;
+    if (!baseline.is_none()) b = internal(candidate_values(baseline, shape, "the baseline"));
+    if (oracle::rule_needs_baseline(rs.rule) && !b)
+      throw input_error("rule " + oracle::to_string(rs.rule) + " compares with a baseline: give baseline=");
+    oracle::truth_view t = of_lse ? oracle::lse_truth(result_) : oracle::output_truth(result_, built_.req.target);
+    oracle::candidate_grade g;
+    {
+      py::gil_scoped_release nogil;
+      g = oracle::approx_grade(t, c, b ? &*b : nullptr, rs, of_lse ? "lse" : "c1");
+    }
+    return oracle::candidate_grade_json(g).dump();
+  }
+  const oracle::attention_spec& spec() const { return spec_; }
+  const oracle::built_request& built() const { return built_; }
+
+ private:
+  oracle::attention_spec spec_;
+  oracle::built_request built_;
+  oracle::oracle_result result_;
+  double seconds_ = 0;
+};
+
+const char* gradient_names[] = {"dq", "dk", "dv", "dbias", "dsink"};
+
+// The certified backward of one call for given cotangents, kept for grading a kernel's gradients.
+class gradients {
+ public:
+  gradients(const py::handle& q, const py::handle& k, const py::handle& v, const py::handle& dout, const py::object& dlse,
+            const py::dict& opts)
+      : spec_(make_spec(q, k, v, opts)) {
+    if (!dlse.is_none()) spec_.want_lse = true;
+    io::npy_array d = to_npy(dout, "do", true);
+    std::optional<io::npy_array> dl;
+    if (!dlse.is_none()) dl = to_npy(dlse, "dlse", true);
+    py::gil_scoped_release nogil;
+    built_ = oracle::build_request(spec_);
+    glay_ = oracle::gradient_layouts(spec_, built_);
+    oracle::check_candidate_array(d, built_.olay.out_shape, "do");
+    oracle::backward_inputs gi;
+    gi.dO = built_.olay.output_to_internal(d.values);
+    if (dl) {
+      oracle::check_candidate_array(*dl, built_.olay.lse_shape, "dlse");
+      gi.dLSE = built_.olay.lse_to_internal(dl->values);
+    }
+    result_ = oracle::run_oracle_backward(built_.req, gi);
+  }
+  // The gradient `name` in the caller's layout (dq, dk, dv as Q, K, V; dbias as the bias; dsink (h_q,)), or None.
+  py::object get(const std::string& name) const {
+    const int i = index(name);
+    if (i == 3 && !result_.has_dbias) return py::none();
+    if (i == 4 && !result_.has_dsink) return py::none();
+    const auto shape = external_shape(i);
+    const oracle::gradient_tensor& g = tensor(i);
+    const std::vector<double> v = i < 3 ? glay_[i].output_to_external(g.reference) : g.reference;
+    return to_numpy(v, shape);
+  }
+  std::string target() const { return oracle::to_string(built_.req.target); }
+  py::dict summary() const {
+    py::dict d;
+    d["elements"] = result_.elements;
+    d["correctly_rounded"] = result_.correctly_rounded;
+    d["faithful_only"] = result_.faithful_only;
+    d["exact_zeros"] = result_.exact_zeros;
+    d["double_double"] = result_.double_double;
+    d["keys_escalated"] = result_.keys_escalated;
+    d["rows_escalated"] = result_.rows_escalated;
+    d["units_escalated"] = result_.units_escalated;
+    return d;
+  }
+  // approx_grade of a kernel's gradient `name` with the per-gradient settings of the rule.
+  std::string grade(const std::string& name, const py::handle& cand, const py::object& baseline, const py::dict& rules) const {
+    const int i = index(name);
+    if ((i == 3 && !result_.has_dbias) || (i == 4 && !result_.has_dsink))
+      throw input_error(name + ": this call has no " + (i == 3 ? "bias" : "sink"));
+    oracle::rule_settings rs = make_rules(rules);
+    const auto kind = static_cast<oracle::gradient_kind>(i);
+    rs = oracle::gradient_rule_settings(rs, kind, rules.contains("flash_k") && !rules["flash_k"].is_none(),
+                                        rules.contains("fudge") && !rules["fudge"].is_none());
+    const auto shape = external_shape(i);
+    auto internal = [&](std::vector<double> x) { return i < 3 ? glay_[i].output_to_internal(x) : x; };
+    const std::vector<double> c = internal(candidate_values(cand, shape, name));
+    std::optional<std::vector<double>> b;
+    if (!baseline.is_none()) b = internal(candidate_values(baseline, shape, "the baseline's " + name));
+    if (oracle::rule_needs_baseline(rs.rule) && !b)
+      throw input_error("rule " + oracle::to_string(rs.rule) + " compares with a baseline: give baseline=");
+    oracle::truth_view t = oracle::gradient_truth(tensor(i), result_.target, name);
+    if (i < 3) oracle::skip_absent_rows(t, glay_[i]);
+    oracle::candidate_grade g;
+    {
+      py::gil_scoped_release nogil;
+      g = oracle::approx_grade(t, c, b ? &*b : nullptr, rs, name);
+    }
+    nlohmann::json j = oracle::candidate_grade_json(g);
+    j["settings"] = {{"flash_k", rs.flash_k}, {"fudge", rs.fudge}};
+    return j.dump();
+  }
+
+ private:
+  static int index(const std::string& name) {
+    for (int i = 0; i < 5; ++i)
+      if (name == gradient_names[i]) return i;
+    throw input_error("unknown gradient '" + name + "' (dq, dk, dv, dbias, dsink)");
+  }
+  const oracle::gradient_tensor& tensor(int i) const {
+    switch (i) {
+      case 0: return result_.dq;
+      case 1: return result_.dk;
+      case 2: return result_.dv;
+      case 3: return result_.dbias;
+      default: return result_.dsink;
+    }
+  }
+  std::vector<std::size_t> external_shape(int i) const {
+    switch (i) {
+      case 0: return spec_.q.shape;
+      case 1: return spec_.k.shape;
+      case 2: return spec_.v.shape;
+      case 3: return spec_.bias->shape;
+      default: return {built_.req.Q.H};
+    }
+  }
+  oracle::attention_spec spec_;
+  oracle::built_request built_;
+  std::vector<oracle::output_layout> glay_;
+  oracle::backward_result result_;
+};
+
+}  // namespace
+
+void bind_analysis(py::module_& m);  // python/src/analysis.cpp
+
+PYBIND11_MODULE(_core, m) {
+  m.doc() = "attncert's C++ core: the certified attention oracle (forward, backward) and its grading rules";
+  m.attr("version") = ATTNCERT_VERSION;
+  static py::exception<input_error> input_exc(m, "InputError", PyExc_ValueError);
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const input_error& e) {
+      PyErr_SetString(input_exc.ptr(), e.what());
+    } catch (const internal_error& e) {
+      PyErr_SetString(PyExc_RuntimeError, (std::string("attncert internal error: ") + e.what()).c_str());
+    }
+  });
+  py::class_<reference>(m, "Reference")
+      .def(py::init<const py::handle&, const py::handle&, const py::handle&, const py::dict&>(), py::arg("q"), py::arg("k"),
+           py::arg("v"), py::arg("options"))
+      .def("output", &reference::output, "The correctly rounded output (float64 holding target-format values), caller's layout")
+      .def("lse", &reference::lse, "The correctly rounded LSE (float64 holding lse_target values), or None")
+      .def_property_readonly("target", &reference::target)
+      .def_property_readonly("lse_target", &reference::lse_target)
+      .def("summary", &reference::summary)
+      .def("grade", &reference::grade, py::arg("candidate"), py::arg("baseline"), py::arg("rules"), py::arg("of_lse") = false,
+           "The grade of a candidate (JSON text): errors from the exact values and the rule's verdict");
+  py::class_<gradients>(m, "Gradients")
+      .def(py::init<const py::handle&, const py::handle&, const py::handle&, const py::handle&, const py::object&,
+                    const py::dict&>(),
+           py::arg("q"), py::arg("k"), py::arg("v"), py::arg("do"), py::arg("dlse"), py::arg("options"))
+      .def("get", &gradients::get, py::arg("name"))
+      .def_property_readonly("target", &gradients::target)
+      .def("summary", &gradients::summary)
+      .def("grade", &gradients::grade, py::arg("name"), py::arg("candidate"), py::arg("baseline"), py::arg("rules"));
+  bind_analysis(m);
+}

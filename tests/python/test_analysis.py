@@ -1,0 +1,142 @@
+"""attncert.rank / certify / check / drift in process: the same answers as the command line's JSON
+reports, typed results with readable reprs, and drift of the caller's own diagnostic."""
+import json
+import os
+import subprocess
+import tempfile
+
+import numpy as np
+import pytest
+
+import attncert
+
+CLI = os.environ.get("ATTNCERT_CLI")
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+needs_cli = pytest.mark.skipif(not CLI, reason="ATTNCERT_CLI (the attncert binary) not set")
+
+
+def cli_json(args, cwd=None):
+    p = subprocess.run([CLI] + args + ["--format", "json"], capture_output=True, text=True, cwd=cwd)
+    assert p.returncode in (0, 1, 3), p.stderr
+    return json.loads(p.stdout)
+
+
+def strip(report):
+    """The report without what names the caller (command line and file names)."""
+    return {k: v for k, v in report.items() if k not in ("command", "inputs")}
+
+
+@needs_cli
+def test_rank_matches_cli():
+    a = 3.0
+    S = a * np.array([[1.0, -1.0], [-1.0, 1.0]])  # rank-one scores, full-rank attention (P01)
+    r = attncert.rank(S, formats="binary64,binary32", policies=["numpy", "absolute:1e-6"])
+    assert r.exact_rank == (2, 2)
+    assert "exact rank 2" in repr(r)
+    with tempfile.TemporaryDirectory() as tmp:
+        np.save(os.path.join(tmp, "S.npy"), S)
+        c = cli_json(["rank", "--scores", "S.npy", "--formats", "binary64,binary32", "--policies", "numpy,absolute:1e-6"],
+                     cwd=tmp)
+    assert strip(r.report) == strip(c)
+    json.loads(r.to_json())
+
+
+@needs_cli
+def test_rank_of_qk_with_causal_mask_matches_cli():
+    rng = np.random.default_rng(5)
+    q, k = rng.integers(-3, 4, (5, 2)).astype(np.float64), rng.integers(-3, 4, (5, 2)).astype(np.float64)
+    r = attncert.rank(q=q, k=k, scale="1/2", mask="causal", formats="binary64", policies="numpy")
+    with tempfile.TemporaryDirectory() as tmp:
+        np.save(os.path.join(tmp, "q.npy"), q)
+        np.save(os.path.join(tmp, "k.npy"), k)
+        c = cli_json(["rank", "--q", "q.npy", "--k", "k.npy", "--scale", "1/2", "--mask", "causal", "--formats", "binary64",
+                      "--policies", "numpy"], cwd=tmp)
+    assert strip(r.report) == strip(c)
+    assert r.exact_rank == (5, 5)  # causal with finite diagonal: full rank (P03)
+
+
+def test_rank_errors():
+    with pytest.raises(ValueError, match="give --scores S, or --q Q and --k K"):
+        attncert.rank()
+    with pytest.raises(ValueError, match="2-D"):
+        attncert.rank(np.zeros(3))
+    with pytest.raises(ValueError, match="NaN"):
+        attncert.rank(np.array([[np.nan, 0.0], [0.0, 1.0]]))
+
+
+@needs_cli
+@pytest.mark.parametrize("name", ["P01-two-token-attention-at-zero.json", "P03-causal-full-rank.json"])
+def test_certify_matches_cli(name):
+    path = os.path.join(ROOT, "proofs", "claims", name)
+    r = attncert.certify(path)
+    c = cli_json(["certify", path])
+    assert r.verdict == c["verdict"] == "CERTIFIED"
+    assert bool(r) and r.certificate is not None
+    assert r.verdict in repr(r)
+    with open(path) as f:
+        claim = json.load(f)
+    if "npy" not in json.dumps(claim):
+        assert attncert.certify(claim).verdict == "CERTIFIED"
+
+
+def test_certify_refutes_a_false_claim_and_rejects_bad_ones():
+    false_claim = {"objects": {"S": [[1, -1], [-1, 1]]}, "family": {"at": "0"},
+                   "quantity": {"kind": "rank", "object": "attention"}, "relation": "=", "value": 2}
+    r = attncert.certify(false_claim)
+    assert r.verdict == "REFUTED" and not r
+    with pytest.raises(ValueError):
+        attncert.certify({"objects": {}})
+    with pytest.raises(ValueError):
+        attncert.certify(42)
+
+
+@needs_cli
+def test_check_matches_cli():
+    r = attncert.check(["two-token", "residual"], formats="binary64")
+    c = cli_json(["check", "two-token", "residual", "--formats", "binary64"])
+    assert r.totals == c["summary"]
+    assert r.passed
+    assert "two-token" in r.text()
+    assert "CheckResult(2 checks" in repr(r)
+    with pytest.raises(ValueError, match="unknown check"):
+        attncert.check(["no-such-check"])
+
+
+def test_drift_of_numpy_matrix_rank():
+    calls = []
+
+    def matrix_rank(M):
+        k = int(np.linalg.matrix_rank(M))
+        calls.append((M.copy(), k))
+        return k
+
+    d = attncert.drift("two-token", 1e-18, 1e-12, points=25, log=True, recipes="fp64", policies="numpy",
+                       diagnostic=matrix_rank)
+    assert d.report["settings"]["diagnostics"][0]["name"] == "diagnostic:matrix_rank"
+    iv = d.intervals[("fp64", "diagnostic:matrix_rank")]
+    pol = d.intervals[("fp64", "numpy")]
+    # numpy.linalg.matrix_rank sees rank 1 at tiny a (the exact rank is 2 for every a > 0): one interval
+    # from the start, its end bisected between 1e-16 and 1e-15 (P10's derivation: a ~ 4e-16 for fp64)
+    assert len(iv) == 1 and iv[0][0] == 1e-18 and 1e-16 < iv[0][1] < 1e-15, iv
+    assert len(pol) == 1 and 1e-16 < pol[0][1] < 1e-15, pol
+    # every rank reported at a grid point is the diagnostic's answer on the matrix it was given
+    ranks = d.ranks("fp64", "diagnostic:matrix_rank")
+    assert len(ranks) == 25 and set(ranks) <= {1, 2}
+    assert all(k == int(np.linalg.matrix_rank(M)) for M, k in calls)
+    # the matrix passed is the two-token attention formed in binary64: rows sum to ~1, 2 x 2
+    assert all(M.shape == (2, 2) and abs(M.sum(axis=1) - 1).max() < 1e-15 for M, _ in calls)
+    lo, hi = d.exact_rank
+    assert (lo == 2).all() and (hi == 2).all()
+    assert "diagnostic:matrix_rank" in repr(d)
+
+
+def test_drift_diagnostic_errors_propagate():
+    def broken(M):
+        raise RuntimeError("my diagnostic failed")
+
+    with pytest.raises(RuntimeError, match="my diagnostic failed"):
+        attncert.drift("two-token", 0.1, 1.0, points=3, recipes="fp64", policies="numpy", diagnostic=broken)
+    with pytest.raises(ValueError, match="negative rank"):
+        attncert.drift("two-token", 0.1, 1.0, points=3, recipes="fp64", policies="numpy", diagnostic=lambda M: -1)
+    with pytest.raises(ValueError, match="callable"):
+        attncert.drift("two-token", 0.1, 1.0, points=3, diagnostic=42)
