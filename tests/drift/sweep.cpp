@@ -1,6 +1,7 @@
 // tests/drift/sweep.cpp — `attncert drift` (drift/sweep.hpp): the two-token boundary of
 // proofs/P10-two-token-drift.md, bisection against a brute-force scan, the closed-form fast
-// path against the general certified path.  (The renderings: tests/report/drift.cpp.)
+// path against the general certified path, a caller's own diagnostics.  (The renderings:
+// tests/report/drift.cpp.)
 #define BOOST_TEST_MODULE drift_sweep
 #include "attncert/drift/sweep.hpp"
 
@@ -8,7 +9,9 @@
 #include <cmath>
 #include <sstream>
 
+#include "attncert/error.hpp"
 #include "attncert/linalg/spectra.hpp"
+#include "attncert/rank/numerical.hpp"
 #include "tests/support.hpp"
 
 using namespace attncert;
@@ -246,4 +249,61 @@ BOOST_AUTO_TEST_CASE(bad_requests) {
   bad([](drift_request& r) { r.object = layer_object::residual; });
   bad([](drift_request& r) { r.to = 1e40; });
   BOOST_CHECK_THROW(parse_drift_family("three-token"), input_error);
+}
+
+// A caller's diagnostic (user_diagnostic) is measured like a policy: one that reproduces the numpy
+// policy on the matrix it is given (binary64 numbers of the fp64 recipe) has the numpy policy's ranks
+// and intervals exactly; one that always answers the exact rank never diverges; a constant 1 diverges
+// wherever the exact rank is 2.  A diagnostic that throws stops the sweep with its exception.
+BOOST_AUTO_TEST_CASE(user_diagnostics_are_measured_like_policies) {
+  drift_request r = request(drift_family::two_token, 1e-18, 1e-12, 25, true, "fp64,fp32", "numpy");
+  const format_spec f64 = parse_format("binary64");
+  std::size_t calls = 0;
+  r.diagnostics.push_back({"numpy_again", [&](const matrix<double>& M) {
+                             ++calls;  // numpy's threshold with binary64's epsilon, on whatever it is given
+                             return approx_numerical_rank(M, f64, parse_policies("numpy"), 0, 99).ranks[0];
+                           }});
+  r.diagnostics.push_back({"exact", [](const matrix<double>&) { return std::size_t{2}; }});
+  r.diagnostics.push_back({"one", [](const matrix<double>&) { return std::size_t{1}; }});
+  const drift_result res = run_drift(r);
+  BOOST_TEST(calls >= 2 * 25u);
+  // divergence: per recipe, the policy then the three diagnostics
+  BOOST_TEST_REQUIRE(res.divergence.size() == 8u);
+  BOOST_TEST(res.divergence[0].policy == "numpy");
+  BOOST_TEST(res.divergence[1].policy == "diagnostic:numpy_again");
+  // fp64: the diagnostic is the policy itself (binary64 SVD, binary64 epsilon)
+  BOOST_TEST(res.divergence[0].intervals == res.divergence[1].intervals);
+  BOOST_TEST_REQUIRE(res.divergence[1].intervals.size() == 1u);
+  for (const auto& p : res.points) {
+    BOOST_TEST(p.recipes[0].diagnostic_ranks[0] == p.recipes[0].ranks[0]);
+    BOOST_TEST(p.recipes[0].diagnostic_ranks[1] == 2u);
+    BOOST_TEST(!p.recipes[0].diagnostic_diverges[1]);
+    BOOST_TEST(p.recipes[0].diagnostic_diverges[2]);
+  }
+  BOOST_TEST(res.divergence[2].intervals.empty());  // "exact"
+  BOOST_TEST_REQUIRE(res.divergence[3].intervals.size() == 1u);  // "one": everywhere
+  BOOST_TEST(res.divergence[3].intervals[0].first == r.from);
+  BOOST_TEST(res.divergence[3].intervals[0].second == r.to);
+  BOOST_TEST(res.divergence[4].recipe == "fp32");
+  BOOST_TEST(res.divergence[5].policy == "diagnostic:numpy_again");
+
+  drift_request bad = request(drift_family::two_token, 0.1, 1, 3, false, "fp64", "numpy");
+  bad.diagnostics.push_back({"broken", [](const matrix<double>&) -> std::size_t { throw input_error("broken diagnostic"); }});
+  BOOST_CHECK_THROW(run_drift(bad), input_error);
+}
+
+// approx_formed_object gives the recipe's matrix as binary64 numbers (exactly, for fp64 and fp32),
+// and nothing when the recipe overflows.
+BOOST_AUTO_TEST_CASE(formed_object_as_binary64) {
+  drift_request r;
+  const recipe_input in = drift_instance(r, 0.75);
+  const auto M = approx_formed_object(parse_recipe("fp64"), in);
+  BOOST_TEST_REQUIRE(M.has_value());
+  BOOST_TEST((*M == form_fp64(0.75)));
+  const auto F = approx_formed_object(parse_recipe("fp32"), in);
+  BOOST_TEST_REQUIRE(F.has_value());
+  BOOST_TEST(((F->cast<float>().cast<double>()).array() == F->array()).all());
+  drift_request big = request(drift_family::causal, 1, 1, 2, false, "fp16", "numpy");
+  recipe_input over = drift_instance(big, 1e6);  // scores far beyond binary16's range
+  BOOST_TEST(!approx_formed_object(parse_recipe("fp16"), over).has_value());
 }

@@ -10,6 +10,7 @@
 #include <random>
 
 #include "../support.hpp"
+#include "attncert/oracle/backward.hpp"
 #include "attncert/oracle/grading.hpp"
 #include "attncert/error.hpp"
 #include "attncert/number/double_double.hpp"
@@ -268,6 +269,46 @@ BOOST_AUTO_TEST_CASE(threads_do_not_change_the_answer) {
   const auto b = run_oracle(r);
   BOOST_TEST(a.reference == b.reference);
   BOOST_TEST(a.correctly_rounded == a.elements);
+}
+
+// A row sample computes the sampled rows exactly as the full run does and leaves the others out
+// (NaN, decided_by::padding, not counted as elements); a sample of the wrong size is bad input, and
+// the backward refuses a sample.
+BOOST_AUTO_TEST_CASE(row_sample_computes_only_the_sampled_rows) {
+  auto rng = make_rng(4);
+  std::normal_distribution<double> N(0, 1);
+  oracle_request r;
+  std::vector<double> q(24 * 6), k(24 * 6), v(24 * 3);
+  for (auto* x : {&q, &k, &v})
+    for (auto& e : *x) e = N(rng);
+  r.Q = tens(24, 6, q);
+  r.K = tens(24, 6, k);
+  r.V = tens(24, 3, v);
+  r.mask = mask_kind::causal;
+  r.lse.want = true;
+  const auto full = run_oracle(r);
+  r.row_sample.assign(24, 0);
+  for (std::size_t i : {0u, 5u, 6u, 23u}) r.row_sample[i] = 1;
+  const auto part = run_oracle(r);
+  BOOST_TEST(part.elements == 4u * 3u);
+  BOOST_TEST(part.padding_rows == 20u);
+  for (std::size_t i = 0; i < 24; ++i)
+    for (std::size_t c = 0; c < 3; ++c) {
+      const std::size_t e = i * 3 + c;
+      if (r.row_sample[i]) {
+        BOOST_TEST(part.reference[e] == full.reference[e]);
+        BOOST_TEST(part.lse_reference[i] == full.lse_reference[i]);
+      } else {
+        BOOST_TEST(std::isnan(part.reference[e]));
+        BOOST_TEST((part.how[e] == decided_by::padding));
+      }
+    }
+  r.row_sample.assign(23, 1);
+  BOOST_CHECK_THROW(run_oracle(r), input_error);
+  r.row_sample.assign(24, 1);
+  oracle::backward_inputs g;
+  g.dO.assign(24 * 3, 1.0);
+  BOOST_CHECK_THROW(run_oracle_backward(r, g), input_error);
 }
 
 BOOST_AUTO_TEST_CASE(bad_input_and_policies) {
