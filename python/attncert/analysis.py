@@ -218,8 +218,11 @@ def drift(family="two-token", start=0.0, stop=1.0, points=101, log=False, recipe
           resolution=1e-9, enclosures=False, max_bits=4096):
     """Where numerical ranks leave the exact rank over the score scale a (`attncert drift`).
 
-    diagnostic: a callable taking the formed matrix (a float64 NumPy array holding the recipe's numbers) and
-    returning a rank (e.g. numpy.linalg.matrix_rank), or a dict {name: callable}: measured on every recipe
+    diagnostic: a callable taking the formed matrix and returning a rank (e.g. numpy.linalg.matrix_rank), or a
+    dict {name: callable}.  The matrix is a NumPy array in the dtype of the recipe's result (float64 for fp64,
+    float32 for fp32; float32 holding the float16 / bfloat16 numbers of the 16-bit recipes, as NumPy's and
+    PyTorch's SVDs need them upcast; float64 rounded for mpfrN), as a pipeline of that precision would hand
+    it to its tool.  It is measured on every recipe
     next to the policies, as policy "diagnostic:NAME", with its own bisected divergence intervals.  This is
     the map of *your* tool, not of attncert's reading of its threshold formula.  enclosures=True adds the
     certified smallest singular values per point (slower).  Returns a DriftResult.

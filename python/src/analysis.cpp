@@ -156,12 +156,18 @@ std::string drift_json_py(const py::dict& o, const py::list& diagnostics) {
   for (const auto item : diagnostics) {
     const auto pair = item.cast<py::tuple>();
     PyObject* fn = pair[1].ptr();  // kept alive by `diagnostics` for the whole call
-    r.diagnostics.push_back({pair[0].cast<std::string>(), [fn](const matrix<double>& M) -> std::size_t {
+    r.diagnostics.push_back({pair[0].cast<std::string>(), [fn](const matrix<double>& M, const recipe& rc) -> std::size_t {
                                py::gil_scoped_acquire gil;
                                py::array_t<double> a({static_cast<py::ssize_t>(M.rows()), static_cast<py::ssize_t>(M.cols())});
                                for (Eigen::Index i = 0; i < M.rows(); ++i)
                                  for (Eigen::Index j = 0; j < M.cols(); ++j) a.mutable_at(i, j) = M(i, j);
-                               const py::object k = py::reinterpret_borrow<py::object>(fn)(a);
+                               // the array in the dtype of the recipe's result, as the caller's pipeline holds it
+                               // (exact: the values are numbers of that format); the 16-bit formats as float32,
+                               // as NumPy's and PyTorch's SVDs need them upcast; mpfrN as float64 (rounded)
+                               const std::string& f = rc.result.name;
+                               py::object arr = a;
+                               if (f == "binary32" || f == "binary16" || f == "bfloat16") arr = a.attr("astype")("float32");
+                               const py::object k = py::reinterpret_borrow<py::object>(fn)(arr);
                                const long long v = py::int_(k).cast<long long>();
                                if (v < 0) throw input_error("diagnostic: returned a negative rank " + std::to_string(v));
                                return static_cast<std::size_t>(v);

@@ -7,6 +7,7 @@
 
 #include <boost/test/unit_test.hpp>
 #include <cmath>
+#include <set>
 #include <sstream>
 
 #include "attncert/error.hpp"
@@ -259,14 +260,17 @@ BOOST_AUTO_TEST_CASE(user_diagnostics_are_measured_like_policies) {
   drift_request r = request(drift_family::two_token, 1e-18, 1e-12, 25, true, "fp64,fp32", "numpy");
   const format_spec f64 = parse_format("binary64");
   std::size_t calls = 0;
-  r.diagnostics.push_back({"numpy_again", [&](const matrix<double>& M) {
+  std::set<std::string> recipes_seen;
+  r.diagnostics.push_back({"numpy_again", [&](const matrix<double>& M, const recipe& rc) {
+                             recipes_seen.insert(rc.name);
                              ++calls;  // numpy's threshold with binary64's epsilon, on whatever it is given
                              return approx_numerical_rank(M, f64, parse_policies("numpy"), 0, 99).ranks[0];
                            }});
-  r.diagnostics.push_back({"exact", [](const matrix<double>&) { return std::size_t{2}; }});
-  r.diagnostics.push_back({"one", [](const matrix<double>&) { return std::size_t{1}; }});
+  r.diagnostics.push_back({"exact", [](const matrix<double>&, const recipe&) { return std::size_t{2}; }});
+  r.diagnostics.push_back({"one", [](const matrix<double>&, const recipe&) { return std::size_t{1}; }});
   const drift_result res = run_drift(r);
   BOOST_TEST(calls >= 2 * 25u);
+  BOOST_TEST((recipes_seen == std::set<std::string>{"fp32", "fp64"}));
   // divergence: per recipe, the policy then the three diagnostics
   BOOST_TEST_REQUIRE(res.divergence.size() == 8u);
   BOOST_TEST(res.divergence[0].policy == "numpy");
@@ -288,7 +292,8 @@ BOOST_AUTO_TEST_CASE(user_diagnostics_are_measured_like_policies) {
   BOOST_TEST(res.divergence[5].policy == "diagnostic:numpy_again");
 
   drift_request bad = request(drift_family::two_token, 0.1, 1, 3, false, "fp64", "numpy");
-  bad.diagnostics.push_back({"broken", [](const matrix<double>&) -> std::size_t { throw input_error("broken diagnostic"); }});
+  bad.diagnostics.push_back(
+      {"broken", [](const matrix<double>&, const recipe&) -> std::size_t { throw input_error("broken diagnostic"); }});
   BOOST_CHECK_THROW(run_drift(bad), input_error);
 }
 

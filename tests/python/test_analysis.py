@@ -128,6 +128,22 @@ def test_drift_of_numpy_matrix_rank():
     lo, hi = d.exact_rank
     assert (lo == 2).all() and (hi == 2).all()
     assert "diagnostic:matrix_rank" in repr(d)
+    assert all(M.dtype == np.float64 for M, _ in calls)
+
+
+def test_drift_diagnostic_gets_the_recipes_dtype():
+    seen = {}
+
+    def record(M):
+        seen.setdefault(str(M.dtype), 0)
+        seen[str(M.dtype)] += 1
+        return int(np.linalg.matrix_rank(M))
+
+    d = attncert.drift("two-token", 1e-9, 1e-3, points=7, log=True, recipes="fp64,fp32,fp16,bf16-fp32acc",
+                       policies="numpy", diagnostic={"np": record})
+    assert set(seen) == {"float64", "float32"}
+    # on float32 numbers NumPy's own threshold uses float32's epsilon: the same map as the fp32 numpy policy
+    assert d.intervals[("fp32", "diagnostic:np")] == d.intervals[("fp32", "numpy")]
 
 
 def test_drift_diagnostic_errors_propagate():

@@ -329,7 +329,7 @@ bool diagnostic_diverges_at(const drift_request& r, const recipe& rc, const user
   const drift_exact ex = drift_exact_rank(r, a);
   const auto M = approx_formed_object(rc, drift_instance(r, a));
   if (!M) return true;
-  const std::size_t k = d.rank(*M);
+  const std::size_t k = d.rank(*M, rc);
   return k < ex.lo || k > ex.hi;
 }
 
@@ -339,7 +339,7 @@ void measure_diagnostics(const drift_request& r, const recipe& rc, const recipe_
   if (r.diagnostics.empty()) return;
   const auto M = m.formed ? approx_formed_object(rc, in) : std::nullopt;
   for (const auto& d : r.diagnostics) {
-    const std::size_t k = M ? d.rank(*M) : 0;
+    const std::size_t k = M ? d.rank(*M, rc) : 0;
     const bool div = !M || k < ex.lo || k > ex.hi;
     m.diagnostic_ranks.push_back(k);
     m.diagnostic_diverges.push_back(div);

@@ -51,12 +51,13 @@ const char* to_string(drift_family f);
 
 /// A caller's own numerical-rank diagnostic (e.g. numpy.linalg.matrix_rank, from Python): called with the
 /// object each recipe formed (as binary64 numbers: exact for every recipe but mpfrN, whose entries are
-/// rounded to nearest), it returns a rank.  Measured like a policy: it diverges where the rank lies
-/// outside the exact [lo, hi].  Tier: approx (a measurement of the caller's tool).  May throw; the sweep
-/// then stops with that exception.
+/// rounded to nearest) and the recipe (its result format says what the numbers are: the caller may
+/// hand its tool an array of that dtype), it returns a rank.  Measured like a policy: it diverges where
+/// the rank lies outside the exact [lo, hi].  Tier: approx (a measurement of the caller's tool).  May
+/// throw; the sweep then stops with that exception.
 struct user_diagnostic {
   std::string name;
-  std::function<std::size_t(const matrix<double>&)> rank;
+  std::function<std::size_t(const matrix<double>&, const recipe&)> rank;
 };
 
 /// A sweep request.  n, d = 0 select the family's defaults.
