@@ -142,8 +142,12 @@ def test_drift_diagnostic_gets_the_recipes_dtype():
     d = attncert.drift("two-token", 1e-9, 1e-3, points=7, log=True, recipes="fp64,fp32,fp16,bf16-fp32acc",
                        policies="numpy", diagnostic={"np": record})
     assert set(seen) == {"float64", "float32"}
-    # on float32 numbers NumPy's own threshold uses float32's epsilon: the same map as the fp32 numpy policy
-    assert d.intervals[("fp32", "diagnostic:np")] == d.intervals[("fp32", "numpy")]
+    # on float32 numbers NumPy's own threshold uses float32's epsilon (2 * 2^-23 here): the diagnostic
+    # departs below a ~ 2e-7 as the fp32 numpy policy does; where exactly depends on each one's SVD of
+    # the float32 matrix (LAPACK's sgesdd, Eigen's Jacobi), so only the decade is asserted
+    for key in (("fp32", "diagnostic:np"), ("fp32", "numpy")):
+        (start, end), = d.intervals[key]
+        assert start == 1e-9 and 1e-7 < end < 1e-6, (key, end)
 
 
 def test_drift_diagnostic_errors_propagate():
