@@ -151,7 +151,7 @@ _VARIANT_DEFAULTS = dict(scale=None, causal=None, window=None, softcap=None, ali
                          seqlens_k=None, target=None, empty_rows="error", max_bits=4096, threads=2, lse_base="e")
 
 
-def _reference(q, k, v, want_lse=False, rows=None, seed=0, **kw):
+def _reference(q, k, v, want_lse=False, rows=None, seed=0, row_block=None, **kw):
     extra = set(kw) - set(_VARIANT_DEFAULTS)
     if extra:
         raise TypeError("unexpected keyword argument(s): %s" % ", ".join(sorted(extra)))
@@ -161,6 +161,8 @@ def _reference(q, k, v, want_lse=False, rows=None, seed=0, **kw):
     if rows is not None:
         opts["rows"] = int(rows)
         opts["seed"] = int(seed)
+    if row_block is not None:  # internal rows [begin, end) only (attncert.distributed's tasks)
+        opts["row_block"] = (int(row_block[0]), int(row_block[1]))
     return _core.Reference(_to_numpy(q, "q"), _to_numpy(k, "k"), _to_numpy(v, "v"), opts)
 
 

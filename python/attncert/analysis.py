@@ -213,20 +213,15 @@ def check(ids=None, *, formats=("binary64", "mpfr256"), policies="numpy,matlab,t
     return r
 
 
-def drift(family="two-token", start=0.0, stop=1.0, points=101, log=False, recipes="fp16,bf16-fp32acc,fp32,fp64,mpfr256",
-          policies="numpy,absolute:1e-6,relative:1e-3", diagnostic=None, *, object=None, seed=20261129,
-          resolution=1e-9, enclosures=False, max_bits=4096):
-    """Where numerical ranks leave the exact rank over the score scale a (`attncert drift`).
+def _drift_options(family, start, stop, points, log, recipes, policies, object, seed, resolution, enclosures, max_bits,
+                   grid=None):
+    return {"family": family, "start": float(start), "stop": float(stop), "points": int(points), "log": bool(log),
+            "recipes": _list_text(recipes, "recipes"), "policies": _list_text(policies, "policies"), "object": object,
+            "seed": int(seed), "resolution": float(resolution), "enclosures": bool(enclosures),
+            "max_bits": int(max_bits), "grid": None if grid is None else [float(a) for a in grid]}
 
-    diagnostic: a callable taking the formed matrix and returning a rank (e.g. numpy.linalg.matrix_rank), or a
-    dict {name: callable}.  The matrix is a NumPy array in the dtype of the recipe's result (float64 for fp64,
-    float32 for fp32; float32 holding the float16 / bfloat16 numbers of the 16-bit recipes, as NumPy's and
-    PyTorch's SVDs need them upcast; float64 rounded for mpfrN), as a pipeline of that precision would hand
-    it to its tool.  It is measured on every recipe
-    next to the policies, as policy "diagnostic:NAME", with its own bisected divergence intervals.  This is
-    the map of *your* tool, not of attncert's reading of its threshold formula.  enclosures=True adds the
-    certified smallest singular values per point (slower).  Returns a DriftResult.
-    """
+
+def _diagnostics(diagnostic):
     if diagnostic is None:
         diags = []
     elif callable(diagnostic):
@@ -238,7 +233,23 @@ def drift(family="two-token", start=0.0, stop=1.0, points=101, log=False, recipe
     for name, f in diags:
         if not callable(f):
             raise ValueError("diagnostic %r is not callable" % (name,))
-    o = {"family": family, "start": float(start), "stop": float(stop), "points": int(points), "log": bool(log),
-         "recipes": _list_text(recipes, "recipes"), "policies": _list_text(policies, "policies"), "object": object,
-         "seed": int(seed), "resolution": float(resolution), "enclosures": bool(enclosures), "max_bits": int(max_bits)}
-    return DriftResult(json.loads(_core.drift_json(o, [(str(n), f) for n, f in diags])))
+    return [(str(n), f) for n, f in diags]
+
+
+def drift(family="two-token", start=0.0, stop=1.0, points=101, log=False, recipes="fp16,bf16-fp32acc,fp32,fp64,mpfr256",
+          policies="numpy,absolute:1e-6,relative:1e-3", diagnostic=None, *, object=None, seed=20261129,
+          resolution=1e-9, enclosures=False, max_bits=4096, _grid=None):
+    """Where numerical ranks leave the exact rank over the score scale a (`attncert drift`).
+
+    diagnostic: a callable taking the formed matrix and returning a rank (e.g. numpy.linalg.matrix_rank), or a
+    dict {name: callable}.  The matrix is a NumPy array in the dtype of the recipe's result (float64 for fp64,
+    float32 for fp32; float32 holding the float16 / bfloat16 numbers of the 16-bit recipes, as NumPy's and
+    PyTorch's SVDs need them upcast; float64 rounded for mpfrN), as a pipeline of that precision would hand
+    it to its tool.  It is measured on every recipe
+    next to the policies, as policy "diagnostic:NAME", with its own bisected divergence intervals.  This is
+    the map of *your* tool, not of attncert's reading of its threshold formula.  enclosures=True adds the
+    certified smallest singular values per point (slower).  Returns a DriftResult.
+    """
+    o = _drift_options(family, start, stop, points, log, recipes, policies, object, seed, resolution, enclosures,
+                       max_bits, _grid)
+    return DriftResult(json.loads(_core.drift_json(o, _diagnostics(diagnostic))))

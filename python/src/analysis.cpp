@@ -133,7 +133,8 @@ std::pair<std::string, std::string> check_json(const std::vector<std::string>& i
 
 // attncert drift's JSON report; `diagnostics` holds (name, callable) pairs: the caller's rank functions,
 // called (with the GIL) on each formed matrix as a float64 NumPy array.
-std::string drift_json_py(const py::dict& o, const py::list& diagnostics) {
+// The drift request of the options the Python layer built (attncert.analysis.drift).
+drift_request drift_request_of(const py::dict& o) {
   drift_request r;
   r.family = parse_drift_family(std::string(py::str(o["family"])));
   r.from = o["start"].cast<double>();
@@ -153,6 +154,18 @@ std::string drift_json_py(const py::dict& o, const py::list& diagnostics) {
   r.resolution = o["resolution"].cast<double>();
   r.enclosures = o["enclosures"].cast<bool>();
   r.max_bits = o["max_bits"].cast<unsigned>();
+  if (o.contains("grid") && !o["grid"].is_none()) r.grid = o["grid"].cast<std::vector<double>>();
+  return r;
+}
+
+std::vector<double> drift_grid_py(const py::dict& o) {
+  drift_request r = drift_request_of(o);
+  validate(r);
+  return drift_grid(r);
+}
+
+std::string drift_json_py(const py::dict& o, const py::list& diagnostics) {
+  drift_request r = drift_request_of(o);
   for (const auto item : diagnostics) {
     const auto pair = item.cast<py::tuple>();
     PyObject* fn = pair[1].ptr();  // kept alive by `diagnostics` for the whole call
@@ -191,6 +204,7 @@ void bind_analysis(py::module_& m) {
         "attncert certify's JSON report (with summary_text, certificate, disagreement)");
   m.def("drift_json", &drift_json_py, py::arg("options"), py::arg("diagnostics"),
         "attncert drift's JSON report, with the caller's diagnostics measured next to the policies");
+  m.def("drift_grid", &drift_grid_py, py::arg("options"), "the grid points of a drift sweep");
   m.def("read_claim_file", &read_claim_file, py::arg("path"));
   m.def("check_report", &check_json, py::arg("ids"), py::arg("formats"), py::arg("policies"), py::arg("seed"),
         py::arg("certify_bits"), py::arg("certify_max_bits"),

@@ -159,8 +159,15 @@ class reference {
  public:
   reference(const py::handle& q, const py::handle& k, const py::handle& v, const py::dict& opts)
       : spec_(make_spec(q, k, v, opts)) {
-    std::size_t rows = 0;
+    std::size_t rows = 0, block_begin = 0, block_end = 0;
     std::uint64_t seed = 0;
+    const bool block = opts.contains("row_block") && !opts["row_block"].is_none();
+    if (block) {
+      const auto be = opts["row_block"].cast<std::pair<long long, long long>>();
+      if (be.first < 0 || be.second <= be.first) throw input_error("row_block: need 0 <= begin < end");
+      block_begin = static_cast<std::size_t>(be.first);
+      block_end = static_cast<std::size_t>(be.second);
+    }
     if (opts.contains("rows") && !opts["rows"].is_none()) {
       const long long n = opts["rows"].cast<long long>();
       if (n < 1) throw input_error("rows: must be >= 1 (got " + std::to_string(n) + ")");
@@ -170,6 +177,14 @@ class reference {
     py::gil_scoped_release nogil;
     built_ = oracle::build_request(spec_);
     if (rows) sample_rows(built_.req, rows, seed);
+    if (block) {  // the internal rows [begin, end) only (attncert.distributed's tasks)
+      auto& req = built_.req;
+      const std::size_t total = req.Q.B * req.Q.H * req.Q.n;
+      if (block_end > total) throw input_error("row_block: end " + std::to_string(block_end) + " beyond the " + std::to_string(total) + " rows");
+      if (req.row_sample.empty()) req.row_sample.assign(total, 1);
+      for (std::size_t r = 0; r < total; ++r)
+        if (r < block_begin || r >= block_end) req.row_sample[r] = 0;
+    }
     const auto t0 = std::chrono::steady_clock::now();
     result_ = oracle::run_oracle(built_.req);
     seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

@@ -312,3 +312,45 @@ BOOST_AUTO_TEST_CASE(formed_object_as_binary64) {
   recipe_input over = drift_instance(big, 1e6);  // scores far beyond binary16's range
   BOOST_TEST(!approx_formed_object(parse_recipe("fp16"), over).has_value());
 }
+
+// An explicit grid (drift_request::grid): two runs of the whole grid that share their end point evaluate
+// exactly the whole sweep's points, and their intervals, joined at the shared point, are the whole
+// sweep's (the bisection depends only on from, to, log and the two points it starts from).
+BOOST_AUTO_TEST_CASE(explicit_grid_runs_join_to_the_whole_sweep) {
+  for (const bool log : {true, false}) {
+    drift_request r = log ? request(drift_family::two_token, 1e-17, 1e-5, 37, true, "fp64,fp32", "numpy,absolute:1e-9")
+                          : request(drift_family::causal, 0.5, 40, 23, false, "fp64,bf16", "numpy");
+    r.enclosures = false;
+    const drift_result whole = run_drift(r);
+    const std::vector<double> g = drift_grid(r);
+    for (const std::size_t cut : {std::size_t{1}, g.size() / 3, g.size() / 2, g.size() - 2}) {
+      drift_request a = r, b = r;
+      a.grid.assign(g.begin(), g.begin() + static_cast<long>(cut) + 1);
+      b.grid.assign(g.begin() + static_cast<long>(cut), g.end());
+      const drift_result ra = run_drift(a), rb = run_drift(b);
+      BOOST_TEST_REQUIRE(ra.points.size() + rb.points.size() == whole.points.size() + 1);
+      for (std::size_t i = 0; i < whole.points.size(); ++i) {
+        const drift_point& p = i <= cut ? ra.points[i] : rb.points[i - cut];
+        BOOST_TEST(p.a == whole.points[i].a);
+        BOOST_TEST(p.diverges == whole.points[i].diverges);
+        for (std::size_t k = 0; k < p.recipes.size(); ++k) BOOST_TEST(p.recipes[k].ranks == whole.points[i].recipes[k].ranks);
+      }
+      for (std::size_t d = 0; d < whole.divergence.size(); ++d) {
+        auto joined = ra.divergence[d].intervals;
+        for (const auto& iv : rb.divergence[d].intervals) {
+          if (!joined.empty() && joined.back().second == g[cut] && iv.first == g[cut]) joined.back().second = iv.second;
+          else joined.push_back(iv);
+        }
+        BOOST_TEST_CONTEXT("log " << log << " cut " << cut << " " << whole.divergence[d].recipe << " "
+                                  << whole.divergence[d].policy) {
+          BOOST_TEST((joined == whole.divergence[d].intervals));
+        }
+      }
+    }
+  }
+  drift_request bad = request(drift_family::two_token, 0.1, 1, 3, false, "fp64", "numpy");
+  bad.grid = {0.2, 0.1};
+  BOOST_CHECK_THROW(run_drift(bad), input_error);
+  bad.grid = {0.05, 0.2};
+  BOOST_CHECK_THROW(run_drift(bad), input_error);
+}

@@ -100,6 +100,9 @@ void validate(const drift_request& r) {
   // exact side's enclosures would only hit their precision cap.
   for (double a : {r.from, r.to})
     if (std::fabs(a) > 1e30) throw input_error("|a| = " + num17(std::fabs(a)) + " is outside the supported range |a| <= 1e30");
+  for (std::size_t i = 0; i < r.grid.size(); ++i)
+    if (!(r.grid[i] >= r.from && r.grid[i] <= r.to) || (i > 0 && !(r.grid[i] > r.grid[i - 1])))
+      throw input_error("an explicit grid must be strictly increasing within [--from, --to]");
 }
 
 recipe_input drift_instance(const drift_request& r, double a) {
@@ -413,6 +416,7 @@ std::pair<double, double> two_token_contrast(const recipe& rc, double a) {
 }
 
 std::vector<double> drift_grid(const drift_request& r) {
+  if (!r.grid.empty()) return r.grid;
   std::vector<double> g(r.points);
   const double n1 = static_cast<double>(r.points - 1);
   for (std::size_t i = 0; i < r.points; ++i) {

@@ -77,6 +77,11 @@ struct drift_request {
   /// switch it off to cross-check the two.
   bool closed_forms = true;
   unsigned start_bits = 128, max_bits = 4096;
+  /// A part of the sweep's grid to evaluate instead of the whole (empty: drift_grid's from/to/points):
+  /// strictly increasing points in [from, to], normally a run of drift_grid's points.  from, to and log
+  /// keep their meaning (the bisection's midpoints and stopping rule), so a sweep split into runs that
+  /// share their end points evaluates exactly what the whole sweep does (attncert.distributed.drift).
+  std::vector<double> grid;
   /// The caller's diagnostics, measured on every recipe next to the policies ("diagnostic:NAME").
   std::vector<user_diagnostic> diagnostics;
   /// Progress: called with (points done, total points) every 64 grid points and at the end.
@@ -151,7 +156,7 @@ struct drift_result {
 };
 
 /// The grid: linear a_i = from + (to − from)·i/(N − 1), or geometric 10^(log10 from +
-/// (log10 to − log10 from)·i/(N − 1)); the ends are exactly from and to.
+/// (log10 to − log10 from)·i/(N − 1)); the ends are exactly from and to.  With req.grid: that.
 std::vector<double> drift_grid(const drift_request& req);
 
 /// Run the sweep (validate, grid, points, bisection).  Errors: input_error.
