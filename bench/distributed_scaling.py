@@ -30,7 +30,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--shape", default="2,8,768,64")
     ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--rows-per-task", type=int, default=256)
+    ap.add_argument("--rows-per-task", type=int, default=1024)
     ap.add_argument("--backward", action="store_true")
     a = ap.parse_args()
     import distributed

@@ -88,13 +88,17 @@ def _unit_variant(variant, b, g, r, B, H):
 
 def _forward_task(q, k, v, opts, row_block):
     """One task: the internal rows [begin, end) (h-major, then i) of one (batch, kv-head group) unit.
-    Returns the unit's output and LSE arrays (NaN outside the block) and their formats."""
+    Returns those rows of the output (and of the LSE) and their formats."""
     import attncert
 
     opts = dict(opts, threads=1)
     want_lse = opts.pop("want_lse")
     ref = attncert._reference(np.asarray(q), np.asarray(k), np.asarray(v), want_lse=want_lse, row_block=row_block, **opts)
-    return ref.output(), ref.lse(), ref.target, ref.lse_target
+    begin, end = row_block
+    out = ref.output()
+    lse = ref.lse()
+    return (out.reshape(-1, out.shape[-1])[begin:end].copy(), None if lse is None else lse.reshape(-1)[begin:end].copy(),
+            ref.target, ref.lse_target)
 
 
 def _backward_task(q, k, v, do, dlse, args):
@@ -138,11 +142,11 @@ def _progress(futures, progress):
         dask_progress([f for _, f in futures])
 
 
-def attention(q, k, v, *, client, rows_per_task=256, return_lse=False, progress=False, **variant):
+def attention(q, k, v, *, client, rows_per_task=1024, return_lse=False, progress=False, **variant):
     """attncert.attention(q, k, v, **variant) computed on `client`'s workers, bit for bit the same.
 
     q, k, v: NumPy arrays, torch tensors or dask arrays (layout bhsd).  rows_per_task: query rows per task
-    (rows of all the query heads of a kv-head group count).  Returns the output (and the LSE with
+    (rows of all the query heads of a kv-head group count; a unit with more rows is split into blocks).  Returns the output (and the LSE with
     return_lse) as attncert.attention does: NumPy, or torch for torch q.  progress=True shows Dask's progress
     bar (distributed.progress) while the tasks run; the dashboard (client.dashboard_link) shows them too.
     """
@@ -157,9 +161,11 @@ def attention(q, k, v, *, client, rows_per_task=256, return_lse=False, progress=
     futures = []
     for b in range(B):
         for g in range(Hk):
-            args = [_put(client, x) for x in (q_[b:b + 1, g * r:(g + 1) * r], k_[b:b + 1, g:g + 1], v_[b:b + 1, g:g + 1])]
-            unit_opts = _unit_variant(opts, b, g, r, B, H)
             rows = r * nq
+            parts = (q_[b:b + 1, g * r:(g + 1) * r], k_[b:b + 1, g:g + 1], v_[b:b + 1, g:g + 1])
+            # one task for the unit: its arrays go with it; several: held once on the cluster for all of them
+            args = [_put(client, x) if rows > int(rows_per_task) or not isinstance(x, np.ndarray) else x for x in parts]
+            unit_opts = _unit_variant(opts, b, g, r, B, H)
             for begin in range(0, rows, int(rows_per_task)):
                 end = min(rows, begin + int(rows_per_task))
                 f = client.submit(_forward_task, *args, unit_opts, (begin, end), pure=False,
@@ -167,13 +173,12 @@ def attention(q, k, v, *, client, rows_per_task=256, return_lse=False, progress=
                 futures.append(((b, g, begin, end), f))
     _progress(futures, progress)
     units, lses, target, lse_target = {}, {}, None, None
-    for (b, g, begin, end), f in futures:
-        o, l_, target, lse_target = f.result()
+    results = client.gather([f for _, f in futures])
+    for ((b, g, begin, end), _), (o, l_, target, lse_target) in zip(futures, results):
         u = units.setdefault((b, g), np.full((r * nq, o.shape[-1]), np.nan))
-        u[begin:end] = o.reshape(r * nq, -1)[begin:end]  # each block to its own place: a retry cannot add twice
+        u[begin:end] = o  # each block to its own place: a retried task cannot add a row twice
         if return_lse:
-            lu = lses.setdefault((b, g), np.full(r * nq, np.nan))
-            lu[begin:end] = l_.reshape(-1)[begin:end]
+            lses.setdefault((b, g), np.full(r * nq, np.nan))[begin:end] = l_
     dv = next(iter(units.values())).shape[-1]
     out = np.empty((B, H, nq, dv))
     lse = np.empty((B, H, nq)) if return_lse else None
@@ -216,15 +221,17 @@ def attention_vjp(q, k, v, do, *, client, dlse=None, progress=False, **variant):
     for b in range(B):
         for g in range(Hk):
             heads = slice(g * r, (g + 1) * r)
-            parts = [_put(client, x) for x in (q_[b:b + 1, heads], k_[b:b + 1, g:g + 1], v_[b:b + 1, g:g + 1],
-                                                do_[b:b + 1, heads], None if dlse_ is None else dlse_[b:b + 1, heads])]
+            # one task per unit: NumPy slices go with it (recomputable with the task); dask arrays stay on the cluster
+            parts = [x if x is None or isinstance(x, np.ndarray) else client.compute(x)
+                     for x in (q_[b:b + 1, heads], k_[b:b + 1, g:g + 1], v_[b:b + 1, g:g + 1], do_[b:b + 1, heads],
+                               None if dlse_ is None else dlse_[b:b + 1, heads])]
             f = client.submit(_backward_task, *parts, _unit_variant(args, b, g, r, B, H), pure=False,
                               key="attncert-bwd-%s-b%d-g%d" % (token, b, g))
             futures.append(((b, g), f))
     _progress(futures, progress)
     full, target = {}, None
-    for (b, g), f in futures:
-        grads, target = f.result()
+    results = client.gather([f for _, f in futures])
+    for ((b, g), _), (grads, target) in zip(futures, results):
         heads = slice(g * r, (g + 1) * r)
         for name, x in grads.items():
             if x is None:
@@ -327,5 +334,5 @@ def drift(family="two-token", start=0.0, stop=1.0, points=101, log=False, recipe
         s = e
     futures = [((s, e), client.submit(_drift_task, args, grid[s:e + 1], pure=False)) for s, e in runs]
     _progress(futures, progress)
-    reports = [f.result() for _, f in futures]
+    reports = client.gather([f for _, f in futures])
     return analysis.DriftResult(_merge_drift(reports, [grid[e] for _, e in runs]))
