@@ -39,6 +39,12 @@
 #include <string>
 #include <tuple>
 
+// GCC (>= 12) on x86-64 has _Float16, the independent reference of the cases marked below; clang 14
+// (CI's sanitizer build) does not: there those cases are left out and the MPFR comparisons run.
+#ifdef __FLT16_MAX__
+#define ATTNCERT_NATIVE_F16 1
+#endif
+
 namespace {
 
 using attncert::bfloat16;
@@ -61,6 +67,7 @@ std::string hex(double x) {
   return s.str();
 }
 
+#ifdef ATTNCERT_NATIVE_F16
 _Float16 h_from_bits(std::uint16_t b) {
   _Float16 h;
   std::memcpy(&h, &b, sizeof h);
@@ -90,6 +97,7 @@ bool same_bits16(std::uint16_t got, std::uint16_t ref) {
   if (h_is_nan_bits(got) || h_is_nan_bits(ref)) return h_is_nan_bits(got) && h_is_nan_bits(ref);
   return got == ref;
 }
+#endif  // ATTNCERT_NATIVE_F16
 
 // ---- MPFR emulation of a format --------------------------------------------
 
@@ -225,6 +233,7 @@ double round_half_away_to_format(double x) {  // MUTANT: ties away from zero
   return r == 0.0 ? std::copysign(0.0, x) : r;
 }
 
+#ifdef ATTNCERT_NATIVE_F16
 // Number of inputs among n random ones on which `rounder` disagrees with the
 // native _Float16 conversion (the check of test case 2, reused on mutants).
 template <class Rounder>
@@ -243,6 +252,7 @@ std::size_t binary16_rounding_mismatches(Rounder rounder, std::size_t n, std::ui
   }
   return bad;
 }
+#endif  // ATTNCERT_NATIVE_F16
 
 }  // namespace
 
@@ -250,6 +260,7 @@ std::size_t binary16_rounding_mismatches(Rounder rounder, std::size_t n, std::ui
 // 1. Encodings.
 // ===========================================================================
 
+#ifdef ATTNCERT_NATIVE_F16
 BOOST_AUTO_TEST_CASE(binary16_all_encodings_match_native_Float16) {
   std::size_t bad_roundtrip = 0, bad_value = 0;
   for (std::uint32_t u = 0; u < 65536u; ++u) {
@@ -274,6 +285,7 @@ BOOST_AUTO_TEST_CASE(binary16_all_encodings_match_native_Float16) {
   BOOST_TEST(binary16(-2.0).bits() == 0xC000);
   BOOST_TEST(binary16(-0.0).bits() == 0x8000);
 }
+#endif  // ATTNCERT_NATIVE_F16
 
 BOOST_AUTO_TEST_CASE(bfloat16_all_encodings_are_top_half_of_binary32) {
   std::size_t bad = 0;
@@ -294,6 +306,7 @@ BOOST_AUTO_TEST_CASE(bfloat16_all_encodings_are_top_half_of_binary32) {
 // 2. binary16 rounding of binary64 values versus the native _Float16.
 // ===========================================================================
 
+#ifdef ATTNCERT_NATIVE_F16
 BOOST_AUTO_TEST_CASE(binary16_rounding_matches_native_Float16_and_mpfr) {
   constexpr std::size_t n = 200000;
   const std::size_t bad = binary16_rounding_mismatches(
@@ -331,6 +344,7 @@ BOOST_AUTO_TEST_CASE(binary16_rounding_matches_native_Float16_and_mpfr) {
   }
   BOOST_TEST(bad_mid == 0u);
 }
+#endif  // ATTNCERT_NATIVE_F16
 
 // ===========================================================================
 // 3. bfloat16 rounding of binary64 values versus MPFR.
@@ -383,6 +397,7 @@ BOOST_AUTO_TEST_CASE(bfloat16_rounding_of_binary32_matches_bit_trick) {
 // 4. Arithmetic.
 // ===========================================================================
 
+#ifdef ATTNCERT_NATIVE_F16
 BOOST_AUTO_TEST_CASE(binary16_arithmetic_random_pairs_match_native) {
   auto rng = make_rng(4);
   std::size_t bad = 0;
@@ -397,7 +412,9 @@ BOOST_AUTO_TEST_CASE(binary16_arithmetic_random_pairs_match_native) {
   }
   BOOST_TEST(bad == 0u);
 }
+#endif  // ATTNCERT_NATIVE_F16
 
+#ifdef ATTNCERT_NATIVE_F16
 BOOST_AUTO_TEST_CASE(binary16_arithmetic_exhaustive_slices_match_native_and_mpfr) {
   // All 65536 a, against a few fixed b, both operand orders.
   const double bs[] = {1.0, 3.0, 0.1, std::ldexp(1.0, -24), 65504.0, -std::ldexp(1.0, -14)};
@@ -424,6 +441,7 @@ BOOST_AUTO_TEST_CASE(binary16_arithmetic_exhaustive_slices_match_native_and_mpfr
   BOOST_TEST(bad_native == 0u);
   BOOST_TEST(bad_mpfr == 0u);
 }
+#endif  // ATTNCERT_NATIVE_F16
 
 BOOST_AUTO_TEST_CASE(bfloat16_arithmetic_matches_mpfr) {
   auto rng = make_rng(41);
@@ -451,6 +469,7 @@ BOOST_AUTO_TEST_CASE(bfloat16_arithmetic_matches_mpfr) {
   BOOST_TEST(bad == 0u);
 }
 
+#ifdef ATTNCERT_NATIVE_F16
 BOOST_AUTO_TEST_CASE(compound_assignment_and_mixed_literals) {
   binary16 x = 1.0;
   x += 2;
@@ -471,6 +490,7 @@ BOOST_AUTO_TEST_CASE(compound_assignment_and_mixed_literals) {
   BOOST_TEST(binary16(70000LL).to_double() == inf);
   BOOST_TEST(binary16(65519UL).to_double() == 65504.0);
 }
+#endif  // ATTNCERT_NATIVE_F16
 
 // ===========================================================================
 // 5. Elementary functions, exhaustively, against MPFR-emulated correct rounding.
@@ -935,6 +955,7 @@ BOOST_AUTO_TEST_CASE(printing_round_trips) {
 // 7. Mutation sanity: the checks above detect a wrong rounding.
 // ===========================================================================
 
+#ifdef ATTNCERT_NATIVE_F16
 BOOST_AUTO_TEST_CASE(mutation_truncation_and_ties_away_are_detected) {
   // A specific input: 1 + 3 * 2^-12 (3/4 of an ulp above 1).
   const double x = 1.0 + 3.0 * std::ldexp(1.0, -12);
@@ -973,6 +994,7 @@ BOOST_AUTO_TEST_CASE(mutation_truncation_and_ties_away_are_detected) {
   mpfr_clear(xin);
   BOOST_TEST(exp_bad > 1000u);
 }
+#endif  // ATTNCERT_NATIVE_F16
 
 struct mpfr_cleanup {
   ~mpfr_cleanup() { mpfr_free_cache(); }
