@@ -7,6 +7,9 @@
 #include <cstdlib>
 #include <iostream>
 #include <random>
+#include <string>
+
+#include "attncert/error.hpp"
 
 /// The run's seed: ATTNCERT_SEED if set, else a fixed default; printed once.
 inline std::uint64_t test_seed() {
@@ -25,4 +28,15 @@ inline std::mt19937_64 make_rng(std::uint64_t salt) {
   const std::uint64_t s = test_seed();
   BOOST_TEST_MESSAGE("seed " << s << ", stream " << salt);
   return std::mt19937_64(s ^ (0x9E3779B97F4A7C15ULL * (salt + 1)));
+}
+
+/// The message of the input_error that f() throws, or "" when it throws none.
+template <class F>
+std::string input_error_of(F&& f) {
+  try {
+    f();
+  } catch (const attncert::input_error& e) {
+    return e.what();
+  }
+  return "";
 }

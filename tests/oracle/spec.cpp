@@ -41,17 +41,6 @@ attention_spec small(std::mt19937_64& rng) {
   return s;
 }
 
-// The message of the input_error `f` throws (empty when it does not throw).
-template <class F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const input_error& e) {
-    return e.what();
-  }
-  return "";
-}
-
 }  // namespace
 
 BOOST_AUTO_TEST_CASE(options_land_in_their_fields) {
@@ -124,7 +113,7 @@ BOOST_AUTO_TEST_CASE(refusals_are_one_line_naming_the_option) {
   auto refuse = [&](auto&& change, const std::string& expect) {
     attention_spec s = small(rng);
     change(s);
-    const std::string e = error_of([&] { build_request(s); });
+    const std::string e = input_error_of([&] { build_request(s); });
     BOOST_TEST_CONTEXT(expect) {
       BOOST_TEST(e.find(expect) != std::string::npos, e);
       BOOST_TEST(e.find('\n') == std::string::npos);
@@ -146,23 +135,22 @@ BOOST_AUTO_TEST_CASE(refusals_are_one_line_naming_the_option) {
   refuse([](attention_spec& s) { s.target = "fp8"; }, "fp8");
   refuse([](attention_spec& s) { s.empty_rows = "maybe"; }, "maybe");
   refuse([](attention_spec& s) { s.v = arr({1, 2, 6, 3}, std::vector<double>(36, 0)); }, "sequence length");
+  auto thd = [](attention_spec& s) {  // one packed sequence of 5 tokens
+    s.layout = "thd";
+    s.q = arr({5, 2, 4}, std::vector<double>(40, 0));
+    s.k = arr({5, 2, 4}, std::vector<double>(40, 0));
+    s.v = arr({5, 2, 3}, std::vector<double>(30, 0));
+    s.cu_seqlens_q = s.cu_seqlens_k = arr({2}, {0, 5}, io::dtype::i4);
+  };
   refuse(
-      [](attention_spec& s) {
-        s.layout = "thd";
-        s.q = arr({5, 2, 4}, std::vector<double>(40, 0));
-        s.k = arr({5, 2, 4}, std::vector<double>(40, 0));
-        s.v = arr({5, 2, 3}, std::vector<double>(30, 0));
-        s.cu_seqlens_q = s.cu_seqlens_k = arr({2}, {0, 5}, io::dtype::i4);
+      [&](attention_spec& s) {
+        thd(s);
         s.mask = arr({5, 5}, std::vector<double>(25, 1), io::dtype::b1);
       },
       "--mask FILE is not supported with --layout thd");
   refuse(
-      [](attention_spec& s) {
-        s.layout = "thd";
-        s.q = arr({5, 2, 4}, std::vector<double>(40, 0));
-        s.k = arr({5, 2, 4}, std::vector<double>(40, 0));
-        s.v = arr({5, 2, 3}, std::vector<double>(30, 0));
-        s.cu_seqlens_q = s.cu_seqlens_k = arr({2}, {0, 5}, io::dtype::i4);
+      [&](attention_spec& s) {
+        thd(s);
         s.bias = arr({5, 5}, std::vector<double>(25, 0));
       },
       "--bias and --dropout-mask are not supported with --layout thd");

@@ -13,15 +13,6 @@ using Q = mpq_rational;
 
 namespace {
 
-template <class F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const input_error& e) {
-    return e.what();
-  }
-  return "";
-}
 
 Q evaluate(const sparse_poly& p, const Q& u) {
   Q s = 0;
@@ -39,23 +30,23 @@ BOOST_AUTO_TEST_CASE(validation_names_each_defect) {
   matrix<Q> B(2, 3);
   B << 1, 2, 3, 4, 5, 6;
   layer_model layer{B, mask::none(), layer_object::output, std::nullopt, std::nullopt};
-  BOOST_TEST(error_of([&] { layer.validate(); }) == "the output rank needs values V");
+  BOOST_TEST(input_error_of([&] { layer.validate(); }) == "the output rank needs values V");
   layer.V = matrix<Q>(2, 2);
-  BOOST_TEST(error_of([&] { layer.validate(); }) == "V has 2 rows but there are 3 keys");
+  BOOST_TEST(input_error_of([&] { layer.validate(); }) == "V has 2 rows but there are 3 keys");
   layer.V = matrix<Q>::Zero(3, 2);
-  BOOST_TEST(error_of([&] { layer.validate(); }).empty());
+  BOOST_TEST(input_error_of([&] { layer.validate(); }).empty());
   layer.object = layer_object::residual;
-  BOOST_TEST(error_of([&] { layer.validate(); }) == "the residual rank needs X");
+  BOOST_TEST(input_error_of([&] { layer.validate(); }) == "the residual rank needs X");
   layer.X = matrix<Q>::Zero(2, 3);
-  BOOST_TEST(error_of([&] { layer.validate(); }) == "X must have shape (2, 2)");
+  BOOST_TEST(input_error_of([&] { layer.validate(); }) == "X must have shape (2, 2)");
   Eigen::Matrix<bool, Eigen::Dynamic, Eigen::Dynamic> allowed(2, 3);
   allowed << true, false, false, false, false, false;
   layer = layer_model{B, mask::from_matrix(allowed), layer_object::attention, std::nullopt, std::nullopt};
-  BOOST_TEST(error_of([&] { layer.validate(); }) == "row 1 is fully masked: softmax is undefined");
+  BOOST_TEST(input_error_of([&] { layer.validate(); }) == "row 1 is fully masked: softmax is undefined");
   layer.M = mask::from_matrix(Eigen::Matrix<bool, Eigen::Dynamic, Eigen::Dynamic>::Constant(3, 3, true));
-  BOOST_TEST(error_of([&] { layer.validate(); }).find("mask shape (3, 3)") == 0u);
+  BOOST_TEST(input_error_of([&] { layer.validate(); }).find("mask shape (3, 3)") == 0u);
   layer.object = layer_object::scores;  // the rank of B as a matrix: nothing to check
-  BOOST_TEST(error_of([&] { layer.validate(); }).empty());
+  BOOST_TEST(input_error_of([&] { layer.validate(); }).empty());
 }
 
 BOOST_AUTO_TEST_CASE(lcm_on_the_support_only) {
@@ -98,7 +89,7 @@ BOOST_AUTO_TEST_CASE(residual_matrix_by_hand) {
   BOOST_TEST(P.cols == 1u);
   BOOST_TEST((P.at(0, 0) == sparse_poly{{mpz_int(0), mpz_int(18)}}));
   BOOST_TEST((P.at(1, 0) == sparse_poly{{mpz_int(0), mpz_int(13)}}));
-  BOOST_TEST(error_of([&] {
+  BOOST_TEST(input_error_of([&] {
                build_layer_matrix(layer_model{B, mask::none(), layer_object::scores, {}, {}},
                                   row_normalized_exponents(layer));
              }).find("scores") != std::string::npos);
