@@ -102,6 +102,15 @@ def test_check_matches_cli():
         attncert.check(["no-such-check"])
 
 
+@needs_cli
+def test_drift_matches_cli():
+    d = attncert.drift("causal", 0.5, 40.0, points=9, recipes="fp64,bf16", policies="numpy,absolute:1e-3",
+                       enclosures=True)
+    c = cli_json(["drift", "--family", "causal", "--from", "0.5", "--to", "40", "--points", "9", "--recipes", "fp64,bf16",
+                  "--policies", "numpy,absolute:1e-3", "--per-point"])
+    assert strip(d.report) == strip(c)
+
+
 def test_drift_of_numpy_matrix_rank():
     calls = []
 

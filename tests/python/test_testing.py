@@ -104,6 +104,7 @@ def test_gradients_of_torch_autograd():
     assert set(grades) == {"dq", "dk", "dv"}
     g32, (sq, sk, sv) = autograd(torch.float32)
     testing.assert_attention_grads_close(g32, sq, sk, sv, tdo.float(), rule="flash", baseline=g32, causal="top-left")
+    testing.assert_attention_grads_close(g32, sq, sk, sv, tdo.float(), rule="torch-sdpa", baseline=g32, causal="top-left")
     # negative control: dq off by 1e-3 relative fails, and the message names dq only
     bad, _ = autograd(torch.float64, scale_dq=1.001)
     with pytest.raises(AssertionError) as e:
