@@ -271,6 +271,36 @@ BOOST_AUTO_TEST_CASE(threads_do_not_change_the_answer) {
   BOOST_TEST(a.correctly_rounded == a.elements);
 }
 
+// With NaN in a value column every row is bad input; whichever thread meets one first, the error
+// names the first row in index order, as a single-threaded run does (the CLI and Python compare it).
+BOOST_AUTO_TEST_CASE(the_error_names_the_first_bad_row_whatever_the_threads) {
+  auto rng = make_rng(5);
+  std::normal_distribution<double> N(0, 1);
+  oracle_request r;
+  std::vector<double> q(64 * 4), k(64 * 4), v(64 * 3);
+  for (auto* x : {&q, &k, &v})
+    for (auto& e : *x) e = N(rng);
+  for (std::size_t j = 0; j < 64; ++j) v[j * 3 + 1] = std::nan("");
+  r.Q = tens(64, 4, q);
+  r.K = tens(64, 4, k);
+  r.V = tens(64, 3, v);
+  r.threads = 1;
+  const std::string want = input_error_of([&] { run_oracle(r); });
+  BOOST_TEST(want.find("(0, 0, 0)") != std::string::npos, want);
+  r.threads = 2;
+  for (int t = 0; t < 400; ++t) BOOST_TEST(input_error_of([&] { run_oracle(r); }) == want);
+  // the backward pass too: NaN in dO from row 5 on
+  r.V.values = std::vector<double>(v.size(), 0.25);
+  oracle::backward_inputs g;
+  g.dO.assign(64 * 3, 1.0);
+  for (std::size_t i = 5; i < 64; ++i) g.dO[i * 3] = std::nan("");
+  r.threads = 1;
+  const std::string want_b = input_error_of([&] { run_oracle_backward(r, g); });
+  BOOST_TEST(!want_b.empty());
+  r.threads = 2;
+  for (int t = 0; t < 400; ++t) BOOST_TEST(input_error_of([&] { run_oracle_backward(r, g); }) == want_b);
+}
+
 // A row sample computes the sampled rows exactly as the full run does and leaves the others out
 // (NaN, decided_by::padding, not counted as elements); a sample of the wrong size is bad input, and
 // the backward refuses a sample.

@@ -17,6 +17,7 @@
 #include <cmath>
 #include <exception>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -62,28 +63,42 @@ struct gradient_slot {
 };
 
 /// Runs fn(index, state) for every index of `list` on up to `threads` workers (each with its own
-/// State), the main thread reporting progress; the first exception is rethrown after all joined.
+/// State), the main thread reporting progress.  After all joined, the exception of the first
+/// failing position in `list` is rethrown, the same one whatever the thread timing: after a failure
+/// at position k no worker takes a position past k, and every position before k was already taken.
 template <class State, class F>
 void for_each_parallel(const std::vector<std::size_t>& list, unsigned threads,
                        const std::function<void(std::size_t, std::size_t)>& progress, F&& fn) {
   std::atomic<std::size_t> next{0}, done{0};
-  std::atomic<bool> stop{false};
+  std::atomic<std::size_t> limit{std::numeric_limits<std::size_t>::max()};
   std::mutex mu;
   std::exception_ptr first_error;
+  std::size_t error_at = 0;
+  auto record = [&](std::size_t k) {
+    std::lock_guard<std::mutex> lock(mu);
+    if (!first_error || k < error_at) {
+      first_error = std::current_exception();
+      error_at = k;
+      limit = k;
+    }
+  };
   auto work = [&](bool main_thread) {
     try {
       State st;
-      while (!stop.load(std::memory_order_relaxed)) {
+      for (;;) {
         const std::size_t k = next.fetch_add(1);
-        if (k >= list.size()) break;
-        fn(list[k], st);
+        if (k >= list.size() || k > limit.load(std::memory_order_relaxed)) break;
+        try {
+          fn(list[k], st);
+        } catch (...) {
+          record(k);
+          break;
+        }
         const std::size_t n = done.fetch_add(1) + 1;
         if (main_thread && progress) progress(n, list.size());
       }
     } catch (...) {
-      std::lock_guard<std::mutex> lock(mu);
-      if (!first_error) first_error = std::current_exception();
-      stop = true;
+      record(0);
     }
   };
   const unsigned n = std::max(1u, std::min<unsigned>(threads, static_cast<unsigned>(std::min<std::size_t>(list.size(), 64))));

@@ -345,14 +345,30 @@ class oracle_run {
     ziv_stage(job, w);
   }
 
+  // The first failing row in index order wins, whatever the thread timing: after a failure at
+  // row r, workers stop taking rows past r, and every row before r was already taken and finishes.
+  void record_error(std::size_t r) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!first_error_ || r < error_row_) {
+      first_error_ = std::current_exception();
+      error_row_ = r;
+      error_limit_ = r;
+    }
+  }
+
   void worker(bool main_thread) {
     try {
       worker_space w(dv_);
       std::size_t last_report = 0;
-      while (!stop_.load(std::memory_order_relaxed)) {
+      for (;;) {
         const std::size_t r = next_row_.fetch_add(1);
-        if (r >= rows()) break;
-        process_row(r, w);
+        if (r >= rows() || r > error_limit_.load(std::memory_order_relaxed)) break;
+        try {
+          process_row(r, w);
+        } catch (...) {
+          record_error(r);
+          break;
+        }
         const std::size_t done = rows_done_.fetch_add(1) + 1;
         if (main_thread && req_.progress && done - last_report >= std::max<std::size_t>(1, rows() / 200)) {
           last_report = done;
@@ -362,9 +378,7 @@ class oracle_run {
       std::lock_guard<std::mutex> lock(mu_);
       totals_.merge(w.counts);
     } catch (...) {
-      std::lock_guard<std::mutex> lock(mu_);
-      if (!first_error_) first_error_ = std::current_exception();
-      stop_ = true;
+      record_error(0);
     }
   }
 
@@ -408,9 +422,10 @@ class oracle_run {
   const variant_values& vv_;
   oracle_result res_;
   std::atomic<std::size_t> next_row_{0}, rows_done_{0};
-  std::atomic<bool> stop_{false};
-  std::mutex mu_;  // guards totals_ and first_error_
+  std::atomic<std::size_t> error_limit_{std::numeric_limits<std::size_t>::max()};
+  std::mutex mu_;  // guards totals_, first_error_ and error_row_
   std::exception_ptr first_error_;
+  std::size_t error_row_ = 0;
   decision_counts totals_;
 };
 
