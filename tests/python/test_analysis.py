@@ -22,8 +22,8 @@ def cli_json(args, cwd=None):
 
 
 def strip(report):
-    """The report without what names the caller (command line and file names)."""
-    return {k: v for k, v in report.items() if k not in ("command", "inputs")}
+    """The report without what names the caller (command line and file names) and the stage timings."""
+    return {k: v for k, v in report.items() if k not in ("command", "inputs", "seconds")}
 
 
 @needs_cli

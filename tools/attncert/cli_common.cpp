@@ -3,8 +3,10 @@
 #include "cli_common.hpp"
 
 #include <CLI/CLI.hpp>
+#include <chrono>
 #include <csignal>
 #include <iostream>
+#include <sstream>
 #include <unistd.h>
 
 #include "attncert/deadline.hpp"
@@ -87,8 +89,23 @@ std::function<void(std::size_t, std::size_t)> progress_reporter(const std::strin
   };
 }
 
+std::function<void(const std::string&)> stage_progress(const std::string& what) {
+  if (!::isatty(2)) return [](const std::string&) { check_interrupt(); };
+  const auto start = std::chrono::steady_clock::now();
+  return [what, start](const std::string& stage) {
+    check_interrupt();
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    std::ostringstream os;
+    os.precision(3);
+    os << what << ": " << stage << " (" << s << " s)";
+    std::string line = os.str();
+    if (line.size() < 78) line += std::string(78 - line.size(), ' ');
+    std::cerr << "\r" << line << std::flush;
+  };
+}
+
 void clear_progress() {
-  if (::isatty(2)) std::cerr << "\r" << std::string(40, ' ') << "\r" << std::flush;
+  if (::isatty(2)) std::cerr << "\r" << std::string(80, ' ') << "\r" << std::flush;
 }
 
 void command_output::report(const std::string& out_path, const std::string& text) {

@@ -38,6 +38,9 @@ void install_interrupt_handlers();
 /// only for loops that may unwind from the callback, i.e. not from a thread pool's worker).
 std::function<void(std::size_t, std::size_t)> progress_reporter(const std::string& what, const std::string& unit,
                                                                 bool poll);
+/// A stage callback: when stderr is a terminal, shows "WHAT: STAGE (elapsed s)" on one line
+/// (the previous stage's line is replaced); polls the interruption.  Empty otherwise.
+std::function<void(const std::string&)> stage_progress(const std::string& what);
 /// Clears the progress line (when stderr is a terminal).
 void clear_progress();
 

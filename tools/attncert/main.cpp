@@ -93,6 +93,8 @@ struct rank_args {
   std::string policies = "numpy,matlab,torch,lapack,eigen", out_format = "text", out_path;
   unsigned max_precision = 4096;
   std::uint64_t seed = 20261129;
+  bool formats_given = false;
+  double max_seconds = 0, sigma_rel_width = 0;
 };
 
 int run_rank_command(const rank_args& a, const std::string& command) {
@@ -132,7 +134,12 @@ int run_rank_command(const rank_args& a, const std::string& command) {
   req.max_bits = a.max_precision;
   req.seed = a.seed;
   req.inputs = inputs;
+  req.formats_explicit = a.formats_given;
+  req.max_seconds = a.max_seconds;
+  req.sigma_rel_width = a.sigma_rel_width;
+  req.progress = cli::stage_progress("rank");
   const rank_analysis analysis = analyse_rank(req);
+  cli::clear_progress();
   std::ostringstream os;
   if (a.out_format == "json") os << to_json(analysis, command).dump(2) << "\n";
   else write_rank_text(os, analysis);
@@ -190,7 +197,17 @@ CLI::App* add_rank_subcommand(CLI::App& app, rank_args& a) {
   rank->add_option("--v", a.v, "Values V (n_k x d_v), for output and residual");
   rank->add_option("--x", a.x, "Residual stream X (n_q x d_v), for residual");
   rank->add_option("--object", a.object, "scores, attention, output or residual")->capture_default_str();
-  rank->add_option("--formats", a.formats, "Formats in which the matrix is formed for numerical ranks")->capture_default_str();
+  rank->add_option("--formats", a.formats,
+                   "Formats in which the matrix is formed for numerical ranks (mpfrN is left out of the default above "
+                   "256 rows or columns, with a time estimate; naming it runs it)")
+      ->capture_default_str()
+      ->each([&a](const std::string&) { a.formats_given = true; });
+  rank->add_option("--max-seconds", a.max_seconds,
+                   "Stop after this many seconds: unfinished parts are reported as such (PARTIAL), never silently")
+      ->check(CLI::NonNegativeNumber);
+  rank->add_option("--sigma-rel-width", a.sigma_rel_width,
+                   "Relative width asked of every singular value certified > 0 (default: none)")
+      ->check(CLI::NonNegativeNumber);
   rank->add_option("--policies", a.policies, "Numerical-rank policies")->capture_default_str();
   cli::add_max_precision_option(rank, a.max_precision, 128, max_precision_bits, "Cap (bits) of the singular-value enclosures");
   cli::add_seed_option(rank, a.seed, "Seed of the modular evaluation points");

@@ -1,8 +1,14 @@
 #include "attncert/rank/analysis.hpp"
 
+#include <algorithm>
+#include <chrono>
 #include <cmath>
+#include <random>
+#include <sstream>
 
+#include "attncert/attention/binary64_enclosure.hpp"
 #include "attncert/attention/heads.hpp"
+#include "attncert/linalg/fast_svd.hpp"
 #include "attncert/number/ziv.hpp"
 #include "attncert/rank/numerical.hpp"
 
@@ -91,24 +97,142 @@ void describe(const rank_request& req, rank_analysis& a) {
   a.inputs = req.inputs;
 }
 
-// Rump's certified singular values of the object in MPFI, escalating (Ziv) until as many are
-// certified > 0 as the exact rank's lower bound, or the cap.
+// The stages' clock: max_seconds (0 = none) from the start of the analysis.
+class stage_clock {
+ public:
+  explicit stage_clock(double max_seconds) : max_(max_seconds), start_(std::chrono::steady_clock::now()) {}
+  double elapsed() const { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count(); }
+  bool expired() const { return max_ > 0 && elapsed() >= max_; }
+
+ private:
+  double max_;
+  std::chrono::steady_clock::time_point start_;
+};
+
+// The object enclosed in binary64 (attention/binary64_enclosure.hpp) when every input is a
+// binary64 number and the bounds apply; nullopt otherwise (the MPFI path then decides).
+std::optional<binary64_enclosure> enclose_object_binary64(const rank_request& r) {
+  try {
+    binary64_enclosure S;
+    if (r.S) {
+      auto s = exactly_binary64(*r.S);
+      if (!s) return std::nullopt;
+      S.mid = std::move(*s);
+    } else {
+      auto q = exactly_binary64(*r.Q), k = exactly_binary64(*r.K);
+      if (!q || !k) return std::nullopt;
+      score_scale c;
+      if (r.inv_sqrt_d) c.inv_sqrt_d = true;
+      else c.rational = r.scale ? *r.scale : mpq_rational(1);
+      S = enclose_scores_binary64(*q, *k, c);
+    }
+    if (r.object == layer_object::scores) return S;
+    binary64_enclosure A = enclose_attention_binary64(S, r.M);
+    if (r.object == layer_object::attention) return A;
+    auto v = exactly_binary64(*r.V);
+    if (!v) return std::nullopt;
+    binary64_enclosure AV = enclose_product_binary64(A, *v);
+    if (r.object == layer_object::output) return AV;
+    auto x = exactly_binary64(*r.X);
+    if (!x) return std::nullopt;
+    return enclose_sum_binary64(*x, AV);
+  } catch (const input_error&) {
+    return std::nullopt;  // overflow or a bound that does not apply: the MPFI path decides
+  }
+}
+
+// Largest (hi − lo)/lo over the enclosures with lo > 0.
+double max_relative_width(const singular_value_enclosures& sv) {
+  double w = 0;
+  for (const auto& x : sv.sigma) {
+    const double lo = mpfr_get_d(&x.backend().data()->left, MPFR_RNDD);
+    const double hi = mpfr_get_d(&x.backend().data()->right, MPFR_RNDU);
+    if (lo > 0) w = std::max(w, (hi - lo) / lo);
+  }
+  return w;
+}
+
+// Certified singular values, filter then escalate: the binary64 path (LAPACK + residual bound,
+// proofs/P16) first; where it is unavailable or undecided (fewer certified > 0 than the exact
+// rank's lower bound, or wider than sigma_rel_width), Rump's bound in MPFI escalating (Ziv) up
+// to max_bits — only up to mpfi_svd_max_dim rows and columns, where it is the right tool.
 void enclose_singular_values(const rank_request& req, rank_analysis& a) {
+  auto decided = [&](const singular_value_enclosures& sv) {
+    return sv.certified_positive >= a.exact.lo &&
+           (req.sigma_rel_width <= 0 || max_relative_width(sv) <= req.sigma_rel_width);
+  };
+  auto finish = [&] { a.singular_value_max_rel_width = max_relative_width(a.singular_values); };
+  if (auto enc = enclose_object_binary64(req)) {
+    a.singular_values = certified_singular_values_binary64(*enc);
+    a.singular_value_method = "binary64";
+    a.singular_value_steps = 1;
+    a.singular_values_decided = decided(a.singular_values);
+    if (a.singular_values_decided) return finish();
+  }
+  const long dim = std::max(a.rows, a.cols);
+  if (dim > req.mpfi_svd_max_dim) {
+    a.notes.push_back(a.singular_value_method == "binary64"
+                          ? "singular values: the binary64 enclosures leave some undecided; the MPFI path runs only up to " +
+                                std::to_string(req.mpfi_svd_max_dim) + " rows and columns (this is " + std::to_string(dim) +
+                                "): those stay UNDECIDED"
+                          : "singular values: not enclosed (the inputs are not all binary64 numbers, and the MPFI path runs only "
+                            "up to " + std::to_string(req.mpfi_svd_max_dim) + " rows and columns; this is " +
+                                std::to_string(dim) + ")");
+    return finish();
+  }
+  if (req.progress) req.progress("singular values: escalating in MPFI (Jacobi + Rump's bound)");
   const precision_schedule schedule{req.start_bits, req.max_bits};
   auto out = ziv_escalate(schedule, [&](unsigned bits) {
     precision_guard g(bits);
     singular_value_enclosures sv = certified_singular_values(form_object<mpfi_float>(req));
-    const bool decided = sv.certified_positive >= a.exact.lo;
-    return ziv_step<singular_value_enclosures>{std::move(sv), decided};
+    const bool ok = decided(sv);
+    return ziv_step<singular_value_enclosures>{std::move(sv), ok};
   });
   a.singular_values = std::move(out.value);
   a.singular_values_decided = out.decided;
-  a.singular_value_steps = out.steps;
+  a.singular_value_steps += out.steps;
+  a.singular_value_method = "mpfi";
+  finish();
+}
+
+// Seconds a Jacobi SVD in mpfrN of an m×n matrix would take: a 48×48 sample timed here, scaled
+// by m·n·min(m, n) (Jacobi's sweeps cost that each; their number grows slowly).
+double estimate_mpfr_svd_seconds(const format_spec& f, long m, long n) {
+  precision_guard g(f.requested_bits);
+  matrix<mpfr_float> S(48, 48);
+  std::mt19937_64 rng(1);
+  std::normal_distribution<double> N(0, 1);
+  for (Eigen::Index i = 0; i < S.size(); ++i) S.data()[i] = N(rng);
+  const auto t0 = std::chrono::steady_clock::now();
+  (void)approx_singular_values(S);
+  const double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return t * (static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(std::min(m, n))) / (48.0 * 48.0 * 48.0);
+}
+
+std::string duration_text(double s) {
+  std::ostringstream os;
+  os.precision(2);
+  if (s < 120) os << s << " s";
+  else if (s < 7200) os << s / 60 << " min";
+  else os << s / 3600 << " h";
+  return os.str();
 }
 
 // Numerical ranks of the object formed in each format, under each policy.
-void measure_numerical(const rank_request& req, rank_analysis& a) {
+void measure_numerical(const rank_request& req, rank_analysis& a, const stage_clock& clock) {
   for (const auto& f : req.formats) {
+    if (clock.expired()) {
+      a.partial = true;
+      a.notes.push_back("numerical ranks in " + f.name + ": not computed (stopped at --max-seconds)");
+      continue;
+    }
+    if (f.type == format_spec::kind::mpfr && !req.formats_explicit && std::max(a.rows, a.cols) > req.mpfr_svd_max_dim) {
+      a.notes.push_back(f.name + " left out of the default formats above " + std::to_string(req.mpfr_svd_max_dim) +
+                        " rows or columns: its SVD (Jacobi in MPFR) would take about " +
+                        duration_text(estimate_mpfr_svd_seconds(f, a.rows, a.cols)) + " here; name it in --formats to run it");
+      continue;
+    }
+    if (req.progress) req.progress("numerical ranks: " + f.name);
     with_format(f, [&]<class T>() {
       if constexpr (tier_of<T> == tier::approx) {
         const matrix<T> M = form_object<T>(req);
@@ -137,13 +261,30 @@ rank_analysis analyse_rank(const rank_request& req) {
   validate(req);
   rank_analysis a;
   describe(req, a);
+  const stage_clock clock(req.max_seconds);
+  double t = 0;
+  auto stage_done = [&](const char* name) {
+    const double now = clock.elapsed();
+    a.stage_seconds.emplace_back(name, now - t);
+    t = now;
+  };
   // Exact rank (transcendence method, proofs/P08).
+  if (req.progress) req.progress("exact rank: modular evaluation");
   const matrix<mpq_rational> B = base_scores(req, a.algebraic_factor);
   rank_options opt;
   opt.seed = req.seed;
   a.exact = layer_rank(B, req.M, req.object, req.V, req.X, opt);
-  enclose_singular_values(req, a);
-  measure_numerical(req, a);
+  stage_done("exact rank");
+  if (clock.expired()) {
+    a.partial = true;
+    a.notes.push_back("singular values: not computed (stopped at --max-seconds)");
+  } else {
+    if (req.progress) req.progress("singular values: binary64 SVD + residual bound");
+    enclose_singular_values(req, a);
+    stage_done("singular values");
+  }
+  measure_numerical(req, a, clock);
+  stage_done("numerical ranks");
   return a;
 }
 

@@ -53,9 +53,18 @@ nlohmann::json to_json(const rank_analysis& a, const std::string& command) {
   j["singular_values"] = svs;
   j["singular_values_bits"] = a.singular_values.bits;
   j["singular_values_certified_positive"] = a.singular_values.certified_positive;
+  j["singular_values_method"] = a.singular_value_method;
+  j["singular_values_decided"] = a.singular_values_decided;
+  j["singular_values_max_relative_width"] = a.singular_value_max_rel_width;
+  nlohmann::json stages = nlohmann::json::object();
+  for (const auto& [name, sec] : a.stage_seconds) stages[name] = sec;
+  j["seconds"] = stages;
+  j["notes"] = a.notes;
+  j["partial"] = a.partial;
   j["numerical"] = numerical;
   j["summary"] = {{"exact", ex.exact()}, {"rank_lo", ex.lo}, {"rank_hi", ex.hi}, {"measurements", a.numerical.size()},
-                  {"divergences", a.divergences}};
+                  {"divergences", a.divergences}, {"singular_values_certified_positive", a.singular_values.certified_positive},
+                  {"partial", a.partial}};
   return j;
 }
 
@@ -68,7 +77,15 @@ void write_rank_text(std::ostream& os, const rank_analysis& a) {
   os << "  rank >= " << e.lo << ": " << e.lo_witness << "\n";
   os << "  rank <= " << e.hi << ": " << e.hi_witness << "\n";
   const auto& sv = a.singular_values;
-  os << "certified singular values (MPFI, " << sv.bits << " bits; " << sv.certified_positive << " certified > 0):\n";
+  if (a.singular_value_method == "binary64")
+    os << "certified singular values (binary64 LAPACK SVD + residual bound, proofs/P16; ";
+  else if (a.singular_value_method == "mpfi")
+    os << "certified singular values (MPFI, " << sv.bits << " bits; ";
+  else
+    os << "certified singular values (not computed; ";
+  os << sv.certified_positive << " of " << sv.sigma.size() << " certified > 0";
+  if (sv.certified_positive > 0) os << ", relative width <= " << a.singular_value_max_rel_width;
+  os << (a.singular_values_decided ? "" : "; UNDECIDED for the question asked") << "):\n";
   for (std::size_t k = 0; k < sv.sigma.size(); ++k) {
     if (k == 12) {
       os << "  ... (" << sv.sigma.size() - 12 << " more in --format json)\n";
@@ -88,6 +105,8 @@ void write_rank_text(std::ostream& os, const rank_analysis& a) {
     os << "  " << n.policy << " " << n.rank << (n.diverges ? "*" : "");
   }
   if (!current.empty()) os << "\n";
+  for (const auto& n : a.notes) os << "note: " << n << "\n";
+  if (a.partial) os << "PARTIAL: stopped at --max-seconds; the parts noted above were not computed\n";
   os << "summary: exact rank " << rank_text(e) << "; " << a.divergences << " of " << a.numerical.size()
      << " numerical measurements diverge\n";
 }

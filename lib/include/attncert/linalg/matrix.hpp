@@ -68,13 +68,16 @@ matrix<T> multiply(const matrix<T>& a, const matrix<T>& b) {
   if (a.cols() != b.rows())
     throw input_error("shape mismatch in product: " + std::to_string(a.rows()) + "x" + std::to_string(a.cols()) +
                       " times " + std::to_string(b.rows()) + "x" + std::to_string(b.cols()));
+  // Each c_ij is 0 + a_i0 b_0j + a_i1 b_1j + … added in this order (the recursive sum that defines
+  // a product formed in T); the loops run column by column, down the rows, for the cache.
   matrix<T> c(a.rows(), b.cols());
-  for (Eigen::Index i = 0; i < a.rows(); ++i)
-    for (Eigen::Index j = 0; j < b.cols(); ++j) {
-      T s(0);
-      for (Eigen::Index k = 0; k < a.cols(); ++k) s += a(i, k) * b(k, j);
-      c(i, j) = s;
+  for (Eigen::Index j = 0; j < b.cols(); ++j) {
+    for (Eigen::Index i = 0; i < a.rows(); ++i) c(i, j) = T(0);
+    for (Eigen::Index k = 0; k < a.cols(); ++k) {
+      const T& bkj = b(k, j);
+      for (Eigen::Index i = 0; i < a.rows(); ++i) c(i, j) += a(i, k) * bkj;
     }
+  }
   return c;
 }
 

@@ -8,12 +8,14 @@
 #include <algorithm>
 #include <vector>
 
+#include "attncert/linalg/lapack.hpp"
 #include "attncert/linalg/matrix.hpp"
 
 namespace attncert {
 
-/// Singular values of A in decreasing order, computed by Eigen's two-sided JacobiSVD in the
-/// arithmetic of T (binary32, binary64, mpfr at the current precision).  For the emulated
+/// Singular values of A in decreasing order, computed in the arithmetic of T: binary32 and
+/// binary64 by LAPACK's dgesdd/sgesdd (linalg/lapack.hpp; what NumPy runs), mpfr at the current
+/// precision by Eigen's two-sided JacobiSVD.  For the emulated
 /// 16-bit formats the SVD runs in binary32 on the exactly converted matrix and each σ is
 /// rounded back to T (as NumPy and PyTorch upcast half precision; Eigen's 2×2 Jacobi step
 /// computes 1 + u², which overflows binary16's range for moderately close entries).
@@ -31,6 +33,7 @@ std::vector<T> approx_singular_values(const matrix<T>& A) {
     for (float s : approx_singular_values(F)) out.push_back(T(s));
     return out;
   }
+  if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) return approx_singular_values_lapack(A);
   Eigen::JacobiSVD<matrix<T>> svd(A);
   const auto& s = svd.singularValues();
   std::vector<T> out(s.data(), s.data() + s.size());

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -28,6 +29,21 @@ struct rank_request {
   std::vector<format_spec> formats;
   std::vector<rank_policy> policies;
   unsigned start_bits = 128, max_bits = 4096;  ///< singular-value enclosures escalate in between
+  /// Relative width asked of every singular value certified > 0 (0: no requirement).  A wider
+  /// one counts as undecided and escalates where the MPFI path is the right tool.
+  double sigma_rel_width = 0;
+  /// The formats were named by the user: mpfrN numerical ranks run at every size.  Otherwise an
+  /// mpfrN format is left out above `mpfr_svd_max_dim` rows or columns, with a time estimate.
+  bool formats_explicit = false;
+  long mpfr_svd_max_dim = 256;
+  /// The MPFI singular-value path (Jacobi in MPFR, then Rump's bound) runs when the binary64 path
+  /// is unavailable or undecided, up to this many rows and columns; above, undecided stays
+  /// UNDECIDED (never the whole large matrix in MPFR).
+  long mpfi_svd_max_dim = 128;
+  /// Stop after this many seconds (0: no limit): what is unfinished is reported as such.
+  double max_seconds = 0;
+  /// Called with a short line at each stage (for a progress display); may be empty.
+  std::function<void(const std::string&)> progress;
   std::uint64_t seed = 20261129;
   nlohmann::json inputs;  ///< description of the inputs (file names, shapes), echoed in the report
 };
@@ -64,6 +80,17 @@ struct rank_analysis {
   /// cap max_bits was reached first (the enclosures are still valid, only less tight).
   bool singular_values_decided = false;
   unsigned singular_value_steps = 0;  ///< precisions tried
+  /// How the enclosures were computed: "binary64" (LAPACK + residual bound, proofs/P16) or
+  /// "mpfi" (Jacobi in MPFR + Rump's bound at singular_values.bits); "none" when not run.
+  std::string singular_value_method = "none";
+  /// Largest (hi − lo)/lo over the singular values certified > 0 (0 when there are none).
+  double singular_value_max_rel_width = 0;
+  /// Notes for the reader: formats left out (with the estimate), stages not run in time.
+  std::vector<std::string> notes;
+  /// The run stopped at max_seconds: the parts named in `notes` were not computed.
+  bool partial = false;
+  /// Seconds per stage, in order ("exact rank", "singular values", "numerical ranks").
+  std::vector<std::pair<std::string, double>> stage_seconds;
   // ---- approx tier ----
   std::vector<numerical_rank_entry> numerical;  ///< format-major, policy-minor (request order)
   std::size_t divergences = 0;                  ///< entries with diverges

@@ -1,0 +1,218 @@
+// The objects of one attention layer enclosed in binary64 (enclosure tier).  Each bound is
+// stated where it is computed; proofs/P16-fast-singular-values.md, part A, derives them.
+// Arithmetic: round to nearest; a bound is moved outward by one ulp after every operation
+// (up/down below), which covers that operation's rounding error, subnormal results included.
+#include "attncert/attention/binary64_enclosure.hpp"
+
+#include <mpfr.h>
+
+#include <cmath>
+#include <limits>
+#include <string>
+
+#include "attncert/error.hpp"
+#include "attncert/number/outward.hpp"
+#include "attncert/number/double_double.hpp"
+#include "attncert/oracle/oracle.hpp"
+
+namespace attncert {
+
+namespace {
+
+constexpr auto up = next_up;
+constexpr auto down = next_down;
+
+constexpr double inf = std::numeric_limits<double>::infinity();
+constexpr double unit = 0x1p-53;
+constexpr double eta = 0x1p-1074;
+
+// Upper bound of the Euclidean norm of row i of M.
+double row_norm_up(const matrix<double>& M, Eigen::Index i) {
+  double s = 0;
+  for (Eigen::Index k = 0; k < M.cols(); ++k) s = up(s + up(M(i, k) * M(i, k)));
+  return up(std::sqrt(s));
+}
+
+// ĉ = RN(c) and δc ≥ |ĉ − c| (MPFR rounds correctly: δc = 0 when c is a binary64 number,
+// else at most u|ĉ|).
+std::pair<double, double> scale_binary64(const score_scale& c, Eigen::Index d) {
+  mpfr_t x;
+  mpfr_init2(x, 53);
+  mpfr_clear_flags();
+  int inexact = 0;
+  if (c.rational) {
+    inexact = mpfr_set_q(x, c.rational->backend().data(), MPFR_RNDN);
+  } else if (c.inv_sqrt_d) {
+    mpfr_set_si(x, static_cast<long>(d), MPFR_RNDN);  // exact for d < 2^53
+    inexact = mpfr_rec_sqrt(x, x, MPFR_RNDN);
+  } else {
+    mpfr_set_si(x, 1, MPFR_RNDN);
+  }
+  const double v = mpfr_get_d(x, MPFR_RNDN);  // exact: x has 53 bits
+  const bool underflow = mpfr_underflow_p() != 0;
+  mpfr_clear(x);
+  if (!(v != 0.0) || !std::isfinite(v) || underflow) throw input_error("the scale is zero or outside binary64's range");
+  return {v, inexact ? up(std::fabs(v) * unit) : 0.0};
+}
+
+}  // namespace
+
+std::optional<matrix<double>> exactly_binary64(const matrix<mpq_rational>& M) {
+  matrix<double> out(M.rows(), M.cols());
+  mpfr_t x;
+  mpfr_init2(x, 53);
+  bool ok = true;
+  for (Eigen::Index j = 0; j < M.cols() && ok; ++j)
+    for (Eigen::Index i = 0; i < M.rows() && ok; ++i) {
+      mpfr_clear_flags();
+      const int inexact = mpfr_set_q(x, M(i, j).backend().data(), MPFR_RNDN);
+      const double v = mpfr_get_d(x, MPFR_RNDN);
+      ok = inexact == 0 && std::isfinite(v) && mpfr_underflow_p() == 0 && mpfr_overflow_p() == 0 &&
+           mpfr_cmp_d(x, v) == 0;
+      out(i, j) = v;
+    }
+  mpfr_clear(x);
+  if (!ok) return std::nullopt;
+  return out;
+}
+
+binary64_enclosure enclose_scores_binary64(const matrix<double>& Q, const matrix<double>& K, const score_scale& c) {
+  if (Q.cols() != K.cols()) throw input_error("Q and K have different widths");
+  const auto [ch, dc] = scale_binary64(c, Q.cols());
+  const Eigen::Index nq = Q.rows(), nk = K.rows(), d = Q.cols();
+  // t̂ = fl(Q Kᵀ): |t̂_ij − t_ij| ≤ γ_d Σ_k |q_ik||k_jk| + d·η ≤ γ_d ‖q_i‖‖k_j‖ + d·η (Cauchy–Schwarz).
+  const matrix<double> T = Q * K.transpose();
+  std::vector<double> qn(static_cast<std::size_t>(nq)), kn(static_cast<std::size_t>(nk));
+  for (Eigen::Index i = 0; i < nq; ++i) qn[static_cast<std::size_t>(i)] = row_norm_up(Q, i);
+  for (Eigen::Index j = 0; j < nk; ++j) kn[static_cast<std::size_t>(j)] = row_norm_up(K, j);
+  const double gd = gamma_up(static_cast<std::size_t>(d)), deta = up(static_cast<double>(d) * eta);
+  const double ach = std::fabs(ch);
+  binary64_enclosure S{matrix<double>(nq, nk), matrix<double>(nq, nk)};
+  for (Eigen::Index j = 0; j < nk; ++j)
+    for (Eigen::Index i = 0; i < nq; ++i) {
+      const double t = T(i, j);
+      const double dt = up(up(gd * up(qn[static_cast<std::size_t>(i)] * kn[static_cast<std::size_t>(j)])) + deta);
+      // x̂ = fl(ĉ t̂):  |x̂ − c t| ≤ u|x̂|(1 + 2u) + η + |ĉ| δt + δc (|t̂| + δt)
+      const double x = ch * t;
+      double r = up(up(std::fabs(x) * (unit * (1.0 + 0x1p-51))) + eta);
+      r = up(r + up(ach * dt));
+      if (dc != 0) r = up(r + up(dc * up(std::fabs(t) + dt)));
+      if (!std::isfinite(x) || !std::isfinite(r)) throw input_error("a score overflows binary64");
+      S.mid(i, j) = x;
+      S.rad(i, j) = r;
+    }
+  return S;
+}
+
+binary64_enclosure enclose_attention_binary64(const binary64_enclosure& S, const mask& M) {
+  const Eigen::Index nq = S.mid.rows(), nk = S.mid.cols();
+  M.check_shape(nq, nk);
+  const bool has_rad = S.rad.size() != 0;
+  binary64_enclosure A{matrix<double>::Zero(nq, nk), matrix<double>::Zero(nq, nk)};
+  const double gn = gamma_up(static_cast<std::size_t>(nk));
+  const auto n = static_cast<std::size_t>(nk);
+  std::vector<double> w(n), rho(n), om(n), dzs(n), zs, zl, eh, el, eb;
+  std::vector<std::size_t> idx;
+  zs.reserve(n);
+  idx.reserve(n);
+  for (Eigen::Index i = 0; i < nq; ++i) {
+    double m = -inf;
+    for (Eigen::Index j = 0; j < nk; ++j)
+      if (M.allows(i, j)) m = std::max(m, S.mid(i, j));
+    if (m == -inf) throw input_error("row " + std::to_string(i) + " is fully masked: softmax is undefined");
+    // weights ŵ_j with |W_j − ŵ_j| ≤ ρ_j ŵ_j + ω_j, W_j = exp(s_ij − m) for the exact score;
+    // the exponentials of the row in one batch (oracle::detail::exp_batch: exp_with_bound of
+    // number/double_double.hpp, bit for bit, four lanes at a time)
+    zs.clear();
+    idx.clear();
+    for (Eigen::Index j = 0; j < nk; ++j) {
+      const auto k = static_cast<std::size_t>(j);
+      w[k] = rho[k] = om[k] = dzs[k] = 0;
+      if (!M.allows(i, j)) continue;  // masked: exactly 0
+      const double z = S.mid(i, j) - m;  // ẑ ≤ 0;  δz = δx + u|ẑ|(1 + 2u)
+      dzs[k] = up((has_rad ? S.rad(i, j) : 0.0) + up(std::fabs(z) * (unit * (1.0 + 0x1p-51))));
+      if (!(dzs[k] <= 0.5)) throw input_error("the scores' enclosure is too wide for the binary64 softmax bound");
+      if (z < -708.0) {
+        om[k] = 0x1p-1020;  // W ≤ e^{ẑ + δz} < e^{−707.5} < 2^−1020: ŵ = 0 with an absolute allowance
+      } else {
+        zs.push_back(z);
+        idx.push_back(k);
+      }
+    }
+    const std::size_t ne = zs.size();
+    zl.assign(ne, 0.0);
+    eh.resize(ne);
+    el.resize(ne);
+    eb.resize(ne);
+    oracle::detail::exp_batch(zs.data(), zl.data(), ne, eh.data(), el.data(), eb.data());
+    for (std::size_t t = 0; t < ne; ++t) {
+      const std::size_t k = idx[t];
+      const double B = eb[t], dz = dzs[k];
+      if (!(B <= 0x1p-40)) throw input_error("binary64 softmax bound: the exponential's bound does not apply");
+      // |W − ŵ| ≤ ŵ [ (e^{δz} − 1 + B)(1 + u)/(1 − B) + u ],  e^{δz} − 1 ≤ δz (1 + δz) for δz ≤ 1
+      w[k] = eh[t];
+      const double g = up(up(dz * up(1.0 + dz)) + B);
+      rho[k] = up(up(up(g * (1.0 + 0x1p-52)) / down(1.0 - B)) + unit);
+    }
+    double sum = 0, err = 0;  // Ŝ = fl(Σ ŵ_j);  err ≥ Σ (ρ_j ŵ_j + ω_j)
+    for (Eigen::Index j = 0; j < nk; ++j) {
+      const auto k = static_cast<std::size_t>(j);
+      if (!M.allows(i, j)) continue;
+      sum += w[k];
+      err = up(err + up(up(rho[k] * w[k]) + om[k]));
+    }
+    // |Σ W − Ŝ| ≤ γ_n Ŝ/(1 − γ_n) + err = ε_S;  T = Σ W ≥ Ŝ − ε_S > 0 (Ŝ ≥ 1: the maximum's ŵ is 1)
+    const double eps = up(up(up(gn * sum) / down(1.0 - gn)) + err);
+    const double tlo = down(sum - eps);
+    if (!(tlo > 0)) throw input_error("binary64 softmax bound: the row sum is not separated from 0");
+    for (Eigen::Index j = 0; j < nk; ++j) {
+      const auto k = static_cast<std::size_t>(j);
+      if (!M.allows(i, j)) continue;
+      // |W/T − ŵ/Ŝ| ≤ (ρŵ + ω)/T + ŵ ε_S /(T Ŝ);  |fl(ŵ/Ŝ) − ŵ/Ŝ| ≤ u·Â(1 + 2u) + η
+      const double a = w[k] / sum;
+      double r = up(up(up(rho[k] * w[k]) + om[k]) / tlo);
+      r = up(r + up(up(w[k] * eps) / down(tlo * sum)));
+      r = up(r + up(up(a * (unit * (1.0 + 0x1p-51))) + eta));
+      A.mid(i, j) = a;
+      A.rad(i, j) = r;
+    }
+  }
+  return A;
+}
+
+binary64_enclosure enclose_product_binary64(const binary64_enclosure& A, const matrix<double>& V) {
+  if (A.mid.cols() != V.rows()) throw input_error("A·V: inner dimensions differ");
+  const bool has_rad = A.rad.size() != 0;
+  const std::size_t n = static_cast<std::size_t>(A.mid.cols());
+  const double gn = gamma_up(n), neta = up(static_cast<double>(n) * eta);
+  // fl(Â V) with |fl − ÂV| ≤ γ_n|Â||V| + nη;  |(Ã − Â)V| ≤ rad·|V|.  Both bounding products are
+  // sums of nonnegative terms: the exact one is ≤ fl/(1 − γ_n) + nη.
+  binary64_enclosure out{A.mid * V, matrix<double>()};
+  const matrix<double> absV = V.cwiseAbs();
+  const matrix<double> Z = A.mid.cwiseAbs() * absV;
+  const matrix<double> Y = has_rad ? matrix<double>(A.rad * absV) : matrix<double>::Zero(Z.rows(), Z.cols());
+  out.rad.resize(Z.rows(), Z.cols());
+  const double inv = up(1.0 / down(1.0 - gn));
+  for (Eigen::Index i = 0; i < Z.size(); ++i) {
+    const double z = up(up(Z.data()[i] * inv) + neta), y = up(up(Y.data()[i] * inv) + neta);
+    out.rad.data()[i] = up(up(up(gn * z) + neta) + y);
+    if (!std::isfinite(out.mid.data()[i]) || !std::isfinite(out.rad.data()[i]))
+      throw input_error("A·V overflows binary64");
+  }
+  return out;
+}
+
+binary64_enclosure enclose_sum_binary64(const matrix<double>& X, const binary64_enclosure& Y) {
+  if (X.rows() != Y.mid.rows() || X.cols() != Y.mid.cols()) throw input_error("X + Y: shapes differ");
+  const bool has_rad = Y.rad.size() != 0;
+  binary64_enclosure out{X + Y.mid, matrix<double>(X.rows(), X.cols())};
+  for (Eigen::Index i = 0; i < X.size(); ++i) {
+    // |fl(x + ŷ) − (x + ŷ)| ≤ u|fl(x + ŷ)|(1 + 2u) (sums are exact when subnormal)
+    const double s = out.mid.data()[i];
+    out.rad.data()[i] = up((has_rad ? Y.rad.data()[i] : 0.0) + up(std::fabs(s) * (unit * (1.0 + 0x1p-51))));
+    if (!std::isfinite(s) || !std::isfinite(out.rad.data()[i])) throw input_error("X + A·V overflows binary64");
+  }
+  return out;
+}
+
+}  // namespace attncert

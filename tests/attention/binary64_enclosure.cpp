@@ -1,0 +1,537 @@
+// Tests of attncert/attention/binary64_enclosure.hpp: the scores, attention, output and
+// residual of one attention layer enclosed in binary64 midpoint-radius form.
+//
+// Ground truth never comes from the code under test:
+//  * the same objects formed from the exact rational inputs in MPFI at 256 bits with the
+//    templated primitives (scores<T>, masked_softmax<T>, multiply, residual; the scale 1/√d
+//    as default_scale<mpfi_float>(d), a rational scale with mpfi_set_q).  Those enclosures
+//    contain the exact values and are ~2^-250 wide relative to them (checked), far below the
+//    binary64 radii (~2^-50 relative), so "every point of the MPFI interval lies in
+//    [mid − rad, mid + rad]" can only fail if the binary64 enclosure is wrong;
+//  * mid − rad and mid + rad are formed in MPFR at 2200 bits, where the sum or difference of
+//    any two binary64 numbers is exact (checked through MPFR's ternary value), and compared
+//    with the MPFI ends exactly (mpfr_cmp) — never through doubles;
+//  * exactly_binary64 against hand-built rationals (powers of two at and beyond binary64's
+//    range ends, 1/3) and against the doubles the random rationals were made from.
+// A checker self-test shrinks a computed radius by 2^40 and requires the checker to report
+// violations, so the containment check is not vacuous.
+// Random inputs (float32 values: normal samples rounded to float, optionally scaled by a
+// power of two) come from std::mt19937_64 seeded with ATTNCERT_SEED if set, otherwise a fixed
+// default; the seed is printed.
+#define BOOST_TEST_MODULE attention_binary64_enclosure
+#include <boost/test/unit_test.hpp>
+
+#include "../support.hpp"
+
+#include <mpfr.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <iomanip>
+#include <limits>
+#include <optional>
+#include <random>
+#include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "attncert/attention/binary64_enclosure.hpp"
+#include "attncert/attention/heads.hpp"
+#include "attncert/attention/mask.hpp"
+#include "attncert/attention/scores.hpp"
+#include "attncert/attention/softmax.hpp"
+#include "attncert/error.hpp"
+#include "attncert/linalg/matrix.hpp"
+#include "attncert/number/interval.hpp"
+#include "attncert/number/precision_guard.hpp"
+
+using namespace attncert;
+using Q = mpq_rational;
+
+namespace {
+
+using bool_matrix = Eigen::Matrix<bool, Eigen::Dynamic, Eigen::Dynamic>;
+
+constexpr unsigned reference_bits = 256;
+constexpr mpfr_prec_t exact_bits = 2200;  // > 1024 + 1074 + 2: a ± b is exact for binary64 a, b
+
+// ---- data -------------------------------------------------------------------------
+
+// float32 values (normal samples of standard deviation `sigma`, rounded to float) times 2^e.
+// Exact in binary64 for the exponents used here (no underflow below 2^-1074).
+matrix<double> random_float32(std::mt19937_64& rng, Eigen::Index r, Eigen::Index c, double sigma = 1.0, int e = 0) {
+  std::normal_distribution<double> nd(0.0, sigma);
+  matrix<double> m(r, c);
+  for (Eigen::Index i = 0; i < r; ++i)
+    for (Eigen::Index j = 0; j < c; ++j) m(i, j) = std::ldexp(static_cast<double>(static_cast<float>(nd(rng))), e);
+  return m;
+}
+
+// The exact rationals of binary64 numbers.
+matrix<Q> to_rational(const matrix<double>& m) {
+  matrix<Q> r(m.rows(), m.cols());
+  for (Eigen::Index i = 0; i < m.rows(); ++i)
+    for (Eigen::Index j = 0; j < m.cols(); ++j) r(i, j) = Q(m(i, j));
+  return r;
+}
+
+// 2^e as an exact rational.
+Q pow2q(long e) {
+  Q r(1);
+  if (e >= 0) mpq_mul_2exp(r.backend().data(), r.backend().data(), static_cast<mp_bitcnt_t>(e));
+  else mpq_div_2exp(r.backend().data(), r.backend().data(), static_cast<mp_bitcnt_t>(-e));
+  return r;
+}
+
+// A random mask with at least one allowed key in every row.
+bool_matrix random_allowed(std::mt19937_64& rng, Eigen::Index r, Eigen::Index c) {
+  std::bernoulli_distribution b(0.5);
+  std::uniform_int_distribution<Eigen::Index> col(0, c - 1);
+  bool_matrix m(r, c);
+  for (Eigen::Index i = 0; i < r; ++i) {
+    for (Eigen::Index j = 0; j < c; ++j) m(i, j) = b(rng);
+    m(i, col(rng)) = true;
+  }
+  return m;
+}
+
+std::string hex(double x) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%a", x);
+  return buf;
+}
+
+// A matrix in hexadecimal floating point (exact), for failure reports.
+std::string hex(const matrix<double>& m) {
+  std::ostringstream os;
+  os << m.rows() << "x" << m.cols() << " [";
+  for (Eigen::Index i = 0; i < m.rows(); ++i) {
+    os << (i ? "; " : "");
+    for (Eigen::Index j = 0; j < m.cols(); ++j) os << (j ? " " : "") << hex(m(i, j));
+  }
+  return os.str() + "]";
+}
+
+std::string show(const mpfr_float& x) {
+  std::ostringstream os;
+  os << std::setprecision(25) << x;
+  return os.str();
+}
+
+// ---- the MPFI reference ----------------------------------------------------------------
+
+// The scale of the reference scores: the rational, else 1/√d (or 1).
+mpfi_float reference_scale(const score_scale& c, Eigen::Index d) {
+  if (c.rational) return from_rational<mpfi_float>(*c.rational);
+  if (c.inv_sqrt_d) return default_scale<mpfi_float>(d);
+  return mpfi_float(1);
+}
+
+// S = c·QKᵀ in MPFI (call inside a precision_guard of reference_bits).
+matrix<mpfi_float> reference_scores(const matrix<double>& Qd, const matrix<double>& Kd, const score_scale& c) {
+  const matrix<mpfi_float> Qi = from_rational_matrix<mpfi_float>(to_rational(Qd));
+  const matrix<mpfi_float> Ki = from_rational_matrix<mpfi_float>(to_rational(Kd));
+  return scores(Qi, Ki, reference_scale(c, Qd.cols()));
+}
+
+// ---- the containment check ---------------------------------------------------------------
+
+struct containment {
+  long checked = 0;
+  long violations = 0;
+  std::string first;  // the first violating entry, in full
+};
+
+// Does every point of E(i, j) lie in [mid − rad, mid + rad]?  Every entry is checked; also
+// that mid and rad are finite and rad ≥ 0, and (a guard on the reference itself) that the
+// MPFI interval is tight: width ≤ 2^-200·max(|ends|) + 2^-1200.
+containment check_contains(const binary64_enclosure& B, const matrix<mpfi_float>& E) {
+  BOOST_REQUIRE_EQUAL(B.mid.rows(), E.rows());
+  BOOST_REQUIRE_EQUAL(B.mid.cols(), E.cols());
+  BOOST_REQUIRE_EQUAL(B.rad.rows(), E.rows());
+  BOOST_REQUIRE_EQUAL(B.rad.cols(), E.cols());
+  containment c;
+  mpfr_t lo, hi, w, m;
+  mpfr_inits2(exact_bits, lo, hi, w, m, static_cast<mpfr_ptr>(nullptr));
+  for (Eigen::Index j = 0; j < E.cols(); ++j)
+    for (Eigen::Index i = 0; i < E.rows(); ++i) {
+      ++c.checked;
+      const double mid = B.mid(i, j), rad = B.rad(i, j);
+      const mpfr_float L = lower_of(E(i, j)), U = upper_of(E(i, j));
+      // the reference's width, relative to its magnitude
+      mpfr_sub(w, U.backend().data(), L.backend().data(), MPFR_RNDU);
+      mpfr_abs(m, U.backend().data(), MPFR_RNDU);
+      if (mpfr_cmpabs(L.backend().data(), m) > 0) mpfr_abs(m, L.backend().data(), MPFR_RNDU);
+      mpfr_mul_2si(m, m, -200, MPFR_RNDU);
+      mpfr_set_ui_2exp(lo, 1, -1200, MPFR_RNDN);
+      mpfr_add(m, m, lo, MPFR_RNDU);
+      BOOST_REQUIRE_MESSAGE(mpfr_cmp(w, m) <= 0, "the MPFI reference is not tight at (" << i << ", " << j << "): ["
+                                                     << show(L) << ", " << show(U) << "]");
+      bool ok = std::isfinite(mid) && std::isfinite(rad) && rad >= 0;
+      if (ok) {
+        mpfr_set_d(lo, mid, MPFR_RNDN);  // exact
+        mpfr_set_d(hi, mid, MPFR_RNDN);
+        const int t1 = mpfr_sub_d(lo, lo, rad, MPFR_RNDD);
+        const int t2 = mpfr_add_d(hi, hi, rad, MPFR_RNDU);
+        BOOST_REQUIRE_MESSAGE(t1 == 0 && t2 == 0, "mid ± rad not exact at " << exact_bits << " bits");
+        ok = mpfr_cmp(L.backend().data(), lo) >= 0 && mpfr_cmp(U.backend().data(), hi) <= 0;
+      }
+      if (!ok) {
+        if (c.violations == 0) {
+          std::ostringstream os;
+          os << "entry (" << i << ", " << j << "): mid = " << hex(mid) << " (" << std::setprecision(17) << mid
+             << "), rad = " << hex(rad) << " (" << rad << "); MPFI [" << show(L) << ", " << show(U) << "]";
+          c.first = os.str();
+        }
+        ++c.violations;
+      }
+    }
+  mpfr_clears(lo, hi, w, m, static_cast<mpfr_ptr>(nullptr));
+  return c;
+}
+
+// Assert containment; on failure print the entry and the inputs that produced it.
+void require_contains(const binary64_enclosure& B, const matrix<mpfi_float>& E, const std::string& what,
+                      const std::string& inputs) {
+  const containment c = check_contains(B, E);
+  BOOST_TEST(c.violations == 0, what << ": " << c.violations << " of " << c.checked << " entries not enclosed; first "
+                                     << c.first << "\n  inputs: " << inputs);
+}
+
+std::string describe_scores(const matrix<double>& Qd, const matrix<double>& Kd, const std::string& scale) {
+  return "Q = " + hex(Qd) + ", K = " + hex(Kd) + ", scale " + scale;
+}
+
+score_scale rational_scale(const Q& q) { return score_scale{q, false}; }
+score_scale inv_sqrt_d() { return score_scale{std::nullopt, true}; }
+
+}  // namespace
+
+// =====================================================================================
+// exactly_binary64
+// =====================================================================================
+
+BOOST_AUTO_TEST_CASE(exactly_binary64_single_entries) {
+  auto one = [](const Q& q) {
+    matrix<Q> m(1, 1);
+    m(0, 0) = q;
+    return exactly_binary64(m);
+  };
+  auto is = [&](const Q& q, double v) {
+    const auto r = one(q);
+    BOOST_REQUIRE(r.has_value());
+    BOOST_TEST(r->rows() == 1);
+    BOOST_TEST(r->cols() == 1);
+    // bitwise: same value and same sign of zero
+    return (*r)(0, 0) == v && std::signbit((*r)(0, 0)) == std::signbit(v);
+  };
+  BOOST_TEST(!one(Q(1, 3)).has_value());
+  BOOST_TEST(!one(Q(-1, 3)).has_value());
+  BOOST_TEST(is(Q(1, 2), 0.5));
+  BOOST_TEST(is(Q(-3, 4), -0.75));
+  BOOST_TEST(is(Q(0), 0.0));
+  BOOST_TEST(is(Q(6, 8), 0.75));                          // not in lowest terms as written
+  BOOST_TEST(is(pow2q(-1074), 0x1p-1074));                // smallest subnormal
+  BOOST_TEST(is(-pow2q(-1074), -0x1p-1074));
+  BOOST_TEST(is(Q(3) * pow2q(-1074), 0x3p-1074));         // a subnormal with two bits
+  BOOST_TEST(is(pow2q(-1022), 0x1p-1022));                // smallest normal
+  BOOST_TEST(!one(pow2q(-1075)).has_value());             // half the smallest subnormal: rounds to 0
+  BOOST_TEST(!one(Q(3) * pow2q(-1075)).has_value());      // between two subnormals
+  BOOST_TEST(!one(pow2q(-1100)).has_value());
+  BOOST_TEST(is((pow2q(53) - 1) * pow2q(971), std::numeric_limits<double>::max()));
+  BOOST_TEST(!one(pow2q(1024)).has_value());              // overflows
+  BOOST_TEST(!one(pow2q(1100)).has_value());
+  BOOST_TEST(!one(-pow2q(1100)).has_value());
+  BOOST_TEST(is(pow2q(53) - 1, 0x1.fffffffffffffp52));    // 53 bits: exact
+  BOOST_TEST(!one(pow2q(53) + 1).has_value());            // 54 bits: not
+  BOOST_TEST(!one(Q(1) + pow2q(-60)).has_value());
+}
+
+// Every entry must be a binary64 number; one bad entry anywhere makes the whole answer nullopt.
+// Random float32 data round-trips bit for bit.
+BOOST_AUTO_TEST_CASE(exactly_binary64_matrices) {
+  auto rng = make_rng(1);
+  for (int trial = 0; trial < 20; ++trial) {
+    const matrix<double> D = random_float32(rng, 4, 6, 1.0, (trial % 5 - 2) * 300);
+    const matrix<Q> R = to_rational(D);
+    const auto back = exactly_binary64(R);
+    BOOST_REQUIRE(back.has_value());
+    BOOST_TEST(back->rows() == D.rows());
+    BOOST_TEST(back->cols() == D.cols());
+    BOOST_TEST((*back == D));
+    std::uniform_int_distribution<Eigen::Index> ri(0, 3), ci(0, 5);
+    matrix<Q> bad = R;
+    bad(ri(rng), ci(rng)) = trial % 2 ? Q(1, 3) : pow2q(-1075);
+    BOOST_TEST(!exactly_binary64(bad).has_value());
+  }
+  BOOST_TEST(exactly_binary64(matrix<Q>(0, 3)).has_value());
+}
+
+// =====================================================================================
+// scores
+// =====================================================================================
+
+namespace {
+
+// Soundness of enclose_scores_binary64 for `trials` random float32 inputs of sizes
+// (nq × d), (nk × d), scaled by 2^e.
+void scores_case(std::uint64_t salt, Eigen::Index nq, Eigen::Index nk, Eigen::Index d, const score_scale& c,
+                 const std::string& scale_name, int e, int trials = 6) {
+  precision_guard g(reference_bits);
+  auto rng = make_rng(salt);
+  for (int t = 0; t < trials; ++t) {
+    const matrix<double> Qd = random_float32(rng, nq, d, 1.0, e), Kd = random_float32(rng, nk, d, 1.0, e);
+    const binary64_enclosure S = enclose_scores_binary64(Qd, Kd, c);
+    require_contains(S, reference_scores(Qd, Kd, c), "scores " + scale_name, describe_scores(Qd, Kd, scale_name));
+  }
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(scores_inv_sqrt_5) { scores_case(10, 7, 9, 5, inv_sqrt_d(), "1/sqrt(5)", 0); }
+
+BOOST_AUTO_TEST_CASE(scores_exact_scale_half) {
+  scores_case(11, 7, 9, 4, rational_scale(Q(1, 2)), "1/2", 0);
+  scores_case(12, 7, 9, 4, inv_sqrt_d(), "1/sqrt(4)", 0);  // 1/√4 = 1/2 exactly: δc = 0
+}
+
+BOOST_AUTO_TEST_CASE(scores_rational_third) { scores_case(13, 7, 9, 5, rational_scale(Q(1, 3)), "1/3", 0); }
+
+BOOST_AUTO_TEST_CASE(scores_no_scale) { scores_case(14, 5, 6, 3, score_scale{}, "1 (default)", 0); }
+
+BOOST_AUTO_TEST_CASE(scores_large_magnitudes) {
+  scores_case(15, 7, 9, 5, inv_sqrt_d(), "1/sqrt(5)", 20);
+  scores_case(16, 7, 9, 5, rational_scale(Q(1, 3)), "1/3", 20);
+}
+
+// Entries ~2^-540: products ~2^-1080 underflow into the subnormals (or to zero).
+BOOST_AUTO_TEST_CASE(scores_tiny_magnitudes_underflow) {
+  scores_case(17, 7, 9, 5, inv_sqrt_d(), "1/sqrt(5)", -540);
+  scores_case(18, 7, 9, 4, rational_scale(Q(1, 2)), "1/2", -540);
+  scores_case(19, 7, 9, 5, rational_scale(Q(1, 3)), "1/3", -540);
+  scores_case(20, 7, 9, 5, rational_scale(Q(1, 3)), "1/3", -530);  // partly subnormal, partly normal
+}
+
+// Exact cancellation: Q·Kᵀ = 0 exactly (orthogonal rows); the enclosures must contain 0.
+BOOST_AUTO_TEST_CASE(scores_exact_zero) {
+  precision_guard g(reference_bits);
+  matrix<double> Qd(2, 2), Kd(2, 2);
+  Qd << 1.5, -2.25, 0x1p-600, 0x1p-500;
+  Kd << 2.25, 1.5, -0x1p-500, 0x1p-600;
+  for (const auto& [c, name] : {std::pair{inv_sqrt_d(), std::string("1/sqrt(2)")},
+                                std::pair{rational_scale(Q(1, 3)), std::string("1/3")}}) {
+    const binary64_enclosure S = enclose_scores_binary64(Qd, Kd, c);
+    require_contains(S, reference_scores(Qd, Kd, c), "scores with exact zeros, scale " + name,
+                     describe_scores(Qd, Kd, name));
+  }
+}
+
+// =====================================================================================
+// attention, output, residual
+// =====================================================================================
+
+namespace {
+
+// Soundness of the scores → attention → A·V → X + A·V chain under the mask M, against the
+// same chain in MPFI from the exact inputs.
+void layer_case(std::mt19937_64& rng, Eigen::Index nq, Eigen::Index nk, Eigen::Index d, Eigen::Index dv,
+                double sigma, const score_scale& c, const std::string& scale_name, const mask& M,
+                bool check_spread = false) {
+  precision_guard g(reference_bits);
+  const matrix<double> Qd = random_float32(rng, nq, d, sigma), Kd = random_float32(rng, nk, d, sigma);
+  const matrix<double> Vd = random_float32(rng, nk, dv), Xd = random_float32(rng, nq, dv);
+  const std::string inputs = describe_scores(Qd, Kd, scale_name) + ", mask " + M.describe() + ", V = " + hex(Vd) +
+                             ", X = " + hex(Xd);
+  const std::string what = " (mask " + M.describe() + ", scale " + scale_name + ")";
+
+  const binary64_enclosure S = enclose_scores_binary64(Qd, Kd, c);
+  const matrix<mpfi_float> Si = reference_scores(Qd, Kd, c);
+  require_contains(S, Si, "scores" + what, inputs);
+
+  const binary64_enclosure A = enclose_attention_binary64(S, M);
+  const matrix<mpfi_float> Ai = masked_softmax(Si, M);
+  require_contains(A, Ai, "attention" + what, inputs);
+  for (Eigen::Index i = 0; i < nq; ++i)
+    for (Eigen::Index j = 0; j < nk; ++j)
+      if (!M.allows(i, j)) BOOST_TEST((A.mid(i, j) == 0 && A.rad(i, j) == 0), "masked entry not exactly 0");
+
+  if (check_spread) {  // some allowed weights are below e^-708 (the absolute allowance is exercised)
+    bool spread = false;
+    for (Eigen::Index i = 0; i < nq; ++i) {
+      double hi = -std::numeric_limits<double>::infinity(), lo = -hi;
+      for (Eigen::Index j = 0; j < nk; ++j)
+        if (M.allows(i, j)) hi = std::max(hi, S.mid(i, j)), lo = std::min(lo, S.mid(i, j));
+      spread = spread || hi - lo > 720;
+    }
+    BOOST_TEST(spread, "no row's scores spread over more than 708: the case does not test what it should");
+  }
+
+  const binary64_enclosure O = enclose_product_binary64(A, Vd);
+  const matrix<mpfi_float> Oi = multiply(Ai, from_rational_matrix<mpfi_float>(to_rational(Vd)));
+  require_contains(O, Oi, "output A·V" + what, inputs);
+
+  const binary64_enclosure R = enclose_sum_binary64(Xd, O);
+  const matrix<mpfi_float> Ri = residual(from_rational_matrix<mpfi_float>(to_rational(Xd)), Oi);
+  require_contains(R, Ri, "residual X + A·V" + what, inputs);
+}
+
+std::vector<mask> masks_for(std::mt19937_64& rng, Eigen::Index nq, Eigen::Index nk) {
+  return {mask::none(), mask::causal(), mask::from_matrix(random_allowed(rng, nq, nk))};
+}
+
+}  // namespace
+
+// Normal-size scores (d = 8, N(0, 1), 1/√8), each mask.
+BOOST_AUTO_TEST_CASE(layer_normal_scores) {
+  auto rng = make_rng(30);
+  for (int t = 0; t < 3; ++t)
+    for (const mask& M : masks_for(rng, 6, 9)) layer_case(rng, 6, 9, 8, 3, 1.0, inv_sqrt_d(), "1/sqrt(8)", M);
+}
+
+// Scores of size ~10–100 with a rational scale 1/3 (δc ≠ 0 feeds the softmax).
+BOOST_AUTO_TEST_CASE(layer_moderate_scores_third) {
+  auto rng = make_rng(31);
+  for (int t = 0; t < 2; ++t)
+    for (const mask& M : masks_for(rng, 7, 7)) layer_case(rng, 7, 7, 5, 4, 4.0, rational_scale(Q(1, 3)), "1/3", M);
+}
+
+// Scale 1, entries of size 40, d = 4: scores of size ~10^3–10^4, rows spread over far more
+// than 708, so many weights are below e^-708 (binary64 weight 0 with an absolute allowance).
+BOOST_AUTO_TEST_CASE(layer_wide_spread_scores) {
+  auto rng = make_rng(32);
+  for (int t = 0; t < 2; ++t)
+    for (const mask& M : masks_for(rng, 6, 10))
+      layer_case(rng, 6, 10, 4, 3, 40.0, rational_scale(Q(1)), "1", M, /*check_spread=*/true);
+}
+
+// Spread just around the threshold: scores z − max near −708 on both sides.
+BOOST_AUTO_TEST_CASE(attention_near_the_underflow_threshold) {
+  precision_guard g(reference_bits);
+  matrix<double> Sd(1, 8);
+  Sd << 0.0, -707.9, -708.0, -708.1, -707.5, -709.0, -745.0, -760.0;
+  const binary64_enclosure S{Sd, matrix<double>::Zero(1, 8)};
+  const matrix<mpfi_float> Si = from_rational_matrix<mpfi_float>(to_rational(Sd));
+  require_contains(enclose_attention_binary64(S, mask::none()), masked_softmax(Si, mask::none()),
+                   "attention near e^-708", "S = " + hex(Sd));
+}
+
+// Exact scores given without a radius (rad empty: the mid is the exact score), and a residual
+// of a product whose A carries no radius.
+BOOST_AUTO_TEST_CASE(inputs_without_radius) {
+  precision_guard g(reference_bits);
+  auto rng = make_rng(33);
+  for (int t = 0; t < 4; ++t) {
+    const matrix<double> Sd = random_float32(rng, 5, 6, t < 2 ? 3.0 : 400.0);
+    const binary64_enclosure S{Sd, matrix<double>()};
+    const matrix<mpfi_float> Si = from_rational_matrix<mpfi_float>(to_rational(Sd));
+    for (const mask& M : masks_for(rng, 5, 6))
+      require_contains(enclose_attention_binary64(S, M), masked_softmax(Si, M),
+                       "attention of exact scores, mask " + M.describe(), "S = " + hex(Sd));
+    const matrix<double> Ad = random_float32(rng, 5, 6), Vd = random_float32(rng, 6, 2), Xd = random_float32(rng, 5, 2);
+    const binary64_enclosure O = enclose_product_binary64(binary64_enclosure{Ad, matrix<double>()}, Vd);
+    const matrix<mpfi_float> Oi = multiply(from_rational_matrix<mpfi_float>(to_rational(Ad)),
+                                           from_rational_matrix<mpfi_float>(to_rational(Vd)));
+    const std::string inputs = "A = " + hex(Ad) + ", V = " + hex(Vd) + ", X = " + hex(Xd);
+    require_contains(O, Oi, "A·V of exact A", inputs);
+    const binary64_enclosure R = enclose_sum_binary64(Xd, binary64_enclosure{O.mid, matrix<double>()});
+    const matrix<mpfi_float> Ri = residual(from_rational_matrix<mpfi_float>(to_rational(Xd)),
+                                           from_rational_matrix<mpfi_float>(to_rational(O.mid)));
+    require_contains(R, Ri, "X + Y of exact Y", inputs);
+  }
+}
+
+// =====================================================================================
+// completeness: the bounds are useful, not only true
+// =====================================================================================
+
+BOOST_AUTO_TEST_CASE(attention_radii_are_small) {
+  auto rng = make_rng(40);
+  for (int t = 0; t < 5; ++t) {
+    const matrix<double> Qd = random_float32(rng, 16, 8), Kd = random_float32(rng, 16, 8);
+    const matrix<double> Vd = random_float32(rng, 16, 4);
+    for (const mask& M : masks_for(rng, 16, 16)) {
+      const binary64_enclosure A = enclose_attention_binary64(enclose_scores_binary64(Qd, Kd, inv_sqrt_d()), M);
+      double worst = 0;  // largest rad / (1e-13·mid + 1e-300)
+      for (Eigen::Index i = 0; i < A.mid.size(); ++i)
+        worst = std::max(worst, A.rad.data()[i] / (1e-13 * A.mid.data()[i] + 1e-300));
+      BOOST_TEST(worst <= 1.0, "attention radius above 1e-13·mid + 1e-300 (ratio " << worst << "), mask "
+                                                                                   << M.describe());
+      // A·V: the radius is small against Σ_k |A_ik||V_kj|
+      const binary64_enclosure O = enclose_product_binary64(A, Vd);
+      const matrix<double> scale = A.mid.cwiseAbs() * Vd.cwiseAbs();
+      for (Eigen::Index i = 0; i < O.rad.size(); ++i)
+        BOOST_TEST(O.rad.data()[i] <= 1e-13 * scale.data()[i] + 1e-300);
+    }
+  }
+}
+
+// =====================================================================================
+// errors
+// =====================================================================================
+
+BOOST_AUTO_TEST_CASE(errors) {
+  auto rng = make_rng(50);
+  const matrix<double> Qd = random_float32(rng, 3, 4), Kd = random_float32(rng, 5, 4);
+  const binary64_enclosure S = enclose_scores_binary64(Qd, Kd, inv_sqrt_d());
+  bool_matrix allowed = bool_matrix::Constant(3, 5, true);
+  allowed.row(1).setConstant(false);
+  BOOST_TEST(input_error_of([&] { enclose_attention_binary64(S, mask::from_matrix(allowed)); }) != "");
+  // a fully masked row given without a radius, too
+  BOOST_TEST(input_error_of([&] {
+               enclose_attention_binary64(binary64_enclosure{S.mid, matrix<double>()}, mask::from_matrix(allowed));
+             }) != "");
+  // other input errors
+  BOOST_TEST(input_error_of([&] { enclose_attention_binary64(S, mask::from_matrix(bool_matrix::Constant(3, 4, true))); }) != "");
+  BOOST_TEST(input_error_of([&] { enclose_scores_binary64(Qd, random_float32(rng, 5, 3), inv_sqrt_d()); }) != "");
+  BOOST_TEST(input_error_of([&] { enclose_scores_binary64(Qd, Kd, rational_scale(Q(0))); }) != "");
+  BOOST_TEST(input_error_of([&] { enclose_product_binary64(S, random_float32(rng, 4, 2)); }) != "");
+  BOOST_TEST(input_error_of([&] { enclose_sum_binary64(random_float32(rng, 3, 4), S); }) != "");
+  // overflow is reported, not enclosed by infinities
+  BOOST_TEST(input_error_of([&] {
+               enclose_scores_binary64(matrix<double>::Constant(1, 2, 0x1p600), matrix<double>::Constant(1, 2, 0x1p600),
+                                       score_scale{});
+             }) != "");
+  // a radius too large for the binary64 softmax bound
+  BOOST_TEST(input_error_of([&] {
+               enclose_attention_binary64(binary64_enclosure{S.mid, matrix<double>::Constant(3, 5, 1.0)}, mask::none());
+             }) != "");
+}
+
+// =====================================================================================
+// the checker catches too-small radii
+// =====================================================================================
+
+// Divide the radii of computed enclosures by 2^40: the mids are rounded values of irrational
+// quantities (d = 5: nonzero scores are multiples of 1/√5; attention is transcendental), so
+// their errors (~2^-53 relative) exceed the shrunk radii (~2^-90 relative) and check_contains
+// must report violations; with the true radii it reports none.  (With d = 4, 1/√4 = 1/2 and
+// float32 products, the scores can be exact binary64 numbers: nothing to catch.)
+BOOST_AUTO_TEST_CASE(checker_catches_shrunk_radius) {
+  precision_guard g(reference_bits);
+  auto rng = make_rng(60);
+  const matrix<double> Qd = random_float32(rng, 6, 5), Kd = random_float32(rng, 7, 5);
+  const binary64_enclosure S = enclose_scores_binary64(Qd, Kd, inv_sqrt_d());
+  const matrix<mpfi_float> Si = reference_scores(Qd, Kd, inv_sqrt_d());
+  const binary64_enclosure A = enclose_attention_binary64(S, mask::none());
+  const matrix<mpfi_float> Ai = masked_softmax(Si, mask::none());
+  BOOST_TEST(check_contains(S, Si).violations == 0);
+  BOOST_TEST(check_contains(A, Ai).violations == 0);
+
+  const binary64_enclosure S_bad{S.mid, S.rad * 0x1p-40}, A_bad{A.mid, A.rad * 0x1p-40};
+  const containment cs = check_contains(S_bad, Si), ca = check_contains(A_bad, Ai);
+  BOOST_TEST_MESSAGE("shrunk radii: " << cs.violations << " of " << cs.checked << " scores and " << ca.violations
+                                      << " of " << ca.checked << " attention entries reported");
+  BOOST_TEST(cs.violations >= 1);
+  BOOST_TEST(ca.violations >= 1);
+
+  // a mid moved by more than its radius, and a negative radius, are reported too
+  binary64_enclosure A_moved = A;
+  A_moved.mid(0, 0) = A.mid(0, 0) + 4 * A.rad(0, 0);
+  BOOST_TEST(check_contains(A_moved, Ai).violations == 1);
+  binary64_enclosure A_neg = A;
+  A_neg.rad(1, 1) = -A.rad(1, 1);
+  BOOST_TEST(check_contains(A_neg, Ai).violations == 1);
+}
