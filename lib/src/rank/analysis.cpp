@@ -21,18 +21,12 @@ bool perfect_square(Eigen::Index d, long& root) {
   return root * root == d;
 }
 
-// The scores divided by the algebraic factor c (c = 1 or 1/√d): exact rationals.
-matrix<mpq_rational> base_scores(const rank_request& r, std::string& factor) {
-  factor = "1";
-  if (r.S) return *r.S;
-  const matrix<mpq_rational> QK = multiply(*r.Q, transpose(*r.K));
-  if (r.inv_sqrt_d) {
-    long root = 0;
-    if (perfect_square(r.Q->cols(), root)) return QK * mpq_rational(1, root);
-    factor = "1/sqrt(" + std::to_string(r.Q->cols()) + ")";
-    return QK;
-  }
-  return QK * (r.scale ? *r.scale : mpq_rational(1));
+// The algebraic factor c of the scores S = c·B with B rational: "1", or "1/sqrt(d)" when the scale
+// is 1/√d and d is not a perfect square (reported with the exact rank).
+std::string algebraic_factor(const rank_request& r) {
+  long root = 0;
+  if (r.S || !r.inv_sqrt_d || perfect_square(r.Q->cols(), root)) return "1";
+  return "1/sqrt(" + std::to_string(r.Q->cols()) + ")";
 }
 
 // The object formed in T from the same exact inputs, every operation in T.
@@ -270,10 +264,19 @@ rank_analysis analyse_rank(const rank_request& req) {
   };
   // Exact rank (transcendence method, proofs/P08).
   if (req.progress) req.progress("exact rank: modular evaluation");
-  const matrix<mpq_rational> B = base_scores(req, a.algebraic_factor);
   rank_options opt;
   opt.seed = req.seed;
-  a.exact = layer_rank(B, req.M, req.object, req.V, req.X, opt);
+  score_factors F;
+  if (req.S) {
+    F.S = &*req.S;
+  } else {
+    F.Q = &*req.Q;
+    F.K = &*req.K;
+    F.inv_sqrt_d = req.inv_sqrt_d;
+    if (!req.inv_sqrt_d && req.scale) F.scale = *req.scale;
+  }
+  a.algebraic_factor = algebraic_factor(req);
+  a.exact = layer_rank_from_factors(F, req.M, req.object, req.V, req.X, opt);
   stage_done("exact rank");
   if (clock.expired()) {
     a.partial = true;

@@ -22,9 +22,12 @@ const char* to_string(layer_object o) {
   }
 }
 
-void layer_model::validate() const {
+void layer_model::validate() const { validate_layer_shapes(B.rows(), B.cols(), M, object, V, X); }
+
+void validate_layer_shapes(Eigen::Index m, Eigen::Index n, const mask& M, layer_object object,
+                           const std::optional<matrix<mpq_rational>>& V,
+                           const std::optional<matrix<mpq_rational>>& X) {
   if (object == layer_object::scores) return;  // the rank of B as a matrix: any shape
-  const Eigen::Index m = B.rows(), n = B.cols();
   M.check_shape(m, n);
   if ((object == layer_object::output || object == layer_object::residual) && !V)
     throw input_error(std::string("the ") + to_string(object) + " rank needs values V");

@@ -63,4 +63,56 @@ rank_interval layer_rank(const matrix<mpq_rational>& B, const mask& M, layer_obj
                          const std::optional<matrix<mpq_rational>>& V = std::nullopt,
                          const std::optional<matrix<mpq_rational>>& X = std::nullopt, const rank_options& opt = {});
 
+// ---------------------------------------------------------------------------------------------
+// The same rank from the factors of the scores, fast (n = 1024–4096 tokens).  See proofs/P08,
+// section "Scores in factored form".
+//
+// Scores S = c·Q·Kᵀ with c a nonzero real algebraic number (a rational scale, or 1/√d).  Let
+// lQ, lK be the lcm of the denominators of Q's and K's entries (powers of two for float
+// inputs), Qi = lQ·Q and Ki = lK·K integer matrices and N = Qi·Kiᵀ (integers).  Then
+// S_ij = σ·N_ij with σ = c/(lQ·lK) ≠ 0 algebraic, so on the mask's support
+// exp(S_ij) = t^{N_ij} with t = e^σ transcendental (Hermite–Lindemann).  Every minor of E(t),
+// of E(t)·V·L and of (D(t)·X + E(t)·V)·L (L = lcm of V's and X's denominators; D = diag of the
+// row sums of E) is an integer Laurent polynomial in t, so a minor that is nonzero mod a prime
+// p at t ↦ t₀ ∈ F_p* — exponents reduced mod p − 1 (Fermat; negative exponents the same way,
+// t₀ being a unit) — proves rank ≥ its size.  No row normalization and no common denominator
+// of the scores are needed.  Scores given directly: N = lS·S, σ = c/lS.
+//
+// Algorithm: N mod (p − 1) = (Qi mod (p − 1))·(Ki mod (p − 1))ᵀ by one nmod_mat_mul (N itself
+// is never formed unless the fallback below needs it); t₀^e from byte tables (≤ 8 modular
+// products per entry); then one elimination: for a square matrix nmod_mat_det (det ≠ 0 is the
+// full-rank witness), otherwise rref pivots and the pivot minor.  The upper bound is the cheap
+// structural one (attention and residual: min(rows, cols); output: min(rows, cols, rank V),
+// rank V only computed when needed).  When lo falls short of it after opt.evaluations pairs
+// (p, t₀), the call falls back to layer_rank on B = N (scores σ·N: the same layer) — structure
+// of E and an exact polynomial kernel — and returns the better bound on each side.
+// ---------------------------------------------------------------------------------------------
+
+/// The scores of one layer in factored form: S = c·Q·Kᵀ (Q: queries × d, K: keys × d), or
+/// S = c·S₀ for given rational scores S₀.  c = scale, times 1/√d (d = Q's width) when
+/// inv_sqrt_d.  The matrices are borrowed and must outlive the call.
+struct score_factors {
+  const matrix<mpq_rational>* S = nullptr;  ///< given scores S₀ (then Q and K are unused), or
+  const matrix<mpq_rational>* Q = nullptr;  ///< queries and
+  const matrix<mpq_rational>* K = nullptr;  ///< keys
+  mpq_rational scale = 1;                   ///< the rational factor of c (0 allowed: all scores 0)
+  bool inv_sqrt_d = false;                  ///< c also has the factor 1/√d (needs Q and K)
+};
+
+/// Rank of the object of the layer whose scores are given by F, under mask M, with V
+/// (rows = keys) for output/residual and X (queries × V's columns) for residual — the same
+/// layer and the same answer as layer_rank(c·Q·Kᵀ …), computed from the factors.  For the
+/// scores object the mask is ignored (rank of S as a matrix).  Tier: exact.
+/// Errors (input_error): neither S nor both Q and K, Q and K of different widths, inv_sqrt_d
+/// with S, and the shape / fully-masked-row errors of layer_rank.
+/// Guarantee: the exact rank lies in [lo, hi]; lo is witnessed by a prime p, a point t₀ and a
+/// minor nonzero mod p (re-checkable with modular arithmetic from Q, K, V, X), hi by structure
+/// or by layer_rank's exact kernel.  The prime has ⌊(64 − ⌈log₂ n⌉)/2⌋ bits (n the largest
+/// dimension), so FLINT's modular dot products stay in one limb; its size affects only the
+/// chance of a retry, never soundness.
+rank_interval layer_rank_from_factors(const score_factors& F, const mask& M, layer_object object,
+                                      const std::optional<matrix<mpq_rational>>& V = std::nullopt,
+                                      const std::optional<matrix<mpq_rational>>& X = std::nullopt,
+                                      const rank_options& opt = {});
+
 }  // namespace attncert

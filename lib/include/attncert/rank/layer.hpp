@@ -45,11 +45,18 @@ struct layer_model {
   layer_object object = layer_object::attention;
   std::optional<matrix<mpq_rational>> V, X;
 
-  /// The one validation.  Errors (input_error): the mask's shape, a missing V or X, V's rows
-  /// ≠ the number of keys, X's shape ≠ (queries, V's columns), and (except for the scores
-  /// object) a fully masked row, whose softmax is undefined.
+  /// The one validation (validate_layer_shapes on B's shape).  Errors (input_error): the
+  /// mask's shape, a missing V or X, V's rows ≠ the number of keys, X's shape ≠ (queries, V's
+  /// columns), and (except for the scores object) a fully masked row, whose softmax is undefined.
   void validate() const;
 };
+
+/// The one validation of a layer, on shapes only (for callers that hold the scores in
+/// factored form, rank/exact_rank.hpp): `queries`×`keys` scores under M, the object, V, X.
+/// Errors: those of layer_model::validate.
+void validate_layer_shapes(Eigen::Index queries, Eigen::Index keys, const mask& M, layer_object object,
+                           const std::optional<matrix<mpq_rational>>& V,
+                           const std::optional<matrix<mpq_rational>>& X);
 
 /// lcm of the denominators of the entries of A (only on `support` when given; 1 for none).
 /// Tier: exact.
