@@ -91,6 +91,53 @@ assert {(x["format"], x["policy"]) for x in n} >= {("binary64", "numpy"), ("mpfr
 assert all(x["diverges"] == (x["rank"] != 3) for x in n)
 assert any(x["diverges"] for x in n if x["format"] == "binary64")   # binary64 too low
 PY
+# The tiny sigma3 is beyond the binary64 path: the MPFI path decided it (small matrix).
+python3 - "$TMP/rank.json" <<'PY' && ok || bad "rank: binary64 undecided escalates to MPFI on a small matrix"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["singular_values_method"] == "mpfi" and d["singular_values_decided"], d["singular_values_method"]
+assert d["partial"] is False and set(d["seconds"]) == {"exact rank", "singular values", "numerical ranks"}, d["seconds"]
+PY
+# --max-seconds: a run that cannot finish in time is PARTIAL, says what it left out, exits 0.
+expect_exit 0 "rank max-seconds" "$BIN" rank --scores "$TMP/S.json" --max-seconds 0.000001 --format json --out "$TMP/partial.json"
+python3 - "$TMP/partial.json" <<'PY' && ok || bad "rank --max-seconds marks the report partial"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["partial"] is True and d["summary"]["partial"] is True
+assert any("not computed" in n for n in d["notes"]), d["notes"]
+assert d["numerical"] == [], d["numerical"]
+PY
+"$BIN" rank --scores "$TMP/S.json" --max-seconds 0.000001 >"$TMP/out" 2>&1
+grep -q "^PARTIAL: stopped at --max-seconds" "$TMP/out" && ok || bad "rank --max-seconds: no PARTIAL line in the text report"
+expect_usage_error "rank negative max-seconds" "$BIN" rank --scores "$TMP/S.json" --max-seconds -1
+# 260 tokens: mpfr256 is left out of the default formats with a time estimate; the binary64 path
+# certifies every singular value; naming a format keeps it.
+python3 -c "
+import json, random
+random.seed(7)
+for name in ('Q260', 'K260'):
+    json.dump([[random.randint(-8, 8) / 8 for _ in range(4)] for _ in range(260)], open('$TMP/' + name + '.json', 'w'))
+"
+expect_exit 0 "rank 260 tokens" "$BIN" rank --q "$TMP/Q260.json" --k "$TMP/K260.json" --format json --out "$TMP/r260.json"
+python3 - "$TMP/r260.json" <<'PY' && ok || bad "rank 260 tokens: mpfr256 left out with an estimate, sigmas by binary64"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert not any(x["format"] == "mpfr256" for x in d["numerical"]), "mpfr256 ran"
+assert any(x["format"] == "binary16" for x in d["numerical"])
+assert any("mpfr256 left out" in n and "would take about" in n for n in d["notes"]), d["notes"]
+assert d["singular_values_method"] == "binary64", d["singular_values_method"]
+assert d["singular_values_certified_positive"] == d["exact_rank"]["lo"], (d["singular_values_certified_positive"], d["exact_rank"])
+PY
+# --sigma-rel-width: binary64 widths (~1e-13 relative) cannot meet 1e-30; on a small matrix the MPFI path does.
+echo '[[1, 0.5], [-0.75, 1], [0.25, -1.5]]' >"$TMP/Qw.json"
+echo '[[1, 0.25], [0.5, 1], [-0.5, 2]]' >"$TMP/Kw.json"
+expect_exit 0 "rank sigma-rel-width" "$BIN" rank --q "$TMP/Qw.json" --k "$TMP/Kw.json" --sigma-rel-width 1e-30 --formats binary64 --format json --out "$TMP/rw.json"
+python3 - "$TMP/rw.json" <<'PY' && ok || bad "rank --sigma-rel-width escalates to MPFI"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["singular_values_method"] == "mpfi" and d["singular_values_decided"], d
+assert 0 < d["singular_values_max_relative_width"] <= 1e-30, d["singular_values_max_relative_width"]
+PY
 # Equal keys: the exact rank drops; keys equal up to the last bit: it does not.
 cat >"$TMP/Q.json" <<'J'
 [[1, 0.5], [-0.75, 1], [0.25, -1.5]]

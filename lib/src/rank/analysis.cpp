@@ -5,6 +5,7 @@
 #include <cmath>
 #include <random>
 #include <sstream>
+#include <unistd.h>
 
 #include "attncert/attention/binary64_enclosure.hpp"
 #include "attncert/attention/heads.hpp"
@@ -135,13 +136,19 @@ std::optional<binary64_enclosure> enclose_object_binary64(const rank_request& r)
   }
 }
 
-// Largest (hi − lo)/lo over the enclosures with lo > 0.
+// Largest (hi − lo)/lo over the enclosures with lo > 0, rounded up (in MPFR at the enclosures'
+// precision: a width below binary64's resolution is measured, not rounded to an ulp).
 double max_relative_width(const singular_value_enclosures& sv) {
   double w = 0;
   for (const auto& x : sv.sigma) {
-    const double lo = mpfr_get_d(&x.backend().data()->left, MPFR_RNDD);
-    const double hi = mpfr_get_d(&x.backend().data()->right, MPFR_RNDU);
-    if (lo > 0) w = std::max(w, (hi - lo) / lo);
+    const mpfr_srcptr lo = &x.backend().data()->left, hi = &x.backend().data()->right;
+    if (mpfr_sgn(lo) <= 0) continue;
+    mpfr_t d;
+    mpfr_init2(d, std::max<mpfr_prec_t>(mpfr_get_prec(lo), 53));
+    mpfr_sub(d, hi, lo, MPFR_RNDU);
+    mpfr_div(d, d, lo, MPFR_RNDU);
+    w = std::max(w, mpfr_get_d(d, MPFR_RNDU));
+    mpfr_clear(d);
   }
   return w;
 }
@@ -156,6 +163,24 @@ void enclose_singular_values(const rank_request& req, rank_analysis& a) {
            (req.sigma_rel_width <= 0 || max_relative_width(sv) <= req.sigma_rel_width);
   };
   auto finish = [&] { a.singular_value_max_rel_width = max_relative_width(a.singular_values); };
+  // Memory first (the binary64 path holds about twelve m×n / n×n binary64 matrices at once):
+  // an estimate above 1 GiB is shown before allocating, and one above the machine's physical
+  // memory is refused.
+  const double gib = 12.0 * 8.0 * static_cast<double>(std::max(a.rows, a.cols)) * static_cast<double>(std::max(a.rows, a.cols)) /
+                     (1024.0 * 1024.0 * 1024.0);
+  if (gib > 1.0) {
+    std::ostringstream os;
+    os.precision(3);
+    os << "singular values: the binary64 path needs about " << gib << " GiB";
+    const double phys = static_cast<double>(::sysconf(_SC_PHYS_PAGES)) * static_cast<double>(::sysconf(_SC_PAGESIZE)) /
+                        (1024.0 * 1024.0 * 1024.0);
+    if (phys > 0 && gib > phys) {
+      os << ", more than this machine's " << phys << " GiB";
+      throw input_error(os.str());
+    }
+    a.notes.push_back(os.str());
+    if (req.progress) req.progress(os.str());
+  }
   if (auto enc = enclose_object_binary64(req)) {
     a.singular_values = certified_singular_values_binary64(*enc);
     a.singular_value_method = "binary64";
