@@ -160,20 +160,26 @@ class DriftResult(Result):
 
 
 def rank(scores=None, *, q=None, k=None, v=None, x=None, scale=None, mask=None, object="attention",
-         formats="binary16,bfloat16,binary32,binary64,mpfr256", policies="numpy,matlab,torch,lapack,eigen",
-         max_bits=4096, seed=20261129):
+         formats=None, policies="numpy,matlab,torch,lapack,eigen", max_bits=4096, seed=20261129, max_seconds=0,
+         sigma_rel_width=0):
     """The certified rank of one attention layer's scores, attention, output or residual (`attncert rank`).
 
     scores (n_q, n_k) used as given, or q (n_q, d) and k (n_k, d) with scale (None: 1/sqrt(d); a number at
     its exact binary value; a string is an exact rational); v, x for the output and residual objects; mask:
-    None, "causal" or a boolean (n_q, n_k) array.  Array values are taken exactly.  Returns a RankResult.
+    None, "causal" or a boolean (n_q, n_k) array.  Array values are taken exactly.  formats None: the CLI's
+    default list (binary16, bfloat16, binary32, binary64, mpfr256), mpfr256 left out above 256 rows or columns
+    with a time estimate in .report["notes"]; naming formats runs them all.  max_seconds > 0 stops early
+    (.report["partial"]); sigma_rel_width > 0 asks that relative width of every certified singular value.
+    Returns a RankResult.
     """
     from . import _exact_text
 
     o = {"scores": _matrix(scores, "--scores"), "q": _matrix(q, "--q"), "k": _matrix(k, "--k"), "v": _matrix(v, "--v"),
          "x": _matrix(x, "--x"), "scale": None if scale is None else _exact_text(scale, "scale"), "object": object,
-         "formats": _list_text(formats, "formats"), "policies": _list_text(policies, "policies"),
-         "max_bits": int(max_bits), "seed": int(seed)}
+         "formats": _list_text("binary16,bfloat16,binary32,binary64,mpfr256" if formats is None else formats, "formats"),
+         "formats_explicit": formats is not None, "policies": _list_text(policies, "policies"),
+         "max_bits": int(max_bits), "seed": int(seed), "max_seconds": float(max_seconds),
+         "sigma_rel_width": float(sigma_rel_width)}
     if mask is None:
         o["mask_kind"] = "none"
     elif isinstance(mask, str):

@@ -85,6 +85,10 @@ std::string rank_json(const py::dict& o) {
   req.policies = parse_policies(std::string(py::str(o["policies"])));
   req.max_bits = o["max_bits"].cast<unsigned>();
   req.seed = o["seed"].cast<std::uint64_t>();
+  req.formats_explicit = o["formats_explicit"].cast<bool>();
+  req.max_seconds = o["max_seconds"].cast<double>();
+  req.sigma_rel_width = o["sigma_rel_width"].cast<double>();
+  if (!(req.max_seconds >= 0) || !(req.sigma_rel_width >= 0)) throw input_error("max_seconds and sigma_rel_width must be >= 0");
   req.inputs = inputs;
   py::gil_scoped_release nogil;
   return to_json(analyse_rank(req), "attncert.rank (python)").dump();

@@ -55,6 +55,23 @@ def test_rank_of_qk_with_causal_mask_matches_cli():
     assert r.exact_rank == (5, 5)  # causal with finite diagonal: full rank (P03)
 
 
+def test_rank_at_scale_keywords():
+    # 300 tokens of float32 data: the binary64 path certifies every singular value; mpfr256 is left out of
+    # the default formats with a time estimate, and kept when named; max_seconds stops early, said so.
+    rng = np.random.default_rng(6)
+    q, k = (rng.standard_normal((300, 8)).astype(np.float32) for _ in range(2))
+    r = attncert.rank(q=q, k=k, policies="numpy")
+    assert r.exact_rank == (300, 300)
+    assert r.report["singular_values_method"] == "binary64"
+    assert r.report["singular_values_certified_positive"] == 300
+    assert any("mpfr256 left out" in n for n in r.report["notes"])
+    assert {m["format"] for m in r.report["numerical"]} == {"binary16", "bfloat16", "binary32", "binary64"}
+    p = attncert.rank(q=q, k=k, formats="binary64", policies="numpy", max_seconds=1e-9)
+    assert p.report["partial"] and any("not computed" in n for n in p.report["notes"])
+    with pytest.raises(ValueError, match=">= 0"):
+        attncert.rank(q=q, k=k, max_seconds=-1)
+
+
 def test_rank_errors():
     with pytest.raises(ValueError, match="give --scores S, or --q Q and --k K"):
         attncert.rank()
