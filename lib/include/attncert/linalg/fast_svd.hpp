@@ -4,9 +4,8 @@
 // proofs/P16-fast-singular-values.md for the derivation and the assumptions on BLAS.
 //
 // Why LAPACK (dgesdd through LAPACKE) and not Eigen's BDCSVD: it is the SVD NumPy runs (the
-// numerical ranks attncert reports are then the ones a NumPy user gets), it runs on whatever
-// BLAS Debian selects (OpenBLAS when installed: blocked, threaded), and at n = 1024 it is several
-// times faster than BDCSVD compiled for the baseline ISA.
+// numerical ranks attncert reports are then the ones a NumPy user gets), and it runs on whatever
+// BLAS Debian selects (OpenBLAS when installed: blocked, threaded).  BDCSVD was not timed here.
 //
 // The certified enclosure (Rump's a-posteriori approach, residual form).  A is m×n with m ≥ n
 // (otherwise Aᵀ, which has the same singular values); U (m×n), σ̂ (n) and V (n×n) are any
@@ -37,7 +36,7 @@ struct binary64_enclosure {
 };
 
 /// Certified enclosures of all min(m, n) singular values of every real matrix inside `A`,
-/// decreasing, from one dgesdd with vectors and five BLAS products (proofs/P16).
+/// decreasing, from one dgesdd with vectors and four BLAS products (proofs/P16).
 /// Tier: enclosure.  Guarantee: sigma[i] contains σ_i of every matrix inside A; when α or β
 /// comes out ≥ 1 (or anything is not finite) nothing is claimed: every enclosure is [0, +∞].
 /// Returns the enclosures in the same struct as the MPFI path (bits = 53).
