@@ -913,3 +913,151 @@ BOOST_AUTO_TEST_CASE(fully_masked_rows_with_every_key_attended) {
           expect_exact_zero(name, "dq", c.res.dq, (h * r.Q.n + i) * r.Q.d + l, true);
   }
 }
+
+// ---- split by blocks of rows (run_oracle_backward_block, reduce_backward_blocks; P15 "Split by
+//      blocks of rows") -------------------------------------------------------------------------
+
+namespace {
+
+/// Every ball of `p` (times nothing: a partial sum before the scale) encloses ref / divisor, at the
+/// reference's resolution.  Returns the failures (the first few reported).
+std::size_t check_partial(const std::string& where, const char* name, const partial_sums& p, const std::vector<acc>& ref,
+                          mpfr_srcptr divisor) {
+  if (p.hi.size() != ref.size() || p.lo.size() != ref.size() || p.rad.size() != ref.size()) {
+    BOOST_ERROR(where << ": " << name << " has " << p.hi.size() << " elements, expected " << ref.size());
+    return 1;
+  }
+  std::size_t bad = 0;
+  mp x, m, err;
+  for (std::size_t e = 0; e < ref.size(); ++e) {
+    mpfr_div(x.v, ref[e].v.v, divisor, MPFR_RNDN);
+    mpfr_div(m.v, ref[e].m.v, divisor, MPFR_RNDN);
+    mpfr_abs(m.v, m.v, MPFR_RNDN);
+    mpfr_mul_2si(m.v, m.v, rel_exp, MPFR_RNDN);
+    mpfr_add_d(m.v, m.v, p.rad[e], MPFR_RNDU);
+    mpfr_sub_d(err.v, x.v, p.hi[e], MPFR_RNDN);
+    mpfr_sub_d(err.v, err.v, p.lo[e], MPFR_RNDN);
+    mpfr_abs(err.v, err.v, MPFR_RNDN);
+    if (!(p.rad[e] >= 0) || mpfr_cmp(err.v, m.v) > 0) {
+      if (++bad <= 4)
+        BOOST_ERROR(where << " (seed " << test_seed() << "): " << name << "[" << e << "] = " << p.hi[e] << " + " << p.lo[e]
+                          << " ± " << p.rad[e] << " excludes the block's exact sum " << text(x.v));
+    }
+  }
+  return bad;
+}
+
+/// The cotangents of the rows [begin, end) only: the others zero, so that the reference's dK and dV
+/// are the sums over the block's rows.
+backward_inputs block_cotangents(const backward_inputs& g, std::size_t dv, std::size_t begin, std::size_t end) {
+  backward_inputs out = g;
+  for (std::size_t r = 0; r < out.dO.size() / dv; ++r) {
+    if (r >= begin && r < end) continue;
+    for (std::size_t k = 0; k < dv; ++k) out.dO[r * dv + k] = 0.0;
+    if (!out.dLSE.empty()) out.dLSE[r] = 0.0;
+  }
+  return out;
+}
+
+/// Splits the rows of r at `cuts`: each block's partial sums enclose the exact ones (the reference
+/// with the other rows' cotangents zeroed), its dq rows are the whole call's, and the reduced dK and
+/// dV are decided and equal the whole call's.  Returns the number of blocks.
+void check_split(const std::string& name, const oracle_request& r, const backward_inputs& g,
+                 const std::vector<std::size_t>& cuts) {
+  const backward_result whole = run_oracle_backward(r, g);
+  mp s;
+  if (r.scale.inv_sqrt_d) {
+    mpfr_set_ui(s.v, static_cast<unsigned long>(r.Q.d), MPFR_RNDN);
+    mpfr_rec_sqrt(s.v, s.v, MPFR_RNDN);
+  } else {
+    s = exact_text(r.scale.rational);
+  }
+  mp one;
+  mpfr_set_ui(one.v, 1, MPFR_RNDN);
+  std::vector<backward_block_result> blocks;
+  for (std::size_t c = 0; c + 1 < cuts.size(); ++c) {
+    const std::string where = name + ", rows [" + std::to_string(cuts[c]) + ", " + std::to_string(cuts[c + 1]) + ")";
+    blocks.push_back(run_oracle_backward_block(r, g, cuts[c], cuts[c + 1]));
+    const backward_block_result& b = blocks.back();
+    BOOST_TEST_REQUIRE(b.complete, where << ": declined: " << b.declined);
+    const grads G = reference(r, block_cotangents(g, r.V.d, cuts[c], cuts[c + 1]));
+    BOOST_TEST(check_partial(where, "dk", b.dk, G.dk, s.v) == 0u);
+    BOOST_TEST(check_partial(where, "dv", b.dv, G.dv, one.v) == 0u);
+    BOOST_TEST_REQUIRE(b.dq.size() == (cuts[c + 1] - cuts[c]) * r.Q.d);
+    for (std::size_t e = 0; e < b.dq.size(); ++e)
+      if (b.dq[e] != whole.dq.reference[cuts[c] * r.Q.d + e]) {
+        BOOST_ERROR(where << ": dq element " << e << " is " << b.dq[e] << ", the whole call's "
+                          << whole.dq.reference[cuts[c] * r.Q.d + e]);
+        break;
+      }
+  }
+  std::vector<const partial_sums*> dk, dv;
+  for (const auto& b : blocks) dk.push_back(&b.dk), dv.push_back(&b.dv);
+  const double scale[3] = {blocks[0].scale_hi, blocks[0].scale_lo, blocks[0].scale_rad};
+  const reduced_gradient rk = reduce_backward_blocks(dk, scale, r.target), rv = reduce_backward_blocks(dv, nullptr, r.target);
+  BOOST_TEST(rk.undecided == 0u, name << ": " << rk.undecided << " dk elements undecided");
+  BOOST_TEST(rv.undecided == 0u, name << ": " << rv.undecided << " dv elements undecided");
+  BOOST_TEST(rk.reference == whole.dk.reference, name << ": the reduced dk differs from the whole call's");
+  BOOST_TEST(rv.reference == whole.dv.reference, name << ": the reduced dv differs from the whole call's");
+  BOOST_TEST_MESSAGE(name << ": " << blocks.size() << " blocks, dk and dv reduced and equal to the whole call's");
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(split_by_row_blocks_encloses_and_matches_the_whole_call) {
+  auto rng = make_rng(17);
+  {  // GQA 4/2, two batches, dLSE; blocks that cut inside a head and across units
+    auto r = make_request(rng, {2, 4, 2, 9, 11, 6, 5});
+    r.variant.causal_bottom_right = true;
+    r.mask = mask_kind::causal;
+    const auto g = cotangents(rng, r, true);
+    check_split("gqa causal bottom-right", r, g, {0, 5, 9, 23, 40, 41, 72});
+  }
+  {  // binary32 target, a rational scale, a window, one block per row at the start
+    auto r = make_request(rng, {1, 2, 1, 7, 7, 4, 3}, target_format::binary32);
+    r.scale = {false, "1/2"};
+    r.variant.window_left = 2;
+    r.variant.window_right = 0;
+    const auto g = cotangents(rng, r);
+    check_split("binary32 window scale 1/2", r, g, {0, 1, 2, 3, 14});
+  }
+}
+
+// The reduction's decision rule on constructed balls: an exact binary64 tie (1 + 2^-53) is decided
+// (to even) only with radius 0; with any radius, or after a ball sum (whose radius bounds the
+// addition's error, P15 step A, even when it happens to be exact), it stays undecided.
+BOOST_AUTO_TEST_CASE(reduce_backward_blocks_decides_only_what_the_enclosure_decides) {
+  const partial_sums tie{{1.0, 1.0}, {0x1p-53, 0x1p-53}, {0.0, 0x1p-200}};
+  const reduced_gradient r1 = reduce_backward_blocks({&tie}, nullptr, target_format::binary64);
+  BOOST_TEST(r1.decided[0] == 1);
+  BOOST_TEST(r1.reference[0] == 1.0);  // the tie rounds to even
+  BOOST_TEST(r1.decided[1] == 0);      // the same tie ± 2^-200: either neighbour
+  const partial_sums a{{1.0, 1.0, 3.0}, {0.0, 0.0, 0.0}, {0.0, 0.0, 0.0}};
+  const partial_sums b{{0.25, 0x1p-53, 0.0}, {0.0, 0.0, 0.0}, {0x1p-80, 0.0, std::numeric_limits<double>::infinity()}};
+  const reduced_gradient r2 = reduce_backward_blocks({&a, &b}, nullptr, target_format::binary64);
+  BOOST_TEST(r2.decided[0] == 1);
+  BOOST_TEST(r2.reference[0] == 1.25);
+  BOOST_TEST(r2.decided[1] == 0);  // 1 + 2^-53 from a sum: a radius, so undecided
+  BOOST_TEST(r2.decided[2] == 0);  // an infinite radius
+  BOOST_TEST(r2.undecided == 2u);
+  const double half[3] = {0.5, 0.0, 0.0};
+  const reduced_gradient h = reduce_backward_blocks({&a}, half, target_format::binary64);
+  BOOST_TEST(h.reference[2] == 1.5);
+  BOOST_TEST(h.decided[2] == 1);
+  const partial_sums c{{1.0}, {0.0}, {0.0}};
+  BOOST_CHECK_THROW(reduce_backward_blocks({&a, &c}, nullptr, target_format::binary64), input_error);
+  BOOST_CHECK_THROW(reduce_backward_blocks({}, nullptr, target_format::binary64), input_error);
+}
+
+BOOST_AUTO_TEST_CASE(a_backward_block_declines_a_bias_and_rejects_bad_rows) {
+  auto rng = make_rng(18);
+  auto r = make_request(rng, {1, 1, 1, 4, 4, 2, 2});
+  const auto g = cotangents(rng, r);
+  BOOST_CHECK_THROW(run_oracle_backward_block(r, g, 2, 2), input_error);
+  BOOST_CHECK_THROW(run_oracle_backward_block(r, g, 0, 5), input_error);
+  r.variant.has_bias = true;
+  r.variant.bias = {1, 1, 4, 4, std::vector<double>(16, 0.5)};
+  const backward_block_result b = run_oracle_backward_block(r, g, 0, 2);
+  BOOST_TEST(!b.complete);
+  BOOST_TEST(b.declined.find("dBias") != std::string::npos, b.declined);
+}

@@ -152,6 +152,47 @@ class backward_run {
     return std::move(res_);
   }
 
+  // The internal rows [begin, end) only: their dq, correctly rounded, and the partial sums of dK
+  // (before the scale) and dV over them, as enclosures (backward.hpp: run_oracle_backward_block).
+  backward_block_result run_block(std::size_t begin, std::size_t end) {
+    if (!(begin < end && end <= rows()))
+      throw input_error("row block [" + std::to_string(begin) + ", " + std::to_string(end) + ") is not within the " +
+                        std::to_string(rows()) + " query rows");
+    block_begin_ = begin;
+    block_end_ = end;
+    block_ = {};
+    check_cotangents();
+    check_rows();
+    prepare();
+    block_.target = req_.target;
+    block_.scale_hi = scale_.hi;
+    block_.scale_lo = scale_.lo;
+    block_.scale_rad = scale_.rad;
+    for (auto* p : {&block_.dk, &block_.dv}) {
+      const std::size_t n = units() * nk_ * (p == &block_.dk ? d_ : dv_);
+      p->hi.assign(n, 0.0);
+      p->lo.assign(n, 0.0);
+      p->rad.assign(n, 0.0);
+    }
+    if (req_.approx_plain_binary64 || !fast_possible_)
+      return declined("the fast path does not hold this request's scale, softcap or keep factor");
+    if (res_.has_dbias || res_.has_dsink) return declined("dBias and dSink sum over every row of every unit");
+    std::vector<std::size_t> list;
+    for (std::size_t u = unit_of_row(begin); u <= unit_of_row(end - 1); ++u) list.push_back(u);
+    for_each_parallel<fast_state>(list, req_.threads, req_.progress,
+                                  [this](std::size_t u, fast_state& st) { unit_fast_ok_[u] = fast_unit(u, st); });
+    for (std::size_t u : list)
+      if (!unit_fast_ok_[u]) return declined("the fast path declined a row of the block (a range condition)");
+    for (std::size_t e = begin * d_; e < end * d_; ++e) decide_fast(slots_[0], e);
+    unit_mpfi_.assign(units(), 0);
+    escalate_rows();
+    if (res_.faithful_only) return declined("a dq element of the block is only faithfully rounded at the cap");
+    block_.dq.assign(res_.dq.reference.begin() + static_cast<std::ptrdiff_t>(begin * d_),
+                     res_.dq.reference.begin() + static_cast<std::ptrdiff_t>(end * d_));
+    block_.complete = true;
+    return std::move(block_);
+  }
+
  private:
   std::size_t rows() const { return B_ * H_ * nq_; }
   std::size_t units() const { return B_ * Hkv_; }
@@ -164,15 +205,24 @@ class backward_run {
     return !(row_source::none_allowed(allowed) && var_.sink.empty());
   }
 
+  bool in_block(std::size_t r) const { return r >= block_begin_ && r < block_end_; }
+
+  backward_block_result declined(const char* why) {
+    block_.complete = false;
+    block_.declined = why;
+    return std::move(block_);
+  }
+
   // Calls fn(r, job) for every used row r of unit u (the query heads of its kv head, the queries
-  // of its sequence), with the job built in `scratch`; stops, returning false, when fn does.
+  // of its sequence) within the block, with the job built in `scratch`; stops, returning false,
+  // when fn does.
   template <class F>
   bool for_used_rows(std::size_t u, row_scratch& scratch, F&& fn) const {
     const std::size_t b = u / Hkv_, hk = u % Hkv_;
     for (std::size_t h = hk * group_; h < (hk + 1) * group_; ++h)
       for (std::size_t i = 0; i < req_.seq_q(b); ++i) {
         const std::size_t r = (b * H_ + h) * nq_ + i;
-        if (!used_row(r, scratch.allowed)) continue;
+        if (!in_block(r) || !used_row(r, scratch.allowed)) continue;
         row_job job;
         src_.locate(r, job);
         job.allowed = scratch.allowed.data();
@@ -202,7 +252,7 @@ class backward_run {
   void check_rows() const {
     std::vector<std::uint8_t> allowed;
     row_scratch scratch;
-    for (std::size_t r = 0; r < rows(); ++r) {
+    for (std::size_t r = block_begin_; r < std::min(rows(), block_end_); ++r) {
       row_job job;
       src_.locate(r, job);
       if (job.i >= req_.seq_q(job.b)) continue;
@@ -358,10 +408,24 @@ class backward_run {
       return true;
     });
     if (!rows_ok) return false;
+    if (block_end_ != all_rows) {  // a block: the partial sums, unscaled
+      if (!detail::sum_balls(st.sums, st.dk, st.dv)) return false;
+      copy_balls(st.dk, block_.dk, u * nk_ * d_);
+      copy_balls(st.dv, block_.dv, u * nk_ * dv_);
+      return true;
+    }
     if (!detail::finish_unit(st.sums, scale_, st.dk, st.dv)) return false;
     for (std::size_t e = 0; e < nk_ * d_; ++e) set_ball(res_.dk, u * nk_ * d_ + e, st.dk[e]);
     for (std::size_t e = 0; e < nk_ * dv_; ++e) set_ball(res_.dv, u * nk_ * dv_ + e, st.dv[e]);
     return true;
+  }
+
+  static void copy_balls(const std::vector<detail::dd_ball>& x, partial_sums& out, std::size_t at) {
+    for (std::size_t e = 0; e < x.size(); ++e) {
+      out.hi[at + e] = x[e].hi;
+      out.lo[at + e] = x[e].lo;
+      out.rad[at + e] = x[e].rad;
+    }
   }
 
   static void set_ball(gradient_tensor& t, std::size_t e, const detail::dd_ball& x) {
@@ -386,12 +450,8 @@ class backward_run {
   bool decide_fast(gradient_slot& s, std::size_t e) {
     gradient_tensor& t = *s.out;
     const double hi = t.hi[e], lo = t.lo[e], rad = t.rad[e];
-    if (!std::isfinite(rad) || !std::isfinite(hi) || !(std::fabs(hi) <= 0x1p1000)) return false;
     // rad == 0: the exact value is hi + lo itself, rounded once (an exact zero included).
-    const double fl = round_sum_to_target(hi, rad == 0 ? lo : std::nextafter(lo - rad, -inf), req_.target);
-    const double fu = round_sum_to_target(hi, rad == 0 ? lo : std::nextafter(lo + rad, inf), req_.target);
-    if (fl != fu) return false;
-    t.reference[e] = fl == 0 ? 0.0 : fl;
+    if (!detail::round_ball(hi, lo, rad, req_.target, t.reference[e])) return false;
     t.how[e] = decided_by::double_double;
     s.open[e] = 0;
     ++res_.double_double;
@@ -506,7 +566,7 @@ class backward_run {
     std::vector<std::size_t> list;
     std::vector<std::uint8_t> allowed;
     for (std::size_t r = 0; r < rows(); ++r) {
-      if (unit_mpfi_[unit_of_row(r)]) continue;
+      if (unit_mpfi_[unit_of_row(r)] || !in_block(r)) continue;
       bool open = false;
       for (std::size_t l = 0; l < d_; ++l) open = open || slots_[0].open[r * d_ + l];
       if (!open) continue;
@@ -658,6 +718,9 @@ class backward_run {
   std::vector<detail::dd_ball> fast_dbias_, fast_dsink_;
   std::vector<row_summary> summary_;  // per row, from the fast stage (escalate_keys)
   std::mutex mu_;  // guards the shared sums, the counters
+  static constexpr std::size_t all_rows = std::numeric_limits<std::size_t>::max();
+  std::size_t block_begin_ = 0, block_end_ = all_rows;  // run_block's rows; the whole call: every row
+  backward_block_result block_;
 };
 
 }  // namespace
@@ -667,6 +730,35 @@ backward_result run_oracle_backward(const oracle_request& req, const backward_in
   if (!req.row_sample.empty())
     throw input_error("the backward needs every query row (dK and dV sum over them): a row sample is for the forward only");
   return backward_run(req, g).run();
+}
+
+backward_block_result run_oracle_backward_block(const oracle_request& req, const backward_inputs& g,
+                                                std::size_t row_begin, std::size_t row_end) {
+  validate_request(req);
+  if (!req.row_sample.empty()) throw input_error("a backward block takes its rows as [begin, end), not a row sample");
+  return backward_run(req, g).run_block(row_begin, row_end);
+}
+
+reduced_gradient reduce_backward_blocks(const std::vector<const partial_sums*>& parts, const double* scale,
+                                        target_format t) {
+  if (parts.empty()) throw input_error("reduce_backward_blocks: no partial sums");
+  const std::size_t n = parts[0]->hi.size();
+  for (const partial_sums* p : parts)
+    if (p->hi.size() != n || p->lo.size() != n || p->rad.size() != n)
+      throw input_error("reduce_backward_blocks: the partial sums have different sizes");
+  reduced_gradient out;
+  out.reference.assign(n, 0.0);
+  out.decided.assign(n, 0);
+  const detail::dd_ball s = scale ? detail::dd_ball{scale[0], scale[1], scale[2]} : detail::dd_ball{1.0, 0.0, 0.0};
+  for (std::size_t e = 0; e < n; ++e) {
+    bool ok = true;
+    detail::dd_ball x{parts[0]->hi[e], parts[0]->lo[e], parts[0]->rad[e]};
+    for (std::size_t b = 1; b < parts.size(); ++b) x = detail::ball_add(x, {parts[b]->hi[e], parts[b]->lo[e], parts[b]->rad[e]}, ok);
+    if (scale) x = detail::ball_mul(x, s, ok);
+    if (ok && detail::round_ball(x.hi, x.lo, x.rad, t, out.reference[e])) out.decided[e] = 1;
+    else ++out.undecided;
+  }
+  return out;
 }
 
 }  // namespace attncert::oracle

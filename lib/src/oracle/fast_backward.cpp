@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "attncert/number/double_double.hpp"
 #include "fast_common.hpp"
@@ -298,8 +299,14 @@ bool fast_row_backward(const row_inputs& in, row_workspace& ws, const row_cotang
   return true;
 }
 
-bool finish_unit(const unit_sums& sums, const dd_ball& scale, std::vector<dd_ball>& dk, std::vector<dd_ball>& dv) {
+dd_ball ball_mul(const dd_ball& x, const dd_ball& y, bool& ok) {
   ball_ops op;
+  const dd_ball z = op.mul(x, y);
+  ok = ok && op.ok;
+  return z;
+}
+
+bool sum_balls(const unit_sums& sums, std::vector<dd_ball>& dk, std::vector<dd_ball>& dv) {
   dk.resize(sums.nk * sums.d);
   dv.resize(sums.nk * sums.dv);
   if (sums.rows > max_terms) return false;  // the factor of the P and R sums (step F)
@@ -307,19 +314,30 @@ bool finish_unit(const unit_sums& sums, const dd_ball& scale, std::vector<dd_bal
     if (!(sums.dk_P[j] <= 0x1p1000 && sums.dk_R[j] <= 0x1p1000 && sums.dv_P[j] <= 0x1p1000 && sums.dv_R[j] <= 0x1p1000))
       return false;
     const double Ek = sum_error(sums.dk_n[j], sums.dk_P[j], sums.dk_R[j]);
-    for (std::size_t l = 0; l < sums.d; ++l) {
-      dd_ball S;
-      if (!sum_ball(sums.dk_s[j * sums.d + l], sums.dk_c[j * sums.d + l], Ek, S)) return false;
-      dk[j * sums.d + l] = op.mul(S, scale);
-    }
+    for (std::size_t l = 0; l < sums.d; ++l)
+      if (!sum_ball(sums.dk_s[j * sums.d + l], sums.dk_c[j * sums.d + l], Ek, dk[j * sums.d + l])) return false;
     const double Ev = sum_error(sums.dv_n[j], sums.dv_P[j], sums.dv_R[j]);
-    for (std::size_t k = 0; k < sums.dv; ++k) {
-      dd_ball S;
-      if (!sum_ball(sums.dv_s[j * sums.dv + k], sums.dv_c[j * sums.dv + k], Ev, S)) return false;
-      dv[j * sums.dv + k] = S;
-    }
+    for (std::size_t k = 0; k < sums.dv; ++k)
+      if (!sum_ball(sums.dv_s[j * sums.dv + k], sums.dv_c[j * sums.dv + k], Ev, dv[j * sums.dv + k])) return false;
   }
+  return true;
+}
+
+bool finish_unit(const unit_sums& sums, const dd_ball& scale, std::vector<dd_ball>& dk, std::vector<dd_ball>& dv) {
+  if (!sum_balls(sums, dk, dv)) return false;
+  ball_ops op;
+  for (dd_ball& x : dk) x = op.mul(x, scale);
   return op.ok;
+}
+
+bool round_ball(double hi, double lo, double rad, target_format t, double& out) {
+  constexpr double inf = std::numeric_limits<double>::infinity();
+  if (!std::isfinite(rad) || !std::isfinite(hi) || !(std::fabs(hi) <= 0x1p1000)) return false;
+  const double fl = round_sum_to_target(hi, rad == 0 ? lo : std::nextafter(lo - rad, -inf), t);
+  const double fu = round_sum_to_target(hi, rad == 0 ? lo : std::nextafter(lo + rad, inf), t);
+  if (fl != fu) return false;
+  out = fl == 0 ? 0.0 : fl;
+  return true;
 }
 
 void transpose_values(const double* V, std::size_t nk, std::size_t dv, std::vector<double>& VT) {

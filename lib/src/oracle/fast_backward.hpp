@@ -66,9 +66,22 @@ struct row_backward {
 bool fast_row_backward(const row_inputs& in, row_workspace& ws, const row_cotangent& g, unit_sums& sums,
                        row_backward& out);
 
-/// dK = s·Σ_i dU_ij q_i and dV = Σ_i a_ij dO_i of a unit, with radii (step H): dk (nk·d), dv
-/// (nk·dv), C order.  `scale` is s.  Returns false when a sum overflowed or has too many terms.
+/// x·y with the radius of Algorithm 12's error plus the propagated radii; `ok` as ball_add's.
+dd_ball ball_mul(const dd_ball& x, const dd_ball& y, bool& ok);
+
+/// The sums Σ_i dU_ij q_i (before the scale) and Σ_i a_ij dO_i of `sums` as balls (step F):
+/// dk (nk·d), dv (nk·dv), C order.  Returns false when a sum overflowed or has too many terms.
+/// Partial sums over blocks of rows (attncert.distributed) are these, added by ball_add.
+bool sum_balls(const unit_sums& sums, std::vector<dd_ball>& dk, std::vector<dd_ball>& dv);
+
+/// dK = s·Σ_i dU_ij q_i and dV = Σ_i a_ij dO_i of a unit, with radii (steps F, G): sum_balls, dk
+/// times `scale` (s) by ball_mul.  Returns false when sum_balls does or a product is out of range.
 bool finish_unit(const unit_sums& sums, const dd_ball& scale, std::vector<dd_ball>& dk, std::vector<dd_ball>& dv);
+
+/// P11's decision rule: when every value of [hi + lo - rad, hi + lo + rad] rounds to the same
+/// number of format t, sets `out` to it (+0 for a zero) and returns true; rad == 0 rounds the
+/// exact hi + lo once.  False (undecided) for a non-finite ball or |hi| > 2^1000.
+bool round_ball(double hi, double lo, double rad, target_format t, double& out);
 
 /// The same backward of one row in plain binary64, uncertified: dq (d) is written, dk (nk·d) and
 /// dv (nk·dv) are added to.  The benchmark's baseline; `VT` as in row_cotangent.

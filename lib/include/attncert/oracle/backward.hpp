@@ -4,6 +4,8 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -54,5 +56,48 @@ struct backward_result {
 /// row that is used; a NaN/Inf input that a used score touches (there is no IEEE fallback here);
 /// an element the cap cannot enclose within two adjacent target numbers ("precision too low").
 backward_result run_oracle_backward(const oracle_request& req, const backward_inputs& g);
+
+/// Enclosures of exact values, C order: |x - (hi + lo)| <= rad for each element.
+struct partial_sums {
+  std::vector<double> hi, lo, rad;
+};
+
+/// One block of query rows of a backward split across processes (attncert.distributed).
+struct backward_block_result {
+  /// False when the block cannot be combined with others (`declined` says why: the fast path does
+  /// not hold the request or declined a row, a dBias/dSink, a dq element only faithful at the cap):
+  /// the caller then runs run_oracle_backward on the whole request instead.
+  bool complete = false;
+  std::string declined;
+  target_format target = target_format::binary64;
+  /// dq of the block's rows (rows [begin, end) × d), each element correctly rounded to `target`.
+  std::vector<double> dq;
+  /// Σ over the block's used rows of dU_ij q_i (dK before the scale; (B, H_kv, nk, d)) and of
+  /// a_ij dO_i (dV; (B, H_kv, nk, dv)): P15 step F's enclosures (exact zeros for keys no row of
+  /// the block attends).
+  partial_sums dk, dv;
+  double scale_hi = 0, scale_lo = 0, scale_rad = 0;  ///< |s - (hi + lo)| <= rad: the same for every block
+};
+
+/// The backward of the internal query rows [row_begin, row_end) of run_oracle_backward(req, g):
+/// their dq, and the partial sums of dK and dV over them.  Tier: enclosure (dq correctly rounded).
+/// Errors: as run_oracle_backward, for the block's rows; a block not within the rows.  Proof:
+/// proofs/P15-oracle-backward.md ("Split by blocks of rows").
+backward_block_result run_oracle_backward_block(const oracle_request& req, const backward_inputs& g,
+                                                std::size_t row_begin, std::size_t row_end);
+
+/// dK or dV from the partial sums of blocks that together hold every query row once.
+struct reduced_gradient {
+  std::vector<double> reference;      ///< where decided: the exact sum (times the scale) correctly rounded
+  std::vector<std::uint8_t> decided;  ///< 1 where the enclosure decided the rounding
+  std::size_t undecided = 0;          ///< elements left: recompute the unit with run_oracle_backward
+};
+
+/// Adds `parts` by ball sums (P15 step A), multiplies by the scale ball (hi, lo, rad; null for dV)
+/// and rounds each element whose enclosure decides it (P11's rule).  Tier: enclosure.  A decided
+/// element equals run_oracle_backward's, which is correctly rounded too.  Errors: input_error when
+/// `parts` is empty or its sizes differ.
+reduced_gradient reduce_backward_blocks(const std::vector<const partial_sums*>& parts, const double* scale,
+                                        target_format t);
 
 }  // namespace attncert::oracle
