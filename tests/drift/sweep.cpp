@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "attncert/error.hpp"
+#include "attncert/attention/softmax.hpp"
 #include "attncert/linalg/spectra.hpp"
 #include "attncert/rank/numerical.hpp"
 #include "tests/support.hpp"
@@ -353,4 +354,46 @@ BOOST_AUTO_TEST_CASE(explicit_grid_runs_join_to_the_whole_sweep) {
   BOOST_CHECK_THROW(run_drift(bad), input_error);
   bad.grid = {0.05, 0.2};
   BOOST_CHECK_THROW(run_drift(bad), input_error);
+}
+
+// Above drift_mpfi_max_n the exact side is the factored exact rank and the binary64 singular
+// values.  Soundness against independent references: the exact rank of the rational scores a·QKᵀ
+// formed here (layer_rank, the general path), and σ_min of the object computed in MPFR at 128 bits
+// (Jacobi; its error, about 2^-115, is far below the binary64 enclosure's width), which every
+// reported [smin_lo, smin_hi] must contain.  a = 0 (uniform attention, rank 1) included.
+BOOST_AUTO_TEST_CASE(large_n_uses_the_factored_rank_and_binary64_sigma) {
+  for (const layer_object obj : {layer_object::attention, layer_object::output}) {
+    drift_request r = request(drift_family::random, 0, 2, 2, false, "fp64", "numpy");
+    r.n = drift_mpfi_max_n + 8;
+    r.d = 6;
+    r.object = obj;
+    const drift_result res = run_drift(r);
+    BOOST_TEST_REQUIRE(res.points.size() >= 2u);
+    for (const drift_point& p : res.points) {
+      BOOST_TEST_CONTEXT("object " << to_string(obj) << ", a = " << p.a) {
+        const recipe_input in = drift_instance(r, p.a);
+        const matrix<mpq_rational> SK = multiply(matrix<mpq_rational>(from_double_matrix<mpq_rational>(in.Q) * mpq_rational(p.a)),
+                                                 transpose(from_double_matrix<mpq_rational>(in.K)));
+        std::optional<matrix<mpq_rational>> V;
+        if (in.V) V = from_double_matrix<mpq_rational>(*in.V);
+        const rank_interval ri = layer_rank(SK, in.M, obj, V, std::nullopt, rank_options{});
+        BOOST_TEST(p.exact.lo == ri.lo);
+        BOOST_TEST(p.exact.hi == ri.hi);
+        BOOST_TEST(p.enclosure_bits == 53u);
+        precision_guard g(128);
+        matrix<mpfr_float> S = multiply(from_double_matrix<mpfr_float>(in.Q), transpose(from_double_matrix<mpfr_float>(in.K)));
+        for (Eigen::Index i = 0; i < S.size(); ++i) S(i) *= mpfr_float(p.a);
+        matrix<mpfr_float> X = masked_softmax(S, in.M);
+        if (obj == layer_object::output) X = multiply(X, from_double_matrix<mpfr_float>(*in.V));
+        const std::vector<mpfr_float> sv = approx_singular_values(X);
+        const mpfr_float smin = sv.back();
+        BOOST_TEST(dec(p.smin_lo) <= smin, p.smin_lo << " > sigma_min " << smin);
+        BOOST_TEST(smin <= dec(p.smin_hi), p.smin_hi << " < sigma_min " << smin);
+        if (p.a > 0 && ri.lo == static_cast<std::size_t>(r.n)) BOOST_TEST(dec(p.smin_lo) > 0);  // decided here
+      }
+    }
+  }
+  drift_request big = request(drift_family::random, 0, 1, 2, false, "fp64", "numpy");
+  big.n = drift_max_n + 1;
+  BOOST_CHECK_THROW(run_drift(big), input_error);
 }

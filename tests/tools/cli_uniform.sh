@@ -60,7 +60,7 @@ expect_exit 0 "rank --scale 1/sqrt(d) still works" "$BIN" rank --q "$TMP/q.json"
 cmp -s "$TMP/out" "$TMP/scale_default.txt" && ok || bad "--scale default and 1/sqrt(d) differ"
 expect_usage_error "drift --n 0 --d 0" "$BIN" drift --family random --n 0 --d 0 --from 0.1 --to 1 --points 2
 expect_usage_error "drift --n 0" "$BIN" drift --family causal --n 0 --from 0.1 --to 1 --points 2
-expect_usage_error "drift --n 65" "$BIN" drift --family causal --n 65 --from 0.1 --to 1 --points 2
+expect_usage_error "drift --n 4097" "$BIN" drift --family causal --n 4097 --from 0.1 --to 1 --points 2
 expect_usage_error "drift --d -1" "$BIN" drift --family random --d -1 --from 0.1 --to 1 --points 2
 expect_usage_error "drift --points -1" "$BIN" drift --from 0.1 --to 1 --points -1
 expect_usage_error "oracle --threads 0" "$BIN" "${ORACLE[@]}" --threads 0

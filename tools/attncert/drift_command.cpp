@@ -366,10 +366,11 @@ void add_drift_options(CLI::App* drift, drift_args& a) {
   drift->add_option("--policies", a.policies, "Comma-separated numerical-rank policies")->capture_default_str();
   drift->add_option("--object", a.object, "attention or output (default: attention; output for identical-values)");
   add_seed_option(drift, a.seed, "Seed of the random families");
-  drift->add_option("--n", a.n, "Tokens, in [1, 64] (causal, log-odds, identical-values, random; default: the family's n)")
-      ->check(CLI::Range(1L, 64L));
-  drift->add_option("--d", a.d, "Head width, in [1, 64] (identical-values, random; default: the family's d)")
-      ->check(CLI::Range(1L, 64L));
+  drift->add_option("--n", a.n, "Tokens, in [1, 4096] (causal, log-odds, identical-values, random; default: the family's n).\n"
+                    "Above 64 the exact side is the factored exact rank and the binary64 singular values")
+      ->check(CLI::Range(1L, drift_max_n));
+  drift->add_option("--d", a.d, "Head width, in [1, 4096] (identical-values, random; default: the family's d)")
+      ->check(CLI::Range(1L, drift_max_n));
   drift->add_option("--resolution", a.resolution, "Bisection resolution, in (0, 0.5) (relative; see the report)")
       ->capture_default_str();
   add_max_precision_option(drift, a.max_bits, 128, max_precision_bits, "Cap (bits) of the singular-value enclosures");

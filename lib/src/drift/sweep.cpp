@@ -6,7 +6,9 @@
 #include <limits>
 #include <random>
 
+#include "attncert/attention/binary64_enclosure.hpp"
 #include "attncert/linalg/certified_svd.hpp"
+#include "attncert/linalg/fast_svd.hpp"
 #include "attncert/linalg/spectra.hpp"
 #include "attncert/number/decimal.hpp"
 #include "attncert/number/ziv.hpp"
@@ -89,7 +91,8 @@ void validate(const drift_request& r) {
   if (!(r.resolution > 0 && r.resolution < 0.5)) throw input_error("--resolution must be in (0, 0.5)");
   if (r.object != layer_object::attention && r.object != layer_object::output)
     throw input_error("--object must be attention or output");
-  if (r.n < 0 || r.n > 64 || r.d < 0 || r.d > 64) throw input_error("--n and --d must be in [1, 64]");
+  if (r.n < 0 || r.n > drift_max_n || r.d < 0 || r.d > drift_max_n)
+    throw input_error("--n and --d must be in [1, " + std::to_string(drift_max_n) + "]");
   if (r.family == drift_family::two_token && (r.n > 0 || r.d > 0))
     throw input_error("the two-token family has n = 2, d = 1: --n/--d do not apply");
   if (r.family == drift_family::log_odds && r.d > 0) throw input_error("the log-odds family has d = 1: --d does not apply");
@@ -179,6 +182,23 @@ drift_exact drift_exact_rank(const drift_request& r, double a) {
     return e;
   }
   const recipe_input in = drift_instance(r, a);
+  if (default_n(r) > drift_mpfi_max_n) {
+    // Above drift_mpfi_max_n: from the factors (P08 "Scores in factored form"), the n×n rational
+    // scores never formed; the same layer and the same guarantee as the path below.
+    const matrix<mpq_rational> Qx = exact_of(in.Q), Kx = exact_of(in.K);
+    score_factors F;
+    F.Q = &Qx;
+    F.K = &Kx;
+    F.scale = mpq_rational(a);
+    std::optional<matrix<mpq_rational>> V;
+    if (in.V && r.object != layer_object::attention) V = exact_of(*in.V);
+    rank_options opt;
+    opt.seed = r.seed;
+    const rank_interval ri = layer_rank_from_factors(F, in.M, r.object, V, std::nullopt, opt);
+    e.lo = ri.lo;
+    e.hi = ri.hi;
+    return e;
+  }
   const matrix<mpq_rational> B = exact_of(in.Q) * mpq_rational(a);
   const matrix<mpq_rational> SK = multiply(B, transpose(exact_of(in.K)));
   std::optional<matrix<mpq_rational>> V;
@@ -235,6 +255,37 @@ recipe_measurement measure_recipe(const recipe& rc, const recipe_input& in, cons
 
 namespace {
 
+void write_enclosures(const singular_value_enclosures& sv, drift_point& p);
+
+// The certified singular values of the point's object by the binary64 path: the object enclosed
+// in midpoint-radius form (attention/binary64_enclosure.hpp), then certified_singular_values_binary64.
+// a = 0: the scores are exactly 0.  An object the binary64 path cannot enclose (a score bound that
+// overflows) gets [0, +inf] for every σ: nothing is claimed.
+singular_value_enclosures binary64_singular_values(const drift_request& r, const recipe_input& in, double a) {
+  try {
+    binary64_enclosure S;
+    if (a == 0) {
+      S.mid = matrix<double>::Zero(in.Q.rows(), in.K.rows());
+      S.rad = S.mid;
+    } else {
+      score_scale c;
+      c.rational = mpq_rational(a);
+      S = enclose_scores_binary64(in.Q, in.K, c);
+    }
+    binary64_enclosure X = enclose_attention_binary64(S, in.M);
+    if (r.object == layer_object::output) X = enclose_product_binary64(X, *in.V);
+    return certified_singular_values_binary64(X);
+  } catch (const input_error&) {
+    singular_value_enclosures none;
+    none.bits = 53;
+    const std::size_t k = static_cast<std::size_t>(std::min(in.Q.rows(), in.K.rows()));
+    precision_guard g(53);
+    none.sigma.resize(k);
+    for (auto& x : none.sigma) mpfi_interv_d(x.backend().data(), 0.0, std::numeric_limits<double>::infinity());
+    return none;
+  }
+}
+
 // Enclosures of σ_min and of σ₁/σ_min at one point.
 void enclose(const drift_request& r, double a, drift_point& p) {
   if (two_token_fast(r)) {
@@ -262,6 +313,13 @@ void enclose(const drift_request& r, double a, drift_point& p) {
     return;
   }
   const recipe_input in = drift_instance(r, a);
+  if (default_n(r) > drift_mpfi_max_n) {
+    // Above drift_mpfi_max_n: the binary64 filter alone (linalg/fast_svd.hpp, proofs/P16): one
+    // dgesdd and a rigorous residual bound.  Sound whatever it decides; when fewer σ than the
+    // exact rank's lo come out certified positive, σ_min's lower end is 0 and cond is "inf".
+    write_enclosures(binary64_singular_values(r, in, a), p);
+    return;
+  }
   // Ziv (number/ziv.hpp): escalate until as many singular values are certified > 0 as the
   // exact rank's lower bound, or the cap.
   const auto out = ziv_escalate(precision_schedule{r.start_bits, r.max_bits}, [&](unsigned bits) {
@@ -277,7 +335,11 @@ void enclose(const drift_request& r, double a, drift_point& p) {
     const bool decided = sv.certified_positive >= p.exact.lo;
     return ziv_step<singular_value_enclosures>{std::move(sv), decided};
   });
-  const singular_value_enclosures& sv = out.value;
+  write_enclosures(out.value, p);
+}
+
+// The point's σ_min and condition-number enclosures from the certified singular values.
+void write_enclosures(const singular_value_enclosures& sv, drift_point& p) {
   p.enclosure_bits = sv.bits;
   if (sv.sigma.empty()) return;
   precision_guard g(sv.bits);

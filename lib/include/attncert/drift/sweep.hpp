@@ -21,7 +21,8 @@
 //     exact rational scores a·QKᵀ (a is a binary64 number, hence rational), and Rump's
 //     certified singular values (linalg/certified_svd.hpp) of the object enclosed in MPFI,
 //     escalating the precision from start_bits, doubling up to max_bits, until as many
-//     singular values are certified positive as the exact rank's lower bound.
+//     singular values are certified positive as the exact rank's lower bound; above
+//     drift_mpfi_max_n (below), from the factors and by the binary64 path instead.
 //
 // Divergence intervals: the grid decides where each recipe × policy diverges; between two
 // adjacent grid points of different status the switch is located by bisection (geometric
@@ -59,6 +60,16 @@ struct user_diagnostic {
   std::string name;
   std::function<std::size_t(const matrix<double>&, const recipe&)> rank;
 };
+
+/// The largest n (and d) a family takes.
+inline constexpr long drift_max_n = 4096;
+/// Up to this n the exact side forms the rational scores a·QKᵀ for the exact rank, and encloses the
+/// singular values by MPFI Jacobi + Rump with Ziv escalation (tight, and cheap at this size).  Above
+/// it (a dispatcher of one threshold, as FLINT's): the exact rank from the factors Q, K
+/// (layer_rank_from_factors, the same guarantee) and the binary64 singular values (linalg/fast_svd.hpp,
+/// proofs/P16), one dgesdd and a rigorous residual bound, not escalated: their width is about
+/// n^{3/2}·u·σ₁, so σ below that stay uncertified ([0, ...], cond "inf") while the rank is still exact.
+inline constexpr long drift_mpfi_max_n = 64;
 
 /// A sweep request.  n, d = 0 select the family's defaults.
 struct drift_request {
