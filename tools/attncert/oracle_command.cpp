@@ -423,6 +423,162 @@ attncert::oracle::rule_settings make_rule_settings(const oracle_args& a) {
 
 }  // namespace
 
+namespace {
+
+// The forward's candidate arrays (--candidate, --attention-candidate, --baseline, --rerun, --candidate-lse,
+// --baseline-lse), every one read and checked against the request's shapes before any work.
+struct forward_files {
+  std::vector<io::npy_array> cands;
+  std::optional<io::npy_array> att, base, rerun, cand_lse, base_lse;
+};
+
+std::optional<io::npy_array> read_checked(const std::string& file, const std::vector<std::size_t>& shape) {
+  if (file.empty()) return std::nullopt;
+  io::npy_array arr = io::read_npy(file, io::nonfinite::allow);
+  oracle::check_candidate_array(arr, shape, file);
+  return arr;
+}
+
+forward_files read_forward_files(const oracle_args& a, const oracle::attention_spec& spec, const oracle::built_request& built,
+                                 const oracle::rule_settings& rules) {
+  using namespace attncert::oracle;
+  const oracle_request& req = built.req;
+  const output_layout& olay = built.olay;
+  forward_files f;
+  for (const auto& c : a.candidates) f.cands.push_back(*read_checked(c, olay.out_shape));
+  if (!a.attention_candidate.empty()) {
+    const bool plain = req.K.H == req.Q.H && built.lay.layout == qkv_layout::bhsd && !built.lay.paged &&
+                       req.seqlens_k.empty() && req.variant.softcap.empty() && req.variant.alibi_slopes.empty() &&
+                       !req.variant.has_bias && req.variant.sink.empty() && !req.variant.has_dropout &&
+                       !req.variant.causal_bottom_right && req.variant.window_left == -1 && req.variant.window_right == -1;
+    if (!plain) throw input_error("--attention-candidate supports plain attention only (no variant options)");
+    f.att = io::read_npy(a.attention_candidate);
+    check_attention_array(*f.att, spec.q, spec.k, a.attention_candidate);
+  }
+  const grading_args& g = a.grading;
+  const bool need_base = rule_needs_baseline(rules.rule);
+  if (need_base && !f.cands.empty() && g.baseline.empty())
+    throw input_error("--rule " + g.rule + " compares with a baseline: give --baseline B.npy");
+  if (need_base && !g.candidate_lse.empty() && g.baseline_lse.empty())
+    throw input_error("--rule " + g.rule + " on --candidate-lse compares with a baseline: give --baseline-lse B.npy");
+  if (!g.baseline.empty() && f.cands.empty()) throw input_error("--baseline needs a --candidate to compare");
+  if (!g.baseline_lse.empty() && g.candidate_lse.empty()) throw input_error("--baseline-lse needs --candidate-lse");
+  if (!g.rerun.empty() && f.cands.empty()) throw input_error("--rerun is a second run of the first --candidate: give --candidate");
+  f.base = read_checked(g.baseline, olay.out_shape);
+  f.rerun = read_checked(g.rerun, olay.out_shape);
+  if (!g.candidate_lse.empty() && !req.lse.want) throw internal_error("--candidate-lse without an LSE request");
+  f.cand_lse = read_checked(g.candidate_lse, olay.lse_shape);
+  f.base_lse = read_checked(g.baseline_lse, olay.lse_shape);
+  return f;
+}
+
+// The backward's cotangents (--grad-out, --grad-lse), the gradient layouts and the gradient candidates,
+// read and checked before any work.  No --grad-out: no backward call.
+struct backward_files {
+  std::optional<io::npy_array> dout, dlse;
+  std::vector<oracle::output_layout> glay;
+  gradient_inputs grad_in;
+};
+
+backward_files read_backward_files(const oracle_args& a, const oracle::attention_spec& spec, const oracle::built_request& built,
+                                   const oracle::rule_settings& rules, nlohmann::json& inputs) {
+  if (a.grad_out.empty() && (!a.grad_lse.empty() || !a.write_grad_references.empty()))
+    throw input_error("--grad-lse and --write-grad-references belong to a backward call: give --grad-out dO.npy");
+  backward_files b;
+  b.grad_in = read_gradient_inputs(a, rules, gradient_specs(a, built.req, spec.q, spec.k, spec.v, inputs));
+  if (a.grad_out.empty()) return b;
+  if (a.write_grad_references.empty() && b.grad_in.candidates.empty())
+    throw input_error("--grad-out needs --write-grad-references PREFIX or --candidate-grads PREFIX");
+  b.dout = read_checked(a.grad_out, built.olay.out_shape);
+  inputs["grad_out"] = describe(a.grad_out, *b.dout);
+  if (!a.grad_lse.empty()) {
+    b.dlse = read_checked(a.grad_lse, built.olay.lse_shape);
+    inputs["grad_lse"] = describe(a.grad_lse, *b.dlse);
+  }
+  b.glay = gradient_layouts(spec, built);
+  return b;
+}
+
+// Grades the forward's candidates, baseline, rerun and LSE against the exact values, and the
+// attention-matrix candidate, into the report's input.
+void grade_forward(const forward_files& f, const oracle_args& a, const oracle::built_request& built,
+                   const oracle::oracle_result& res, const oracle::rule_settings& rules, oracle::oracle_report_input& ri) {
+  using namespace attncert::oracle;
+  const output_layout& olay = built.olay;
+  const grading_args& g = a.grading;
+  const truth_view out_truth = output_truth(res, built.req.target);
+  const std::vector<double> base_int = f.base ? olay.output_to_internal(f.base->values) : std::vector<double>{};
+  const std::vector<double>* base_ptr = f.base ? &base_int : nullptr;
+  std::vector<double> first_run;
+  for (std::size_t c = 0; c < f.cands.size(); ++c) {
+    std::vector<double> ci = olay.output_to_internal(f.cands[c].values);
+    ri.candidates.push_back(approx_grade(out_truth, ci, base_ptr, rules, "c" + std::to_string(c + 1)));
+    ri.candidate_files.push_back(a.candidates[c]);
+    if (c == 0) first_run = std::move(ci);
+  }
+  if (f.base) {
+    ri.baseline = approx_errors(out_truth, base_int, "b");
+    ri.baseline_file = g.baseline;
+  }
+  if (f.rerun) {
+    ri.rerun = approx_rerun_spread(out_truth, first_run, olay.output_to_internal(f.rerun->values));
+    ri.rerun_file = g.rerun;
+  }
+  if (f.cand_lse) {
+    const truth_view lt = lse_truth(res);
+    const std::vector<double> bl = f.base_lse ? olay.lse_to_internal(f.base_lse->values) : std::vector<double>{};
+    ri.lse_candidate = approx_grade(lt, olay.lse_to_internal(f.cand_lse->values), f.base_lse ? &bl : nullptr, rules, "lse");
+    ri.lse_candidate_file = g.candidate_lse;
+    if (f.base_lse) {
+      ri.lse_baseline = approx_errors(lt, bl, "b_lse");
+      ri.lse_baseline_file = g.baseline_lse;
+    }
+  }
+  if (f.att) ri.attention = grade_attention(built.req, f.att->values);
+}
+
+// Stages the reference files the options ask for (--write-reference, --write-lse, --write-grad-references)
+// and names them in the report; they are committed with the report.
+void stage_references(const oracle_args& a, const oracle::attention_spec& spec, const oracle::built_request& built,
+                      const oracle::oracle_result& res, const oracle::backward_result* grads,
+                      const std::vector<oracle::output_layout>& glay, const nlohmann::json& inputs, command_output& out,
+                      oracle::oracle_report_input& ri) {
+  using namespace attncert::oracle;
+  const oracle_request& req = built.req;
+  if (!a.write_reference.empty()) {
+    const io::npy_array ref = reference_array(res, req.target, built.olay);
+    out.files.stage_file(a.write_reference, io::serialize_npy(ref));
+    ri.reference = {{"file", a.write_reference}, {"dtype", io::dtype_descr(ref.type)}, {"shape", built.olay.out_shape}};
+    if (req.target == target_format::bfloat16) ri.reference["note"] = "bfloat16 values stored exactly as float32";
+  }
+  if (!a.write_lse.empty()) {
+    const io::npy_array l = lse_array(res, built.olay);
+    out.files.stage_file(a.write_lse, io::serialize_npy(l));
+    ri.lse_file = {{"file", a.write_lse}, {"dtype", io::dtype_descr(l.type)}, {"shape", built.olay.lse_shape},
+                   {"base", req.lse.base2 ? "2" : "e"}};
+  }
+  if (!grads || a.write_grad_references.empty()) return;
+  auto stage = [&](const std::string& name, const gradient_tensor& g, const output_layout* gl,
+                   const std::vector<std::size_t>& shape) {
+    const std::string file = a.write_grad_references + "." + name + ".npy";
+    const io::npy_array arr = target_array(gl ? gl->output_to_external(g.reference) : g.reference, req.target, shape);
+    out.files.stage_file(file, io::serialize_npy(arr));
+    ri.gradient_files[name] = {{"file", file}, {"dtype", io::dtype_descr(arr.type)}, {"shape", shape}};
+  };
+  stage("dq", grads->dq, &glay[0], spec.q.shape);
+  stage("dk", grads->dk, &glay[1], spec.k.shape);
+  stage("dv", grads->dv, &glay[2], spec.v.shape);
+  if (grads->has_dbias) stage("dbias", grads->dbias, nullptr, inputs.at("bias").at("shape").get<std::vector<std::size_t>>());
+  if (grads->has_dsink) stage("dsink", grads->dsink, nullptr, {req.Q.H});
+}
+
+double seconds_since(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
+
+}  // namespace
+
+// Read and check everything, run the forward (and the backward), grade, stage the files, write the report.
 int run_oracle_command(const oracle_args& a, const std::string& command) {
   using namespace attncert::oracle;
   const auto t0 = std::chrono::steady_clock::now();
@@ -431,88 +587,22 @@ int run_oracle_command(const oracle_args& a, const std::string& command) {
   built_request built = build_request(spec);
   oracle_request& req = built.req;
   req.progress = progress_reporter("oracle", "rows", false);
-  const input_layout& lay = built.lay;
-  const output_layout& olay = built.olay;
-  const io::npy_array &qa = spec.q, &ka = spec.k, &va = spec.v;
-  // Candidates are read and checked before any work.
-  const auto& out_shape = olay.out_shape;
-  std::vector<io::npy_array> cands;
-  for (const auto& c : a.candidates) {
-    cands.push_back(io::read_npy(c, io::nonfinite::allow));
-    check_candidate_array(cands.back(), out_shape, c);
-  }
-  std::optional<io::npy_array> att;
-  if (!a.attention_candidate.empty()) {
-    const bool plain = req.K.H == req.Q.H && lay.layout == qkv_layout::bhsd && !lay.paged && req.seqlens_k.empty() &&
-                       req.variant.softcap.empty() && req.variant.alibi_slopes.empty() && !req.variant.has_bias &&
-                       req.variant.sink.empty() && !req.variant.has_dropout && !req.variant.causal_bottom_right &&
-                       req.variant.window_left == -1 && req.variant.window_right == -1;
-    if (!plain) throw input_error("--attention-candidate supports plain attention only (no variant options)");
-    att = io::read_npy(a.attention_candidate);
-    check_attention_array(*att, qa, ka, a.attention_candidate);
-  }
-  // The grading rule and its arrays, all checked before any work.
-  const grading_args& g = a.grading;
   const rule_settings rules = make_rule_settings(a);
-  const bool need_base = rule_needs_baseline(rules.rule);
-  if (need_base && !cands.empty() && g.baseline.empty())
-    throw input_error("--rule " + g.rule + " compares with a baseline: give --baseline B.npy");
-  if (need_base && !g.candidate_lse.empty() && g.baseline_lse.empty())
-    throw input_error("--rule " + g.rule + " on --candidate-lse compares with a baseline: give --baseline-lse B.npy");
-  if (!g.baseline.empty() && cands.empty()) throw input_error("--baseline needs a --candidate to compare");
-  if (!g.baseline_lse.empty() && g.candidate_lse.empty()) throw input_error("--baseline-lse needs --candidate-lse");
-  if (!g.rerun.empty() && cands.empty()) throw input_error("--rerun is a second run of the first --candidate: give --candidate");
-  std::optional<io::npy_array> base, rerun, cand_lse, base_lse;
-  if (!g.baseline.empty()) {
-    base = io::read_npy(g.baseline, io::nonfinite::allow);
-    check_candidate_array(*base, out_shape, g.baseline);
-  }
-  if (!g.rerun.empty()) {
-    rerun = io::read_npy(g.rerun, io::nonfinite::allow);
-    check_candidate_array(*rerun, out_shape, g.rerun);
-  }
-  if (!g.candidate_lse.empty()) {
-    if (!req.lse.want) throw internal_error("--candidate-lse without an LSE request");
-    cand_lse = io::read_npy(g.candidate_lse, io::nonfinite::allow);
-    check_candidate_array(*cand_lse, olay.lse_shape, g.candidate_lse);
-  }
-  if (!g.baseline_lse.empty()) {
-    base_lse = io::read_npy(g.baseline_lse, io::nonfinite::allow);
-    check_candidate_array(*base_lse, olay.lse_shape, g.baseline_lse);
-  }
-
-  // The backward's cotangents and layouts, checked before any work.
-  std::optional<io::npy_array> dout, dlse;
-  std::vector<output_layout> glay;
-  if (a.grad_out.empty() && (!a.grad_lse.empty() || !a.write_grad_references.empty()))
-    throw input_error("--grad-lse and --write-grad-references belong to a backward call: give --grad-out dO.npy");
-  const gradient_inputs grad_in = read_gradient_inputs(a, rules, gradient_specs(a, req, qa, ka, va, inputs));
-  if (!a.grad_out.empty()) {
-    if (a.write_grad_references.empty() && grad_in.candidates.empty())
-      throw input_error("--grad-out needs --write-grad-references PREFIX or --candidate-grads PREFIX");
-    dout = io::read_npy(a.grad_out, io::nonfinite::allow);
-    check_candidate_array(*dout, out_shape, a.grad_out);
-    inputs["grad_out"] = describe(a.grad_out, *dout);
-    if (!a.grad_lse.empty()) {
-      dlse = io::read_npy(a.grad_lse, io::nonfinite::allow);
-      check_candidate_array(*dlse, olay.lse_shape, a.grad_lse);
-      inputs["grad_lse"] = describe(a.grad_lse, *dlse);
-    }
-    glay = gradient_layouts(spec, built);
-  }
+  const forward_files ff = read_forward_files(a, spec, built, rules);
+  const backward_files bf = read_backward_files(a, spec, built, rules, inputs);
 
   const oracle_result res = run_oracle(req);
   clear_progress();
   std::optional<backward_result> grads;
   double backward_seconds = 0;
-  if (dout) {
+  if (bf.dout) {
     const auto tb = std::chrono::steady_clock::now();
     backward_inputs gi;
-    gi.dO = olay.output_to_internal(dout->values);
-    if (dlse) gi.dLSE = olay.lse_to_internal(dlse->values);
+    gi.dO = built.olay.output_to_internal(bf.dout->values);
+    if (bf.dlse) gi.dLSE = built.olay.lse_to_internal(bf.dlse->values);
     grads = run_oracle_backward(req, gi);
     clear_progress();
-    backward_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - tb).count();
+    backward_seconds = seconds_since(tb);
   }
 
   oracle_report_input ri;
@@ -521,69 +611,16 @@ int run_oracle_command(const oracle_args& a, const std::string& command) {
   ri.settings = settings(a, req);
   ri.result = &res;
   ri.rules = rules;
-  const truth_view out_truth = output_truth(res, req.target);
-  const std::vector<double> base_int = base ? olay.output_to_internal(base->values) : std::vector<double>{};
-  const std::vector<double>* base_ptr = base ? &base_int : nullptr;
-  std::vector<double> first_run;
-  for (std::size_t c = 0; c < cands.size(); ++c) {
-    std::vector<double> ci = olay.output_to_internal(cands[c].values);
-    ri.candidates.push_back(approx_grade(out_truth, ci, base_ptr, rules, "c" + std::to_string(c + 1)));
-    ri.candidate_files.push_back(a.candidates[c]);
-    if (c == 0) first_run = std::move(ci);
-  }
-  if (base) {
-    ri.baseline = approx_errors(out_truth, base_int, "b");
-    ri.baseline_file = g.baseline;
-  }
-  if (rerun) {
-    ri.rerun = approx_rerun_spread(out_truth, first_run, olay.output_to_internal(rerun->values));
-    ri.rerun_file = g.rerun;
-  }
-  if (cand_lse) {
-    const truth_view lt = lse_truth(res);
-    const std::vector<double> bl = base_lse ? olay.lse_to_internal(base_lse->values) : std::vector<double>{};
-    ri.lse_candidate = approx_grade(lt, olay.lse_to_internal(cand_lse->values), base_lse ? &bl : nullptr, rules, "lse");
-    ri.lse_candidate_file = g.candidate_lse;
-    if (base_lse) {
-      ri.lse_baseline = approx_errors(lt, bl, "b_lse");
-      ri.lse_baseline_file = g.baseline_lse;
-    }
-  }
-  if (att) ri.attention = grade_attention(req, att->values);
-  command_output out;
-  if (!a.write_reference.empty()) {
-    const io::npy_array ref = reference_array(res, req.target, olay);
-    out.files.stage_file(a.write_reference, io::serialize_npy(ref));
-    ri.reference = {{"file", a.write_reference}, {"dtype", io::dtype_descr(ref.type)}, {"shape", out_shape}};
-    if (req.target == target_format::bfloat16) ri.reference["note"] = "bfloat16 values stored exactly as float32";
-  }
-  if (!a.write_lse.empty()) {
-    const io::npy_array l = lse_array(res, olay);
-    out.files.stage_file(a.write_lse, io::serialize_npy(l));
-    ri.lse_file = {{"file", a.write_lse}, {"dtype", io::dtype_descr(l.type)}, {"shape", olay.lse_shape},
-                   {"base", req.lse.base2 ? "2" : "e"}};
-  }
+  grade_forward(ff, a, built, res, rules, ri);
   if (grads) {
     ri.backward = &*grads;
     ri.backward_seconds = backward_seconds;
     ri.gradient_files = nlohmann::json::object();
-    grade_gradients(grad_in, *grads, glay, rules, g, ri);
+    grade_gradients(bf.grad_in, *grads, bf.glay, rules, a.grading, ri);
   }
-  if (grads && !a.write_grad_references.empty()) {
-    auto stage = [&](const std::string& name, const gradient_tensor& g, const output_layout* gl,
-                     const std::vector<std::size_t>& shape) {
-      const std::string file = a.write_grad_references + "." + name + ".npy";
-      const io::npy_array arr = target_array(gl ? gl->output_to_external(g.reference) : g.reference, req.target, shape);
-      out.files.stage_file(file, io::serialize_npy(arr));
-      ri.gradient_files[name] = {{"file", file}, {"dtype", io::dtype_descr(arr.type)}, {"shape", shape}};
-    };
-    stage("dq", grads->dq, &glay[0], qa.shape);
-    stage("dk", grads->dk, &glay[1], ka.shape);
-    stage("dv", grads->dv, &glay[2], va.shape);
-    if (grads->has_dbias) stage("dbias", grads->dbias, nullptr, inputs.at("bias").at("shape").get<std::vector<std::size_t>>());
-    if (grads->has_dsink) stage("dsink", grads->dsink, nullptr, {req.Q.H});
-  }
-  ri.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  command_output out;
+  stage_references(a, spec, built, res, grads ? &*grads : nullptr, bf.glay, inputs, out, ri);
+  ri.seconds = seconds_since(t0);
   const nlohmann::json report = oracle_report(ri);
   std::ostringstream os;
   if (a.out_format == "json") os << report.dump(2) << "\n";
