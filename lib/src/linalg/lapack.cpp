@@ -8,6 +8,7 @@
 #include <cmath>
 #include <limits>
 #include <string>
+#include <type_traits>
 
 #include "attncert/error.hpp"
 
@@ -27,37 +28,34 @@ bool all_finite(const matrix<T>& A) {
   return true;
 }
 
+// The values-only SVD of A by gesdd in A's own format (dgesdd or sgesdd), decreasing.
+template <class T>
+std::vector<T> values_gesdd(const matrix<T>& A) {
+  if (A.size() == 0) return {};
+  std::vector<T> s(static_cast<std::size_t>(std::min(A.rows(), A.cols())));
+  if (!all_finite(A)) {  // as an SVD in the format itself would: NaN singular values
+    std::fill(s.begin(), s.end(), std::numeric_limits<T>::quiet_NaN());
+    return s;
+  }
+  matrix<T> W = A;
+  const lapack_int m = as_int(A.rows()), n = as_int(A.cols());
+  lapack_int info = 0;
+  if constexpr (std::is_same_v<T, double>)
+    info = LAPACKE_dgesdd(LAPACK_COL_MAJOR, 'N', m, n, W.data(), m, s.data(), nullptr, 1, nullptr, 1);
+  else
+    info = LAPACKE_sgesdd(LAPACK_COL_MAJOR, 'N', m, n, W.data(), m, s.data(), nullptr, 1, nullptr, 1);
+  if (info != 0)
+    throw input_error(std::string("LAPACK ") + (std::is_same_v<T, double> ? "d" : "s") + "gesdd failed (info " +
+                      std::to_string(info) + ")");
+  std::sort(s.begin(), s.end(), [](T a, T b) { return b < a; });
+  return s;
+}
+
 }  // namespace
 
-std::vector<double> approx_singular_values_lapack(const matrix<double>& A) {
-  if (A.size() == 0) return {};
-  std::vector<double> s(static_cast<std::size_t>(std::min(A.rows(), A.cols())));
-  if (!all_finite(A)) {  // as an SVD in the format itself would: NaN singular values
-    std::fill(s.begin(), s.end(), std::numeric_limits<double>::quiet_NaN());
-    return s;
-  }
-  matrix<double> W = A;
-  const lapack_int info = LAPACKE_dgesdd(LAPACK_COL_MAJOR, 'N', as_int(A.rows()), as_int(A.cols()), W.data(),
-                                         as_int(A.rows()), s.data(), nullptr, 1, nullptr, 1);
-  if (info != 0) throw input_error("LAPACK dgesdd failed (info " + std::to_string(info) + ")");
-  std::sort(s.begin(), s.end(), [](double a, double b) { return b < a; });
-  return s;
-}
+std::vector<double> approx_singular_values_lapack(const matrix<double>& A) { return values_gesdd(A); }
 
-std::vector<float> approx_singular_values_lapack(const matrix<float>& A) {
-  if (A.size() == 0) return {};
-  std::vector<float> s(static_cast<std::size_t>(std::min(A.rows(), A.cols())));
-  if (!all_finite(A)) {  // as an SVD in the format itself would: NaN singular values
-    std::fill(s.begin(), s.end(), std::numeric_limits<float>::quiet_NaN());
-    return s;
-  }
-  matrix<float> W = A;
-  const lapack_int info = LAPACKE_sgesdd(LAPACK_COL_MAJOR, 'N', as_int(A.rows()), as_int(A.cols()), W.data(),
-                                         as_int(A.rows()), s.data(), nullptr, 1, nullptr, 1);
-  if (info != 0) throw input_error("LAPACK sgesdd failed (info " + std::to_string(info) + ")");
-  std::sort(s.begin(), s.end(), [](float a, float b) { return b < a; });
-  return s;
-}
+std::vector<float> approx_singular_values_lapack(const matrix<float>& A) { return values_gesdd(A); }
 
 bool approx_svd_lapack(const matrix<double>& A, matrix<double>& U, std::vector<double>& s, matrix<double>& V) {
   const Eigen::Index m = A.rows(), n = A.cols(), k = std::min(m, n);
