@@ -5,6 +5,7 @@
     client = Client(LocalCluster(n_workers=2, threads_per_worker=1))
     out = ad.attention(q, k, v, client=client, causal="top-left")        # the same bits as attncert.attention
     grads = ad.attention_vjp(q, k, v, do, client=client, causal="top-left")
+    ad.assert_attention_close(out_kernel, q, k, v, client=client, rows=4096, seed=0, causal="top-left")
 
 Work is split into tasks by (batch, kv-head group, block of query rows); Dask schedules them, retries the
 tasks of a worker that dies, and shows progress in its dashboard or with distributed.progress.  Every
@@ -13,18 +14,27 @@ does not depend on the split: it is bit for bit that of the single-process call 
 faithful_only at the precision cap are decided by the same row computation, hence also equal).
 Assembly writes each block to its own place, so a retried task cannot count a row twice.
 
-Layout bhsd ((b, h, n, d)) only.  The backward splits by (batch, kv-head group) only, each task with all
-its query rows: dK and dV sum over the rows of a group, and rounded partial sums would not be correctly
-rounded; dbias and dsink are computed when no sum crosses a task (a bias whose batch and head dimensions
-are full, a sink with batch 1), and refused otherwise.
+Grading (grade, assert_attention_close) computes only the rows it grades: rows=N draws N query rows with
+`seed` exactly as attncert.testing.assert_attention_close(..., rows=N, seed=...) does, the tasks (batch,
+kv-head group, block of the drawn rows) return the exact values of their rows, and the driver grades the
+candidate's drawn rows against them: the grade is the single-process one, field for field.
+
+Layout bhsd ((b, h, n, d)) only.  The backward splits a unit into blocks of query rows too: dK and dV sum
+over the rows of a group, and rounded partial sums would not be correctly rounded, so each block returns
+enclosures of its partial sums (double-double balls), which the client adds and rounds once; a unit whose
+enclosure cannot decide an element is redone whole by one task.  dbias and dsink are computed when no sum
+crosses a unit (a bias whose batch and head dimensions are full, a sink with batch 1; such units are not
+split), and refused otherwise.
 """
 from __future__ import annotations
+
+import json
 
 import numpy as np
 
 import attncert as _a
 
-__all__ = ["attention", "attention_vjp", "drift"]
+__all__ = ["attention", "attention_vjp", "grade", "assert_attention_close", "drift"]
 
 _PER_UNIT_4D = ("bias", "mask", "dropout_mask")
 
@@ -125,10 +135,19 @@ def _put(client, x):
     return client.compute(x)
 
 
+def _hold(client, parts):
+    """The arguments of a unit's tasks held once on the cluster (_put) and copied to every worker: the tasks then
+    run where they are scheduled, not queued behind the one worker that holds their inputs."""
+    held = [_put(client, x) for x in parts]
+    client.replicate([h for h in held if h is not None])
+    return held
+
+
 def _default_target(q, variant):
     target = variant.get("target")
     if target is None:
-        target = _a._dtype_name(q)
+        # a dask array's dtype without computing it (np.asarray would)
+        target = q.dtype.name if type(q).__module__.startswith("dask") else _a._dtype_name(q)
         if target not in _a._TARGETS:
             raise ValueError("target: the default target is the dtype of q, which is %s; give target= (float64, "
                              "float32, float16, bfloat16)" % target)
@@ -190,15 +209,68 @@ def attention(q, k, v, *, client, rows_per_task=1024, return_lse=False, progress
     return (res, _a._like(lse, q, lse_target)) if return_lse else res
 
 
-def attention_vjp(q, k, v, do, *, client, dlse=None, progress=False, **variant):
+def _backward_block_task(q, k, v, do, dlse, args, row_block):
+    """One task: the internal rows [begin, end) of one (batch, kv-head group) unit: their dq, correctly rounded,
+    and the enclosures of their partial dK (before the scale) and dV sums (attncert/oracle/backward.hpp)."""
+    import attncert
+    from attncert import _core
+
+    opts = attncert._options(q, want_lse=dlse is not None, **dict(args, threads=1))
+    return _core.backward_block(np.asarray(q), np.asarray(k), np.asarray(v), np.asarray(do),
+                                None if dlse is None else np.asarray(dlse), opts, tuple(row_block))
+
+
+def _row_blocks(rows, units, workers, rows_per_task):
+    """The blocks [begin, end) of a unit's `rows` internal rows: rows_per_task rows each; "auto": whole units
+    when there are at least two per worker, else enough blocks of at least 256 rows for two tasks per worker."""
+    if rows_per_task == "auto":
+        if units >= 2 * workers:
+            return [(0, rows)]
+        per = max(256, -(-rows // -(-2 * workers // units)))
+    else:
+        per = int(rows_per_task)
+    return [(s, min(rows, s + per)) for s in range(0, rows, per)]
+
+
+def _reduce_unit(blocks, r, nq, d):
+    """A split unit's gradients from its blocks' results, or None when a block declined or a dK/dV element stays
+    undecided (the unit is then redone whole by one task)."""
+    from . import _core
+
+    if not all(x["complete"] for x in blocks):
+        return None
+    scale, target = blocks[0]["scale"], blocks[0]["target"]
+    if any(x["scale"] != scale or x["target"] != target for x in blocks):
+        raise RuntimeError("attncert.distributed: the blocks of a unit disagree on the scale or the target")
+    out = {}
+    for name, sc in (("dk", scale), ("dv", None)):
+        ref, decided = _core.reduce_backward_blocks([x[name] for x in blocks], sc, target)
+        if not decided.all():
+            return None
+        out[name] = ref
+    out["dq"] = np.concatenate([x["dq"] for x in blocks]).reshape(1, r, nq, d)
+    return out, target
+
+
+def attention_vjp(q, k, v, do, *, client, dlse=None, rows_per_task="auto", progress=False, stats=None, **variant):
     """attncert.attention_vjp(q, k, v, do, dlse=dlse, **variant) computed on `client`'s workers, bit for bit
-    the same: one task per (batch, kv-head group).  Refused (ValueError): a bias broadcast over the batch
-    (with b > 1) or over the heads (with more than one kv head), and a sink with b > 1, whose gradients
-    would be sums across tasks."""
+    the same.
+
+    Tasks are (batch, kv-head group) units, split into blocks of query rows (rows_per_task rows of the group's
+    query heads; "auto": split only when there are fewer than two units per worker).  A block returns its rows'
+    dq, correctly rounded, and enclosures of its partial dK and dV sums; the client adds the enclosures, scales
+    and rounds once (attncert/oracle/backward.hpp: reduce_backward_blocks), so dK and dV are correctly rounded,
+    not sums of rounded parts.  A unit whose block declined (the fast path does not hold the request) or whose
+    sum leaves an element undecided is redone whole by one task.  A bias or a sink is never split (dbias and
+    dsink sum over the rows); refused (ValueError): a bias broadcast over the batch (with b > 1) or over the
+    heads (with more than one kv head), and a sink with b > 1, whose gradients would be sums across units.
+    stats: a dict, filled with the counts of units, blocks and units redone whole."""
     import uuid
 
     q_, k_, v_, do_, dlse_ = _arr(q, "q"), _arr(k, "k"), _arr(v, "v"), _arr(do, "do"), _arr(dlse, "dlse")
     B, H, Hk, r, nq = _units(q_, k_, variant)
+    if rows_per_task != "auto" and (isinstance(rows_per_task, bool) or int(rows_per_task) < 1):
+        raise ValueError("rows_per_task must be \"auto\" or >= 1 (got %r)" % (rows_per_task,))
     bias = variant.get("bias")
     bias4 = None
     if bias is not None:
@@ -216,22 +288,50 @@ def attention_vjp(q, k, v, do, *, client, dlse=None, progress=False, **variant):
         raise TypeError("unexpected keyword argument(s): %s" % ", ".join(sorted(extra)))
     args.update(variant)
     args["target"] = _default_target(q, variant)
+    splittable = bias is None and variant.get("sink") is None
+    workers = max(1, len(client.scheduler_info()["workers"]))
     token = uuid.uuid4().hex[:12]
-    futures = []
+    whole, split = [], []  # ((b, g), future) and ((b, g), [futures of its blocks], parts)
     for b in range(B):
         for g in range(Hk):
             heads = slice(g * r, (g + 1) * r)
-            # one task per unit: NumPy slices go with it (recomputable with the task); dask arrays stay on the cluster
-            parts = [x if x is None or isinstance(x, np.ndarray) else client.compute(x)
-                     for x in (q_[b:b + 1, heads], k_[b:b + 1, g:g + 1], v_[b:b + 1, g:g + 1], do_[b:b + 1, heads],
-                               None if dlse_ is None else dlse_[b:b + 1, heads])]
-            f = client.submit(_backward_task, *parts, _unit_variant(args, b, g, r, B, H), pure=False,
-                              key="attncert-bwd-%s-b%d-g%d" % (token, b, g))
-            futures.append(((b, g), f))
-    _progress(futures, progress)
+            parts = (q_[b:b + 1, heads], k_[b:b + 1, g:g + 1], v_[b:b + 1, g:g + 1], do_[b:b + 1, heads],
+                     None if dlse_ is None else dlse_[b:b + 1, heads])
+            unit_args = _unit_variant(args, b, g, r, B, H)
+            blocks = _row_blocks(r * nq, B * Hk, workers, rows_per_task) if splittable else [(0, r * nq)]
+            if len(blocks) == 1:
+                # one task per unit: NumPy slices go with it (recomputable with the task); dask arrays stay on the cluster
+                held = [x if x is None or isinstance(x, np.ndarray) else client.compute(x) for x in parts]
+                whole.append(((b, g), client.submit(_backward_task, *held, unit_args, pure=False,
+                                                    key="attncert-bwd-%s-b%d-g%d" % (token, b, g))))
+            else:
+                held = _hold(client, parts)
+                fs = [client.submit(_backward_block_task, *held, unit_args, blk, pure=False,
+                                    key="attncert-bwdblk-%s-b%d-g%d-r%d" % (token, b, g, blk[0])) for blk in blocks]
+                split.append(((b, g), fs, held, unit_args))
+    _progress(whole + [(None, f) for _, fs, _, _ in split for f in fs], progress)
+    results = {}
+    for ((b, g), _), res in zip(whole, client.gather([f for _, f in whole])):
+        results[(b, g)] = res
+    redo = []
+    for (b, g), fs, held, unit_args in split:
+        reduced = _reduce_unit(client.gather(fs), r, nq, q_.shape[-1])
+        if reduced is None:
+            redo.append(((b, g), client.submit(_backward_task, *held, unit_args, pure=False,
+                                               key="attncert-bwd-%s-b%d-g%d" % (token, b, g))))
+        else:
+            grads, target = reduced
+            dk = grads["dk"].reshape(1, 1, -1, k_.shape[-1])
+            dv = grads["dv"].reshape(1, 1, -1, v_.shape[-1])
+            results[(b, g)] = ({"dq": grads["dq"], "dk": dk, "dv": dv, "dbias": None, "dsink": None}, target)
+    _progress(redo, progress)
+    for ((b, g), _), res in zip(redo, client.gather([f for _, f in redo])):
+        results[(b, g)] = res
+    if stats is not None:
+        stats.update(units=B * Hk, split_units=len(split), blocks=sum(len(fs) for _, fs, _, _ in split),
+                     units_redone=len(redo))
     full, target = {}, None
-    results = client.gather([f for _, f in futures])
-    for ((b, g), _), (grads, target) in zip(futures, results):
+    for (b, g), (grads, target) in sorted(results.items()):
         heads = slice(g * r, (g + 1) * r)
         for name, x in grads.items():
             if x is None:
@@ -250,6 +350,115 @@ def attention_vjp(q, k, v, do, *, client, dlse=None, progress=False, **variant):
         full["dbias"] = full["dbias"].reshape(bias.shape)
     return _a.AttentionGrads(*[None if full.get(n) is None else _a._like(full[n], q, target)
                                for n in ("dq", "dk", "dv", "dbias", "dsink")])
+
+
+_TRUTH = ("hi", "lo", "rad", "reference")
+
+
+def _grade_task(q, k, v, opts, rows):
+    """One task: the exact values of the internal rows `rows` (sorted, of one (batch, kv-head group) unit), the
+    only rows it computes.  Returns {hi, lo, rad, reference} of those rows, each (len(rows), dv), and the target."""
+    import attncert
+
+    args = dict(attncert._VARIANT_DEFAULTS)
+    args.update(opts, threads=1)
+    o = attncert._options(q, want_lse=False, **args)
+    o["row_list"] = rows
+    ref = attncert._core.Reference(np.asarray(q), np.asarray(k), np.asarray(v), o)
+    t = ref.truth()
+    return {n: t[n].reshape(-1, t[n].shape[-1])[rows] for n in _TRUTH}, ref.target
+
+
+def _candidate_rows(x, what, shape, rows):
+    """The internal rows `rows` of a candidate (NumPy or torch) of the output's shape, as NumPy."""
+    if x is None:
+        return None
+    a = _a._to_numpy(x, what)
+    if tuple(a.shape) != tuple(shape):
+        raise ValueError("attncert.distributed: %s has shape %s, the output's is %s"
+                         % (what, tuple(a.shape), tuple(shape)))
+    if a.dtype == np.bool_:
+        raise ValueError("%s: must be a float array" % what)
+    return a.reshape(-1, shape[-1])[rows]
+
+
+def _grade_json(actual, q, k, v, client, rows, seed, rows_per_task, progress, rules, baseline, variant):
+    import uuid
+
+    from . import _core
+
+    extra = set(variant) - set(_a._VARIANT_DEFAULTS)
+    if extra:
+        raise TypeError("unexpected keyword argument(s): %s" % ", ".join(sorted(extra)))
+    q_, k_, v_ = _arr(q, "q"), _arr(k, "k"), _arr(v, "v")
+    B, H, Hk, r, nq = _units(q_, k_, variant)
+    shape = (B, H, nq, v_.shape[-1])
+    if int(rows_per_task) < 1:
+        raise ValueError("rows_per_task must be >= 1 (got %r)" % (rows_per_task,))
+    if rules["rule"] in ("flash", "torch-sdpa", "torch_sdpa") and baseline is None:
+        raise ValueError("rule %s compares with a baseline: give baseline=" % rules["rule"].replace("_", "-"))
+    total = B * H * nq
+    # the rows attncert.testing's rows=N draws (every row of a bhsd call is used), sorted; rows=None: all
+    sampled = np.arange(total, dtype=np.int64) if rows is None else _core.sample_rows(total, int(rows), int(seed))
+    cand = _candidate_rows(actual, "the candidate", shape, sampled)
+    base = _candidate_rows(baseline, "the baseline", shape, sampled)
+    opts = dict(variant, target=_default_target(q, variant))
+    token = uuid.uuid4().hex[:12]
+    futures = []
+    per = int(rows_per_task)
+    for b in range(B):
+        for g in range(Hk):
+            start = (b * H + g * r) * nq  # the unit's internal rows are [start, start + r * nq)
+            lo, hi = np.searchsorted(sampled, [start, start + r * nq])
+            if lo == hi:
+                continue
+            parts = (q_[b:b + 1, g * r:(g + 1) * r], k_[b:b + 1, g:g + 1], v_[b:b + 1, g:g + 1])
+            args = [_put(client, x) if hi - lo > per or not isinstance(x, np.ndarray) else x for x in parts]
+            unit_opts = _unit_variant(opts, b, g, r, B, H)
+            for p0 in range(int(lo), int(hi), per):
+                p1 = min(int(hi), p0 + per)
+                f = client.submit(_grade_task, *args, unit_opts, sampled[p0:p1] - start, pure=False,
+                                  key="attncert-grade-%s-b%d-g%d-p%d" % (token, b, g, p0))
+                futures.append(((p0, p1), f))
+    _progress(futures, progress)
+    truth = {n: np.full(cand.shape, np.nan) for n in _TRUTH}
+    target = None
+    for ((p0, p1), _), (t, target) in zip(futures, client.gather([f for _, f in futures])):
+        for n in _TRUTH:
+            truth[n][p0:p1] = t[n]  # each block to its own place
+    return _core.grade_rows(cand, base, truth, sampled, shape, target, rules)
+
+
+def grade(actual, q, k, v, *, client, rows=None, seed=0, rows_per_task=1024, progress=False, rule="ulp", max_ulp=None,
+          baseline=None, atol=None, rtol=None, flash_k=None, fudge=None, **variant):
+    """The grade of a kernel's output `actual` against the exact attention of q, k, v (the keywords of
+    attncert.attention), computed on `client`'s workers: the dict attncert.testing.assert_attention_close(actual,
+    q, k, v, rows=rows, seed=seed, rule=..., **variant) returns, field for field, whatever the verdict (it is
+    g["rule"]["verdict"]; this call does not raise on "fail").
+
+    rows=N: only N query rows, drawn by `seed` as the single-process call draws them, are computed and graded
+    (the others are counted as skipped); rows=None: every row.  rows_per_task: drawn rows per task (tasks are
+    (batch, kv-head group, block of its drawn rows)).  actual and baseline: NumPy or torch, of the output's
+    shape (b, h_q, n_q, d_v); q, k, v: NumPy, torch or dask arrays (layout bhsd).  The rules as in
+    attncert.testing.  Beyond the candidate itself, the driver holds the drawn rows only (of the candidate and
+    of the exact values).
+    """
+    from . import testing
+
+    rules = testing._rules(rule, max_ulp, atol, rtol, flash_k, fudge)
+    return json.loads(_grade_json(actual, q, k, v, client, rows, seed, rows_per_task, progress, rules, baseline,
+                                  variant))
+
+
+def assert_attention_close(actual, q, k, v, *, client, rows=None, seed=0, rows_per_task=1024, progress=False, rule="ulp",
+                           max_ulp=None, baseline=None, atol=None, rtol=None, flash_k=None, fudge=None, **variant):
+    """attncert.testing.assert_attention_close(actual, q, k, v, rows=rows, seed=seed, ...) with the rows computed on
+    `client`'s workers (see grade): the same AssertionError on failure, the same grade (a dict) when it passes."""
+    from . import testing
+
+    rules = testing._rules(rule, max_ulp, atol, rtol, flash_k, fudge)
+    return testing._check(_grade_json(actual, q, k, v, client, rows, seed, rows_per_task, progress, rules, baseline,
+                                      variant), "attention output")
 
 
 def _drift_task(args, chunk):

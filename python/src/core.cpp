@@ -24,6 +24,9 @@
 namespace py = pybind11;
 using namespace attncert;
 
+// python/src/sampling.cpp: the row sampler of rows=N
+std::vector<std::size_t> sample_row_indices(std::size_t total, std::size_t n, std::uint64_t seed);
+
 namespace {
 
 std::string shape_text(const std::vector<std::size_t>& s) {
@@ -31,6 +34,8 @@ std::string shape_text(const std::vector<std::size_t>& s) {
   for (auto x : s) t += (t.empty() ? "" : ", ") + std::to_string(x);
   return "(" + t + ")";
 }
+
+}  // namespace
 
 // A NumPy array as the library's npy_array (values copied to binary64, exactly: every supported dtype
 // embeds in binary64).  `what` names the argument in errors.
@@ -64,6 +69,8 @@ io::npy_array to_npy(const py::handle& obj, const std::string& what, bool allow_
                           " at flat index " + std::to_string(e));
   return out;
 }
+
+namespace {
 
 std::optional<io::npy_array> optional_array(const py::dict& o, const char* key, const std::string& what, bool nonfinite) {
   if (!o.contains(key) || o[key].is_none()) return std::nullopt;
@@ -118,6 +125,9 @@ py::array_t<double> to_numpy(const std::vector<double>& values, const std::vecto
   return a;
 }
 
+}  // namespace
+
+// The rule settings from the dict attncert.testing._rules builds (shared with python/src/sampling.cpp).
 oracle::rule_settings make_rules(const py::dict& r) {
   oracle::rule_settings s;
   s.rule = oracle::parse_grading_rule(text(r, "rule", "ulp"));
@@ -130,6 +140,8 @@ oracle::rule_settings make_rules(const py::dict& r) {
   return s;
 }
 
+namespace {
+
 std::vector<double> candidate_values(const py::handle& c, const std::vector<std::size_t>& shape, const std::string& what) {
   io::npy_array a = to_npy(c, what, true);
   if (a.shape != shape) throw input_error(what + ": shape " + shape_text(a.shape) + " is not the reference's " + shape_text(shape));
@@ -137,21 +149,16 @@ std::vector<double> candidate_values(const py::handle& c, const std::vector<std:
   return std::move(a.values);
 }
 
-// `n` query rows of the request drawn without replacement by a seeded Mersenne Twister (all rows when
-// there are no more than n): the rows the oracle computes; the others are not computed.
+// `n` query rows of the request drawn without replacement (sample_row_indices over the rows it uses; all
+// rows when there are no more than n): the rows the oracle computes; the others are not computed.
 void sample_rows(oracle::oracle_request& req, std::size_t n, std::uint64_t seed) {
   std::vector<std::size_t> used;
   const std::size_t H = req.Q.H, nq = req.Q.n;
   for (std::size_t r = 0; r < req.Q.B * H * nq; ++r)
     if (req.row_used(r, r / (H * nq), r % nq)) used.push_back(r);
   if (used.size() <= n) return;
-  std::mt19937_64 gen(seed);
-  for (std::size_t t = 0; t < n; ++t) {  // partial Fisher-Yates: used[0, n) is the sample
-    const std::size_t j = t + static_cast<std::size_t>(gen() % (used.size() - t));
-    std::swap(used[t], used[j]);
-  }
   req.row_sample.assign(req.Q.B * H * nq, 0);
-  for (std::size_t t = 0; t < n; ++t) req.row_sample[used[t]] = 1;
+  for (std::size_t p : sample_row_indices(used.size(), n, seed)) req.row_sample[used[p]] = 1;
 }
 
 // The forward oracle of one call, kept for grading candidates against its exact values.
@@ -167,6 +174,13 @@ class reference {
       if (be.first < 0 || be.second <= be.first) throw input_error("row_block: need 0 <= begin < end");
       block_begin = static_cast<std::size_t>(be.first);
       block_end = static_cast<std::size_t>(be.second);
+    }
+    std::optional<std::vector<long long>> row_list;  // explicit internal rows (attncert.distributed.grade's tasks)
+    if (opts.contains("row_list") && !opts["row_list"].is_none()) {
+      if (block) throw input_error("row_block and row_list: give one of them");
+      const auto a = py::array_t<long long, py::array::c_style | py::array::forcecast>::ensure(opts["row_list"]);
+      if (!a || a.ndim() != 1) throw input_error("row_list: must be a 1-D sequence of row indices");
+      row_list.emplace(a.data(), a.data() + a.size());
     }
     if (opts.contains("rows") && !opts["rows"].is_none()) {
       const long long n = opts["rows"].cast<long long>();
@@ -185,6 +199,19 @@ class reference {
       for (std::size_t r = 0; r < total; ++r)
         if (r < block_begin || r >= block_end) req.row_sample[r] = 0;
     }
+    if (row_list) {  // the listed internal rows only (of the sample, if any)
+      auto& req = built_.req;
+      const std::size_t total = req.Q.B * req.Q.H * req.Q.n;
+      std::vector<std::uint8_t> listed(total, 0);
+      for (const long long r : *row_list) {
+        if (r < 0 || static_cast<std::size_t>(r) >= total)
+          throw input_error("row_list: row " + std::to_string(r) + " is not in [0, " + std::to_string(total) + ")");
+        listed[static_cast<std::size_t>(r)] = 1;
+      }
+      if (!req.row_sample.empty())
+        for (std::size_t r = 0; r < total; ++r) listed[r] = listed[r] && req.row_sample[r];
+      req.row_sample = std::move(listed);
+    }
     const auto t0 = std::chrono::steady_clock::now();
     result_ = oracle::run_oracle(built_.req);
     seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -200,6 +227,18 @@ class reference {
   }
   std::string target() const { return oracle::to_string(built_.req.target); }
   std::string lse_target() const { return oracle::to_string(result_.lse_target); }
+  // The truth output_truth grades against, internal layout (B, H, nq, dv): |o - (hi + lo)| <= rad, and
+  // reference the correctly rounded o (float64 holding target numbers); rows not computed have hi, rad and
+  // reference NaN.  attncert.distributed.grade assembles its truth from the tasks' rows of these arrays.
+  py::dict truth() const {
+    const std::vector<std::size_t> shape{result_.B, result_.H, result_.nq, result_.dv};
+    py::dict d;
+    d["hi"] = to_numpy(result_.t_hi, shape);
+    d["lo"] = to_numpy(result_.t_lo, shape);
+    d["rad"] = to_numpy(result_.t_rad, shape);
+    d["reference"] = to_numpy(result_.reference, shape);
+    return d;
+  }
   // The summary counts (who decided how many elements).
   py::dict summary() const {
     py::dict d;
@@ -350,9 +389,82 @@ class gradients {
   oracle::backward_result result_;
 };
 
+// The backward of the internal rows [begin, end) of one call (attncert.distributed's row-block tasks):
+// the block's dq rows and the enclosures of its partial dK (unscaled) and dV sums, as a dict of arrays.
+py::dict backward_block(const py::handle& q, const py::handle& k, const py::handle& v, const py::handle& dout,
+                        const py::object& dlse, const py::dict& opts, std::pair<long long, long long> rows) {
+  oracle::attention_spec spec = make_spec(q, k, v, opts);
+  if (!dlse.is_none()) spec.want_lse = true;
+  if (rows.first < 0 || rows.second <= rows.first) throw input_error("row_block: need 0 <= begin < end");
+  io::npy_array d = to_npy(dout, "do", true);
+  std::optional<io::npy_array> dl;
+  if (!dlse.is_none()) dl = to_npy(dlse, "dlse", true);
+  oracle::backward_block_result r;
+  {
+    py::gil_scoped_release nogil;
+    const oracle::built_request built = oracle::build_request(spec);
+    oracle::check_candidate_array(d, built.olay.out_shape, "do");
+    oracle::backward_inputs gi;
+    gi.dO = built.olay.output_to_internal(d.values);
+    if (dl) {
+      oracle::check_candidate_array(*dl, built.olay.lse_shape, "dlse");
+      gi.dLSE = built.olay.lse_to_internal(dl->values);
+    }
+    r = oracle::run_oracle_backward_block(built.req, gi, static_cast<std::size_t>(rows.first),
+                                          static_cast<std::size_t>(rows.second));
+  }
+  py::dict out;
+  out["complete"] = r.complete;
+  out["declined"] = r.declined;
+  out["target"] = oracle::to_string(r.target);
+  out["scale"] = py::make_tuple(r.scale_hi, r.scale_lo, r.scale_rad);
+  out["dq"] = to_numpy(r.dq, {r.dq.size()});
+  for (const auto& [name, p] : {std::pair<const char*, const oracle::partial_sums*>{"dk", &r.dk}, {"dv", &r.dv}})
+    out[name] = py::make_tuple(to_numpy(p->hi, {p->hi.size()}), to_numpy(p->lo, {p->lo.size()}),
+                               to_numpy(p->rad, {p->rad.size()}));
+  return out;
+}
+
+// dK (with the scale) or dV from the blocks' partial sums: (reference, decided) arrays.
+py::tuple reduce_blocks(const py::list& parts, const py::object& scale, const std::string& target) {
+  std::vector<oracle::partial_sums> ps;
+  for (const py::handle& t : parts) {
+    const py::tuple x = t.cast<py::tuple>();
+    if (x.size() != 3) throw input_error("reduce_backward_blocks: each part is (hi, lo, rad)");
+    auto values = [](const py::handle& h) {  // a float64 array's values, without a Python object per element
+      const auto a = py::array_t<double, py::array::c_style | py::array::forcecast>::ensure(h);
+      if (!a) throw input_error("reduce_backward_blocks: each part is (hi, lo, rad) float64 arrays");
+      return std::vector<double>(a.data(), a.data() + a.size());
+    };
+    oracle::partial_sums p;
+    p.hi = values(x[0]);
+    p.lo = values(x[1]);
+    p.rad = values(x[2]);
+    ps.push_back(std::move(p));
+  }
+  std::vector<const oracle::partial_sums*> ptr;
+  for (const auto& p : ps) ptr.push_back(&p);
+  double sc[3] = {0, 0, 0};
+  const bool has_scale = !scale.is_none();
+  if (has_scale) {
+    const auto t = scale.cast<std::tuple<double, double, double>>();
+    sc[0] = std::get<0>(t);
+    sc[1] = std::get<1>(t);
+    sc[2] = std::get<2>(t);
+  }
+  oracle::reduced_gradient r;
+  {
+    py::gil_scoped_release nogil;
+    r = oracle::reduce_backward_blocks(ptr, has_scale ? sc : nullptr, oracle::parse_target(target));
+  }
+  std::vector<double> decided(r.decided.begin(), r.decided.end());
+  return py::make_tuple(to_numpy(r.reference, {r.reference.size()}), to_numpy(decided, {decided.size()}));
+}
+
 }  // namespace
 
 void bind_analysis(py::module_& m);  // python/src/analysis.cpp
+void bind_sampling(py::module_& m);  // python/src/sampling.cpp
 
 PYBIND11_MODULE(_core, m) {
   m.doc() = "attncert's C++ core: the certified attention oracle (forward, backward) and its grading rules";
@@ -374,6 +486,7 @@ PYBIND11_MODULE(_core, m) {
       .def("lse", &reference::lse, "The correctly rounded LSE (float64 holding lse_target values), or None")
       .def_property_readonly("target", &reference::target)
       .def_property_readonly("lse_target", &reference::lse_target)
+      .def("truth", &reference::truth, "The output's enclosures {hi, lo, rad, reference}, internal layout (B, H, nq, dv)")
       .def("summary", &reference::summary)
       .def("grade", &reference::grade, py::arg("candidate"), py::arg("baseline"), py::arg("rules"), py::arg("of_lse") = false,
            "The grade of a candidate (JSON text): errors from the exact values and the rule's verdict");
@@ -385,5 +498,11 @@ PYBIND11_MODULE(_core, m) {
       .def_property_readonly("target", &gradients::target)
       .def("summary", &gradients::summary)
       .def("grade", &gradients::grade, py::arg("name"), py::arg("candidate"), py::arg("baseline"), py::arg("rules"));
+  m.def("backward_block", &backward_block, py::arg("q"), py::arg("k"), py::arg("v"), py::arg("do"), py::arg("dlse"),
+        py::arg("options"), py::arg("row_block"),
+        "The backward of the internal query rows [begin, end): their dq and the partial sums of dK (unscaled) and dV");
+  m.def("reduce_backward_blocks", &reduce_blocks, py::arg("parts"), py::arg("scale"), py::arg("target"),
+        "dK (scale given) or dV from the blocks' partial sums (hi, lo, rad): (reference, decided)");
   bind_analysis(m);
+  bind_sampling(m);
 }

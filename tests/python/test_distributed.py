@@ -1,6 +1,7 @@
 """attncert.distributed on a Dask LocalCluster: the same bits as the single-process calls (forward with
 row blocks, backward per kv-head group, numpy / torch / dask-array inputs), a worker killed mid-run
-changes nothing, and the sums that would cross tasks are refused.  Seeds: ATTNCERT_SEED."""
+changes nothing, the sums that would cross tasks are refused, and the row-sampled grading gives the
+single-process grade.  Seeds: ATTNCERT_SEED."""
 import os
 import threading
 import time
@@ -152,3 +153,207 @@ def test_drift_bit_for_bit(client, kw):
     assert repr(got) == repr(ref)
     with pytest.raises(ValueError, match="points_per_task"):
         ad.drift(**kw, client=client, points_per_task=1)
+
+
+# ---- row-sampled grading: grade / assert_attention_close ------------------------------------------------------
+
+def f32_attention(q, k, v, causal):
+    """A float32 kernel as PyTorch's math path computes it (NumPy): a few ulps from the exact value (thousands
+    where the output is small)."""
+    q, k, v = (np.asarray(x, dtype=np.float32) for x in (q, k, v))
+    r = q.shape[1] // k.shape[1]
+    k, v = np.repeat(k, r, axis=1), np.repeat(v, r, axis=1)
+    s = (q @ k.swapaxes(-1, -2)) * np.float32(1 / np.sqrt(q.shape[-1]))
+    if causal:
+        s = np.where(np.tril(np.ones(s.shape[-2:], dtype=bool)), s, np.float32(-np.inf))
+    p = np.exp(s - s.max(-1, keepdims=True))
+    return ((p / p.sum(-1, keepdims=True)) @ v).astype(np.float32)
+
+
+def grading_case():
+    q, k, v = (x.astype(np.float32) for x in qkv(B=2, H=4, Hk=2, n=96, d=16, seed=11))
+    return q, k, v, f32_attention(q, k, v, causal=True)
+
+
+def sampled_rows(q, k, v, n, seed, **kw):
+    """The internal rows rows=n, seed computes, read off the single-process reference (NaN elsewhere)."""
+    out = attncert._reference(q, k, v, rows=n, seed=seed, **kw).output()
+    return np.flatnonzero(~np.isnan(out.reshape(-1, out.shape[-1])).all(axis=1))
+
+
+RULES = [("ulp", dict(rule="ulp", max_ulp=1e4)), ("flash", dict(rule="flash")),
+         ("torch-sdpa", dict(rule="torch-sdpa")), ("assert-close", dict(rule="assert-close", atol=1e-5, rtol=1e-4))]
+
+
+@pytest.mark.parametrize("name,rule", RULES, ids=[r[0] for r in RULES])
+def test_grade_rows_bit_for_bit(client, name, rule):
+    from attncert import _core, testing
+
+    q, k, v, cand = grading_case()
+    base = f32_attention(q.astype(np.float16), k.astype(np.float16), v.astype(np.float16), True)  # larger errors
+    rows = sampled_rows(q, k, v, 40, 3, causal="top-left")
+    assert len(rows) == 40 and rows[-1] >= 40  # not a prefix: a sample
+    np.testing.assert_array_equal(_core.sample_rows(2 * 4 * 96, 40, 3), rows)
+    ref = testing.assert_attention_close(cand, q, k, v, rows=40, seed=3, causal="top-left", baseline=base, **rule)
+    got = ad.grade(cand, q, k, v, client=client, rows=40, seed=3, rows_per_task=3, causal="top-left", baseline=base,
+                   **rule)
+    assert got == ref
+    assert got["compared"] == 40 * 16 and got["skipped"] == (768 - 40) * 16 and got["max_ulp"] > 1
+    assert (got["worst"]["index_bhik"][0] * 4 + got["worst"]["index_bhik"][1]) * 96 + got["worst"]["index_bhik"][2] in rows
+    assert ad.assert_attention_close(cand, q, k, v, client=client, rows=40, seed=3, rows_per_task=16,
+                                     causal="top-left", baseline=base, **rule) == ref
+
+
+def test_grade_rows_failure_message(client):
+    from attncert import testing
+
+    q, k, v, cand = grading_case()
+    rows = sampled_rows(q, k, v, 40, 3, causal="top-left")
+    kw = dict(rows=40, seed=3, causal="top-left", max_ulp=1e4)
+    bad = cand.copy()
+    bad.reshape(-1, 16)[rows[17], 5] += np.float32(0.05)  # a sampled row
+    with pytest.raises(AssertionError) as single:
+        testing.assert_attention_close(bad, q, k, v, **kw)
+    with pytest.raises(AssertionError) as dist:
+        ad.assert_attention_close(bad, q, k, v, client=client, rows_per_task=5, **kw)
+    assert str(dist.value) == str(single.value)
+    b, h, i = rows[17] // (4 * 96), rows[17] // 96 % 4, rows[17] % 96
+    assert "(%d, %d, %d, 5)" % (b, h, i) in str(dist.value)
+    other = cand.copy()
+    unsampled = np.setdiff1d(np.arange(768), rows)[[0, 300, -1]]
+    other.reshape(-1, 16)[unsampled, 5] = np.nan  # rows not drawn are not graded
+    g = ad.assert_attention_close(other, q, k, v, client=client, rows_per_task=5, **kw)
+    assert g == testing.assert_attention_close(cand, q, k, v, **kw)
+    assert g["nonfinite_where_truth_finite"] == 0
+
+
+def test_grade_all_rows_and_empty_rows(client):
+    from attncert import testing
+
+    q, k, v, cand = grading_case()
+    got = ad.grade(cand, q, k, v, client=client, rows_per_task=50, causal="top-left", max_ulp=1e4)
+    assert got == testing.assert_attention_close(cand, q, k, v, causal="top-left", max_ulp=1e4)
+    assert got["skipped"] == 0 and got["compared"] == 768 * 16
+    # rows whose exact value is NaN (fully masked, empty_rows="nan") are skipped as the rows not drawn are
+    mask = np.random.default_rng(SEED + 12).random((96, 96)) > 0.3
+    mask[::3] = False
+    ref32 = attncert.attention(q, k, v, mask=mask, empty_rows="nan")
+    noisy = (ref32 * (1 + np.float32(2 ** -22) * np.random.default_rng(SEED + 13).standard_normal(ref32.shape))).astype(
+        np.float32)
+    kw = dict(rows=60, seed=5, mask=mask, empty_rows="nan", max_ulp=1e4)
+    got = ad.grade(noisy, q, k, v, client=client, rows_per_task=7, **kw)
+    assert got == testing.assert_attention_close(noisy, q, k, v, **kw)
+    assert got["skipped"] > (768 - 60) * 16 and got["max_ulp"] > 0.5
+
+
+def test_grade_dask_inputs(client):
+    from attncert import testing
+
+    q, k, v, cand = grading_case()
+    dq, dk, dv = (da.from_array(x, chunks=(1, 2, 48, 16)) for x in (q, k, v))
+    got = ad.grade(cand, dq, dk, dv, client=client, rows=40, seed=8, rows_per_task=4, causal="top-left", max_ulp=1e4)
+    assert got == testing.assert_attention_close(cand, q, k, v, rows=40, seed=8, causal="top-left", max_ulp=1e4)
+    assert got["rule"]["verdict"] == "pass" and got["compared"] == 40 * 16
+
+
+def test_grade_refusals(client):
+    q, k, v, cand = grading_case()
+    with pytest.raises(ValueError, match="shape"):
+        ad.grade(cand[:, :2], q, k, v, client=client, rows=4)
+    with pytest.raises(ValueError, match="rows: must be >= 1"):
+        ad.grade(cand, q, k, v, client=client, rows=0)
+    with pytest.raises(ValueError, match="compares with a baseline"):
+        ad.grade(cand, q, k, v, client=client, rows=4, rule="flash")
+    with pytest.raises(ValueError, match="max_ulp belongs"):
+        ad.grade(cand, q, k, v, client=client, rows=4, rule="flash", max_ulp=3, baseline=cand)
+    with pytest.raises(ValueError, match="must be a float array"):
+        ad.grade(cand > 0, q, k, v, client=client, rows=4)
+    with pytest.raises(TypeError, match="unexpected keyword"):
+        ad.grade(cand, q, k, v, client=client, rows=4, lse=cand)
+    with pytest.raises(ValueError, match="row_list: row 99 is not in"):
+        attncert._core.Reference(q[:1, :1], k[:1, :1], v[:1, :1], dict(target="binary32", row_list=[3, 99]))
+
+
+# ---- the backward split into blocks of query rows: partial dK/dV enclosures added, rounded once ----
+
+SPLIT_VARIANTS = [v for v in VARIANTS if "bias" not in v[1]]
+
+
+@pytest.mark.parametrize("name,kw", SPLIT_VARIANTS, ids=[v[0] for v in SPLIT_VARIANTS])
+@pytest.mark.parametrize("target,with_dlse", [("float64", True), ("bfloat16", False)])
+def test_backward_row_blocks_bit_for_bit(client, name, kw, target, with_dlse):
+    q, k, v = qkv(seed=11)
+    r = np.random.default_rng(SEED + 12)
+    do = r.standard_normal(q.shape)
+    dlse = r.standard_normal(q.shape[:3]) if with_dlse else None
+    ref = attncert.attention_vjp(q, k, v, do, dlse=dlse, target=target, **kw)
+    stats = {}
+    got = ad.attention_vjp(q, k, v, do, client=client, dlse=dlse, rows_per_task=7, stats=stats, target=target, **kw)
+    for field, a, b in zip(ref._fields, got, ref):
+        assert (a is None) == (b is None), field
+        if a is not None:
+            same(a, b)
+    # every unit (2 batches x 2 kv heads, 48 rows each) was split into 7 blocks, and the enclosures decided
+    assert stats == {"units": 4, "split_units": 4, "blocks": 28, "units_redone": 0}, stats
+
+
+def test_backward_block_declined_redoes_the_unit(client):
+    q, k, v = qkv(seed=13)
+    do = np.random.default_rng(SEED + 14).standard_normal(q.shape)
+    kw = {"causal": "top-left", "softcap": "1/3"}  # a softcap that is not a binary64 number: no fast path
+    ref = attncert.attention_vjp(q, k, v, do, **kw)
+    stats = {}
+    got = ad.attention_vjp(q, k, v, do, client=client, rows_per_task=20, stats=stats, **kw)
+    for a, b in zip(got[:3], ref[:3]):
+        same(a, b)
+    assert stats["split_units"] == 4 and stats["units_redone"] == 4, stats
+
+
+def test_backward_row_blocks_dask_inputs_and_auto(client):
+    q, k, v = qkv(B=1, H=4, Hk=1, n=160, d=8, seed=15)  # one unit of 640 rows: "auto" splits it in 3 (256 rows)
+    do = np.random.default_rng(SEED + 16).standard_normal(q.shape)
+    ref = attncert.attention_vjp(q, k, v, do, causal="bottom-right")
+    dq_, dk_, dv_, ddo = (da.from_array(x, chunks=(1, 1, 80, 8)) for x in (q, k, v, do))
+    stats = {}
+    got = ad.attention_vjp(dq_, dk_, dv_, ddo, client=client, stats=stats, causal="bottom-right", target="float64")
+    for a, b in zip(got[:3], ref[:3]):
+        same(a, b)
+    assert stats == {"units": 1, "split_units": 1, "blocks": 3, "units_redone": 0}, stats
+    with pytest.raises(ValueError, match="rows_per_task"):
+        ad.attention_vjp(q, k, v, do, client=client, rows_per_task=0)
+
+
+def test_killed_worker_loses_nothing_backward_blocks():
+    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0",
+                                       silence_logs=50)
+    c = distributed.Client(cluster)
+    try:
+        q, k, v = qkv(B=1, H=8, Hk=1, n=256, d=32, seed=17)
+        do = np.random.default_rng(SEED + 18).standard_normal(q.shape)
+        ref = attncert.attention_vjp(q, k, v, do, causal="top-left")
+        victim = sorted(c.scheduler_info()["workers"])[0]
+        killed = []
+
+        def kill():
+            time.sleep(0.3)
+            try:
+                c.run(os._exit, 1, workers=[victim])
+            except Exception:  # the worker dies before it answers
+                pass
+            killed.append(True)
+
+        t = threading.Thread(target=kill)
+        t.start()
+        t0 = time.perf_counter()
+        stats = {}
+        got = ad.attention_vjp(q, k, v, do, client=c, rows_per_task=64, stats=stats, causal="top-left")
+        elapsed = time.perf_counter() - t0
+        t.join()
+        assert killed and elapsed > 0.3, elapsed
+        assert victim not in c.scheduler_info()["workers"]
+        assert stats["blocks"] == 32 and stats["units_redone"] == 0, stats
+        for a, b in zip(got[:3], ref[:3]):
+            same(a, b)
+    finally:
+        c.close()
+        cluster.close()
