@@ -220,11 +220,12 @@ def check(ids=None, *, formats=("binary64", "mpfr256"), policies="numpy,matlab,t
 
 
 def _drift_options(family, start, stop, points, log, recipes, policies, object, seed, resolution, enclosures, max_bits,
-                   grid=None):
+                   grid=None, n=None, d=None):
     return {"family": family, "start": float(start), "stop": float(stop), "points": int(points), "log": bool(log),
             "recipes": _list_text(recipes, "recipes"), "policies": _list_text(policies, "policies"), "object": object,
             "seed": int(seed), "resolution": float(resolution), "enclosures": bool(enclosures),
-            "max_bits": int(max_bits), "grid": None if grid is None else [float(a) for a in grid]}
+            "max_bits": int(max_bits), "grid": None if grid is None else [float(a) for a in grid],
+            "n": None if n is None else int(n), "d": None if d is None else int(d)}
 
 
 def _diagnostics(diagnostic):
@@ -244,7 +245,7 @@ def _diagnostics(diagnostic):
 
 def drift(family="two-token", start=0.0, stop=1.0, points=101, log=False, recipes="fp16,bf16-fp32acc,fp32,fp64,mpfr256",
           policies="numpy,absolute:1e-6,relative:1e-3", diagnostic=None, *, object=None, seed=20261129,
-          resolution=1e-9, enclosures=False, max_bits=4096, _grid=None):
+          resolution=1e-9, enclosures=False, max_bits=4096, n=None, d=None, _grid=None):
     """Where numerical ranks leave the exact rank over the score scale a (`attncert drift`).
 
     diagnostic: a callable taking the formed matrix and returning a rank (e.g. numpy.linalg.matrix_rank), or a
@@ -254,8 +255,9 @@ def drift(family="two-token", start=0.0, stop=1.0, points=101, log=False, recipe
     it to its tool.  It is measured on every recipe
     next to the policies, as policy "diagnostic:NAME", with its own bisected divergence intervals.  This is
     the map of *your* tool, not of attncert's reading of its threshold formula.  enclosures=True adds the
-    certified smallest singular values per point (slower).  Returns a DriftResult.
+    certified smallest singular values per point (slower).  n, d: tokens and head width (`--n`, `--d`; up to
+    4096; None: the family's), as the CLI's.  Returns a DriftResult.
     """
     o = _drift_options(family, start, stop, points, log, recipes, policies, object, seed, resolution, enclosures,
-                       max_bits, _grid)
+                       max_bits, _grid, n, d)
     return DriftResult(json.loads(_core.drift_json(o, _diagnostics(diagnostic))))

@@ -519,7 +519,8 @@ def _merge_drift(reports, bounds):
 
 def drift(family="two-token", start=0.0, stop=1.0, points=101, log=False, recipes="fp16,bf16-fp32acc,fp32,fp64,mpfr256",
           policies="numpy,absolute:1e-6,relative:1e-3", diagnostic=None, *, client, points_per_task=None,
-          progress=False, object=None, seed=20261129, resolution=1e-9, enclosures=False, max_bits=4096):
+          progress=False, object=None, seed=20261129, resolution=1e-9, enclosures=False, max_bits=4096, n=None,
+          d=None):
     """attncert.drift(...) computed on `client`'s workers: the grid split into runs of points_per_task points
     (default: four runs per worker) that share their end points, each run's bisections done in its task;
     joined, the result is the single-process one (the same report but its command).  A diagnostic must be
@@ -528,10 +529,10 @@ def drift(family="two-token", start=0.0, stop=1.0, points=101, log=False, recipe
 
     args = dict(family=family, start=start, stop=stop, points=points, log=log, recipes=recipes, policies=policies,
                 diagnostic=diagnostic, object=object, seed=seed, resolution=resolution, enclosures=enclosures,
-                max_bits=max_bits)
+                max_bits=max_bits, n=n, d=d)
     analysis._diagnostics(diagnostic)  # checked here, before any task
     grid = _core.drift_grid(analysis._drift_options(family, start, stop, points, log, recipes, policies, object, seed,
-                                                    resolution, enclosures, max_bits))
+                                                    resolution, enclosures, max_bits, None, n, d))
     workers = max(1, len(client.scheduler_info()["workers"]))
     per = int(points_per_task) if points_per_task else max(2, -(-len(grid) // (4 * workers)))
     if per < 2:

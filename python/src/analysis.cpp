@@ -159,6 +159,14 @@ drift_request drift_request_of(const py::dict& o) {
   r.enclosures = o["enclosures"].cast<bool>();
   r.max_bits = o["max_bits"].cast<unsigned>();
   if (o.contains("grid") && !o["grid"].is_none()) r.grid = o["grid"].cast<std::vector<double>>();
+  for (const char* key : {"n", "d"})
+    if (o.contains(key) && !o[key].is_none()) {
+      const long long v = o[key].cast<long long>();
+      if (v < 1 || v > drift_max_n)
+        throw input_error(std::string("--") + key + " must be in [1, " + std::to_string(drift_max_n) + "] (got " +
+                          std::to_string(v) + ")");
+      (key[0] == 'n' ? r.n : r.d) = static_cast<long>(v);
+    }
   return r;
 }
 

@@ -128,6 +128,19 @@ def test_drift_matches_cli():
     assert strip(d.report) == strip(c)
 
 
+@needs_cli
+def test_drift_at_layer_size_matches_cli():
+    # n = 80 > 64: the factored exact rank and the binary64 singular values, as the CLI's --n/--d
+    d = attncert.drift("random", 0.25, 2.0, points=3, log=True, recipes="fp64,fp32", policies="numpy", n=80, d=8,
+                       enclosures=True)
+    c = cli_json(["drift", "--family", "random", "--from", "0.25", "--to", "2", "--points", "3", "--log", "--recipes",
+                  "fp64,fp32", "--policies", "numpy", "--n", "80", "--d", "8", "--per-point"])
+    assert strip(d.report) == strip(c)
+    assert d.report["points"]["exact_rank_lo"] == [80] * len(d.report["points"]["a"])
+    with pytest.raises(ValueError, match="--n must be in"):
+        attncert.drift("random", 0.5, 1.0, points=2, recipes="fp64", policies="numpy", n=5000)
+
+
 def test_drift_of_numpy_matrix_rank():
     calls = []
 
