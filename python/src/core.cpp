@@ -286,6 +286,20 @@ class reference {
 
 const char* gradient_names[] = {"dq", "dk", "dv", "dbias", "dsink"};
 
+// The backward's cotangents dO (and dLSE) of a call, checked against its output's (and LSE's) shape, in
+// the internal layout.
+oracle::backward_inputs cotangents(const oracle::built_request& built, const io::npy_array& d,
+                                   const std::optional<io::npy_array>& dl) {
+  oracle::check_candidate_array(d, built.olay.out_shape, "do");
+  oracle::backward_inputs gi;
+  gi.dO = built.olay.output_to_internal(d.values);
+  if (dl) {
+    oracle::check_candidate_array(*dl, built.olay.lse_shape, "dlse");
+    gi.dLSE = built.olay.lse_to_internal(dl->values);
+  }
+  return gi;
+}
+
 // The certified backward of one call for given cotangents, kept for grading a kernel's gradients.
 class gradients {
  public:
@@ -299,14 +313,7 @@ class gradients {
     py::gil_scoped_release nogil;
     built_ = oracle::build_request(spec_);
     glay_ = oracle::gradient_layouts(spec_, built_);
-    oracle::check_candidate_array(d, built_.olay.out_shape, "do");
-    oracle::backward_inputs gi;
-    gi.dO = built_.olay.output_to_internal(d.values);
-    if (dl) {
-      oracle::check_candidate_array(*dl, built_.olay.lse_shape, "dlse");
-      gi.dLSE = built_.olay.lse_to_internal(dl->values);
-    }
-    result_ = oracle::run_oracle_backward(built_.req, gi);
+    result_ = oracle::run_oracle_backward(built_.req, cotangents(built_, d, dl));
   }
   // The gradient `name` in the caller's layout (dq, dk, dv as Q, K, V; dbias as the bias; dsink (h_q,)), or None.
   py::object get(const std::string& name) const {
@@ -403,14 +410,7 @@ py::dict backward_block(const py::handle& q, const py::handle& k, const py::hand
   {
     py::gil_scoped_release nogil;
     const oracle::built_request built = oracle::build_request(spec);
-    oracle::check_candidate_array(d, built.olay.out_shape, "do");
-    oracle::backward_inputs gi;
-    gi.dO = built.olay.output_to_internal(d.values);
-    if (dl) {
-      oracle::check_candidate_array(*dl, built.olay.lse_shape, "dlse");
-      gi.dLSE = built.olay.lse_to_internal(dl->values);
-    }
-    r = oracle::run_oracle_backward_block(built.req, gi, static_cast<std::size_t>(rows.first),
+    r = oracle::run_oracle_backward_block(built.req, cotangents(built, d, dl), static_cast<std::size_t>(rows.first),
                                           static_cast<std::size_t>(rows.second));
   }
   py::dict out;

@@ -182,30 +182,24 @@ drift_exact drift_exact_rank(const drift_request& r, double a) {
     return e;
   }
   const recipe_input in = drift_instance(r, a);
-  if (default_n(r) > drift_mpfi_max_n) {
-    // Above drift_mpfi_max_n: from the factors (P08 "Scores in factored form"), the n×n rational
-    // scores never formed; the same layer and the same guarantee as the path below.
-    const matrix<mpq_rational> Qx = exact_of(in.Q), Kx = exact_of(in.K);
-    score_factors F;
-    F.Q = &Qx;
-    F.K = &Kx;
-    F.scale = mpq_rational(a);
-    std::optional<matrix<mpq_rational>> V;
-    if (in.V && r.object != layer_object::attention) V = exact_of(*in.V);
-    rank_options opt;
-    opt.seed = r.seed;
-    const rank_interval ri = layer_rank_from_factors(F, in.M, r.object, V, std::nullopt, opt);
-    e.lo = ri.lo;
-    e.hi = ri.hi;
-    return e;
-  }
-  const matrix<mpq_rational> B = exact_of(in.Q) * mpq_rational(a);
-  const matrix<mpq_rational> SK = multiply(B, transpose(exact_of(in.K)));
   std::optional<matrix<mpq_rational>> V;
   if (in.V) V = exact_of(*in.V);
   rank_options opt;
   opt.seed = r.seed;
-  const rank_interval ri = layer_rank(SK, in.M, r.object, V, std::nullopt, opt);
+  const matrix<mpq_rational> Qx = exact_of(in.Q), Kx = exact_of(in.K);
+  rank_interval ri;
+  if (default_n(r) > drift_mpfi_max_n) {
+    // Above drift_mpfi_max_n: from the factors (P08 "Scores in factored form"), the n×n rational
+    // scores never formed; the same layer and the same guarantee as the path below.
+    score_factors F;
+    F.Q = &Qx;
+    F.K = &Kx;
+    F.scale = mpq_rational(a);
+    ri = layer_rank_from_factors(F, in.M, r.object, V, std::nullopt, opt);
+  } else {
+    ri = layer_rank(multiply(matrix<mpq_rational>(Qx * mpq_rational(a)), transpose(Kx)), in.M, r.object, V, std::nullopt,
+                    opt);
+  }
   e.lo = ri.lo;
   e.hi = ri.hi;
   return e;
