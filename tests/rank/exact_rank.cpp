@@ -362,6 +362,15 @@ void recheck_witness(const rank_interval& r, const matrix<Q>& Qm, const matrix<Q
   BOOST_TEST(det == w.value, "witness value " << w.value << ", recomputed " << det);
 }
 
+/// The factors Q, K (borrowed) with the rational scale `scale`.
+score_factors factors(const matrix<Q>& Qm, const matrix<Q>& K, const Q& scale = Q(1)) {
+  score_factors F;
+  F.Q = &Qm;
+  F.K = &K;
+  F.scale = scale;
+  return F;
+}
+
 }  // namespace
 
 BOOST_AUTO_TEST_CASE(factored_rank_agrees_with_layer_rank) {
@@ -402,9 +411,7 @@ BOOST_AUTO_TEST_CASE(factored_rank_agrees_with_layer_rank) {
         ++planted;
       }
     }
-    score_factors F;
-    F.Q = &Qm;
-    F.K = &K;
+    score_factors F = factors(Qm, K);
     const int sc = trial % 3;
     if (sc == 1) F.scale = Q(1, 8);
     if (sc == 2) F.inv_sqrt_d = true;
@@ -452,10 +459,7 @@ BOOST_AUTO_TEST_CASE(factored_rank_is_sound_on_planted_drops) {
   for (int rep = 0; rep < 3; ++rep) {
     matrix<Q> Qm = float_like(g, n, d), K = float_like(g, n, d);
     K.row(5) = K.row(17);
-    score_factors F;
-    F.Q = &Qm;
-    F.K = &K;
-    F.scale = Q(1, 8);
+    const score_factors F = factors(Qm, K, Q(1, 8));
     rank_options opt;
     opt.seed = g();
     const rank_interval a = layer_rank_from_factors(F, mask::none(), layer_object::attention, std::nullopt, std::nullopt, opt);
@@ -483,9 +487,7 @@ BOOST_AUTO_TEST_CASE(factored_rank_is_sound_on_planted_drops) {
   matrix<Q> V(5, 4);
   for (int i = 0; i < 5; ++i) V.row(i) << Q(1, 2), Q(-3), Q(2), Q(1);
   const matrix<Q> X = -V;
-  score_factors F;
-  F.Q = &Qm;
-  F.K = &K;
+  const score_factors F = factors(Qm, K);
   const rank_interval z = layer_rank_from_factors(F, mask::causal(), layer_object::residual, V, X);
   BOOST_TEST(z.lo == 0u);
   BOOST_TEST(z.hi == 0u);
@@ -498,9 +500,7 @@ BOOST_AUTO_TEST_CASE(factored_rank_with_inverse_square_root_scale) {
   auto g = make_rng(103);
   const int n = 9;
   const matrix<Q> Qm = float_like(g, n, 3), K = float_like(g, n, 3);
-  score_factors F;
-  F.Q = &Qm;
-  F.K = &K;
+  score_factors F = factors(Qm, K);
   F.inv_sqrt_d = true;
   const rank_interval r = layer_rank_from_factors(F, mask::none(), layer_object::attention);
   BOOST_TEST(r.lo == static_cast<std::size_t>(n));
@@ -539,10 +539,7 @@ BOOST_AUTO_TEST_CASE(factored_rank_witnesses_recheck_independently) {
   for (int rep = 0; rep < 4; ++rep) {
     const int m = 7, n = 7, d = 4, dv = 3;
     const matrix<Q> Qm = float_like(g, m, d), K = float_like(g, n, d);
-    score_factors F;
-    F.Q = &Qm;
-    F.K = &K;
-    F.scale = Q(1, 8);
+    const score_factors F = factors(Qm, K, Q(1, 8));
     rank_options opt;
     opt.seed = g();
     const mask rm = random_mask(g, m, n);
@@ -568,9 +565,7 @@ BOOST_AUTO_TEST_CASE(factored_rank_witnesses_recheck_independently) {
   }
   // A square output (dv = m): the whole matrix is the minor.
   const matrix<Q> Qm = float_like(g, 5, 2), K = float_like(g, 6, 2), V = ints(g, 6, 5, -3, 3);
-  score_factors F;
-  F.Q = &Qm;
-  F.K = &K;
+  const score_factors F = factors(Qm, K);
   const rank_interval o = layer_rank_from_factors(F, mask::none(), layer_object::output, V);
   BOOST_TEST(o.lo == 5u);
   BOOST_TEST(o.lo_witness.find("all rows and columns") != std::string::npos);
@@ -618,10 +613,7 @@ BOOST_AUTO_TEST_CASE(factored_rank_of_a_float32_sized_layer_is_fast_and_full) {
   // causal: triangular, det = product of the diagonal.
   auto g = make_rng(106);
   const matrix<Q> Qm = float_like(g, 256, 64, -16, 1), K = float_like(g, 256, 64, -16, 1);
-  score_factors F;
-  F.Q = &Qm;
-  F.K = &K;
-  F.scale = Q(1, 8);
+  const score_factors F = factors(Qm, K, Q(1, 8));
   for (const mask& M : {mask::none(), mask::causal()}) {
     const rank_interval r = layer_rank_from_factors(F, M, layer_object::attention);
     BOOST_TEST(r.lo == 256u);

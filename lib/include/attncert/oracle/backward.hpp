@@ -95,8 +95,10 @@ struct reduced_gradient {
 
 /// Adds `parts` by ball sums (P15 step A), multiplies by the scale ball (hi, lo, rad; null for dV)
 /// and rounds each element whose enclosure decides it (P11's rule).  Tier: enclosure.  A decided
-/// element equals run_oracle_backward's, which is correctly rounded too.  Errors: input_error when
-/// `parts` is empty or its sizes differ.
+/// element is the correctly rounded exact value, hence run_oracle_backward's unless that call
+/// reports it faithful_only (an exact value at a rounding boundary, which an enclosure of positive
+/// width never decides; P15 "Split by blocks of rows").  Errors: input_error when `parts` is empty
+/// or its sizes differ.
 reduced_gradient reduce_backward_blocks(const std::vector<const partial_sums*>& parts, const double* scale,
                                         target_format t);
 
