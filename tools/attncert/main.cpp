@@ -95,6 +95,7 @@ struct rank_args {
   std::uint64_t seed = 20261129;
   bool formats_given = false;
   double max_seconds = 0, sigma_rel_width = 0;
+  std::size_t deflate_max_k = 64;
 };
 
 int run_rank_command(const rank_args& a, const std::string& command) {
@@ -137,6 +138,7 @@ int run_rank_command(const rank_args& a, const std::string& command) {
   req.formats_explicit = a.formats_given;
   req.max_seconds = a.max_seconds;
   req.sigma_rel_width = a.sigma_rel_width;
+  req.deflation_max_k = a.deflate_max_k;
   req.progress = cli::stage_progress("rank");
   const rank_analysis analysis = analyse_rank(req);
   cli::clear_progress();
@@ -208,6 +210,12 @@ CLI::App* add_rank_subcommand(CLI::App& app, rank_args& a) {
   rank->add_option("--sigma-rel-width", a.sigma_rel_width,
                    "Relative width asked of every singular value certified > 0 (default: none)")
       ->check(CLI::NonNegativeNumber);
+  rank->add_option("--deflate-max-k", a.deflate_max_k,
+                   "Above 128 rows, a square object escalates its undecided smallest singular values on a deflated "
+                   "subspace (MPFR, doubling from 128 bits to --max-precision; bound it with --max-seconds): at most "
+                   "this many of them (0: never, they stay UNDECIDED)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 4096));
   rank->add_option("--policies", a.policies, "Numerical-rank policies")->capture_default_str();
   cli::add_max_precision_option(rank, a.max_precision, 128, max_precision_bits, "Cap (bits) of the singular-value enclosures");
   cli::add_seed_option(rank, a.seed, "Seed of the modular evaluation points");

@@ -56,6 +56,12 @@ double orthogonality_defect_up(const matrix<double>& Q) {
 }  // namespace
 
 singular_value_enclosures certified_singular_values_binary64(const binary64_enclosure& in) {
+  binary64_svd_factors unused;
+  return certified_singular_values_binary64(in, unused);
+}
+
+singular_value_enclosures certified_singular_values_binary64(const binary64_enclosure& in, binary64_svd_factors& keep) {
+  keep = binary64_svd_factors{};
   const bool has_rad = in.rad.size() != 0;
   if (has_rad && (in.rad.rows() != in.mid.rows() || in.rad.cols() != in.mid.cols()))
     throw input_error("singular values: radius and midpoint differ in shape");
@@ -120,6 +126,11 @@ singular_value_enclosures certified_singular_values_binary64(const binary64_encl
   out.residual_bound = rho;
   if (!std::isfinite(rho)) return nothing_claimed();
 
+  keep.transposed = tr;
+  keep.alpha = alpha;
+  keep.beta = beta;
+  keep.rho = rho;
+  keep.valid = true;
   // (4) the enclosures, every end rounded outward.
   std::vector<double> a(s.size());
   for (std::size_t i = 0; i < s.size(); ++i) a[i] = std::fabs(s[i]);
@@ -134,6 +145,9 @@ singular_value_enclosures certified_singular_values_binary64(const binary64_encl
     mpfi_interv_d(out.sigma[i].backend().data(), lo, hi);
     if (lo > 0) ++out.certified_positive;
   }
+  keep.U = std::move(U);
+  keep.V = std::move(V);
+  keep.s = std::move(s);
   return out;
 }
 

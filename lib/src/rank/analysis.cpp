@@ -9,6 +9,7 @@
 
 #include "attncert/attention/binary64_enclosure.hpp"
 #include "attncert/attention/heads.hpp"
+#include "attncert/linalg/deflated_svd.hpp"
 #include "attncert/linalg/fast_svd.hpp"
 #include "attncert/number/ziv.hpp"
 #include "attncert/rank/numerical.hpp"
@@ -153,11 +154,96 @@ double max_relative_width(const singular_value_enclosures& sv) {
   return w;
 }
 
+// The first index from which every enclosure is undecided for the question asked (0 or wider than
+// sigma_rel_width); the escalation takes at least the singular values from there on.
+std::size_t first_undecided(const rank_request& req, const singular_value_enclosures& sv) {
+  std::size_t i = sv.sigma.size();
+  while (i > 0) {
+    const mpfi_float& x = sv.sigma[i - 1];
+    const bool zero = !(lower_of(x) > 0);
+    bool wide = false;
+    if (!zero && req.sigma_rel_width > 0) {
+      singular_value_enclosures one;
+      one.sigma = {x};
+      wide = max_relative_width(one) > req.sigma_rel_width;
+    }
+    if (!zero && !wide) break;
+    --i;
+  }
+  return i;
+}
+
+// The undecided trailing singular values of a large square object escalated on a deflated subspace
+// (linalg/deflated_svd.hpp, proofs/P16 part D): the object enclosed in MPFI at each precision of
+// the schedule, the refined vectors carried from one precision to the next, each result intersected
+// with the binary64 enclosures (both hold).  Stops when the trailing ones are decided, at max_bits,
+// or at --max-seconds (what is undecided then stays so, and the note says where it stopped).
+void escalate_deflated(const rank_request& req, rank_analysis& a, const binary64_svd_factors& F, const stage_clock& clock) {
+  const std::size_t n = a.singular_values.sigma.size();
+  const std::size_t first = first_undecided(req, a.singular_values);
+  const std::size_t k = deflation_split(a.singular_values.sigma, n - first, std::min<std::size_t>(n - 1, req.deflation_max_k));
+  if (k == 0) {
+    a.notes.push_back("singular values: no well-separated split within the " + std::to_string(req.deflation_max_k) +
+                      " smallest for the deflated escalation: the undecided ones stay UNDECIDED");
+    return;
+  }
+  deflation_vectors vectors;
+  std::size_t decided_count = 0;
+  unsigned reached = 0;
+  deflation_report last;
+  for (unsigned bits = std::max(req.start_bits, 64u); bits <= req.max_bits; bits *= 2) {
+    if (clock.expired()) {
+      a.partial = true;
+      break;
+    }
+    if (req.progress)
+      req.progress("singular values: the " + std::to_string(k) + " smallest on a deflated subspace at " + std::to_string(bits) + " bits");
+    std::vector<mpfi_float> trailing;
+    {
+      precision_guard g(bits);
+      const matrix<mpfi_float> A = form_object<mpfi_float>(req);
+      trailing = deflated_trailing_singular_values(A, F, k, vectors, last);
+    }
+    reached = bits;
+    ++a.singular_value_steps;
+    for (std::size_t j = 0; j < k; ++j) {
+      mpfi_float& x = a.singular_values.sigma[n - k + j];
+      const mpfr_float lo = std::max(lower_of(x), lower_of(trailing[j])), hi = std::min(upper_of(x), upper_of(trailing[j]));
+      mpfi_float y;
+      y.precision(std::max(mpfr_get_prec(lo.backend().data()), mpfr_get_prec(hi.backend().data())));
+      mpfi_interv_fr(y.backend().data(), lo.backend().data(), hi.backend().data());
+      x = y;
+    }
+    const std::size_t now_first = first_undecided(req, a.singular_values);
+    decided_count = now_first > n - k ? now_first - (n - k) : 0;
+    if (now_first == n) {
+      decided_count = k;
+      break;
+    }
+  }
+  a.singular_values.certified_positive = 0;
+  for (const auto& x : a.singular_values.sigma) a.singular_values.certified_positive += lower_of(x) > 0;
+  if (reached == 0) {
+    a.notes.push_back("singular values: the deflated escalation did not start (stopped at --max-seconds)");
+    return;
+  }
+  a.singular_value_method = "binary64+deflated";
+  a.singular_values.bits = reached;
+  std::ostringstream os;
+  os << "singular values: the " << k << " smallest escalated on a deflated subspace up to " << reached << " bits ("
+     << last.refinement_steps << " refinement steps at the last precision): " << decided_count << " of them decided";
+  if (!last.why_not.empty()) os << "; at " << reached << " bits no bound applied (" << last.why_not << ")";
+  if (decided_count < k) os << "; the rest stay UNDECIDED";
+  if (a.partial) os << " (stopped at --max-seconds)";
+  a.notes.push_back(os.str());
+}
+
 // Certified singular values, filter then escalate: the binary64 path (LAPACK + residual bound,
 // proofs/P16) first; where it is unavailable or undecided (fewer certified > 0 than the exact
 // rank's lower bound, or wider than sigma_rel_width), Rump's bound in MPFI escalating (Ziv) up
-// to max_bits — only up to mpfi_svd_max_dim rows and columns, where it is the right tool.
-void enclose_singular_values(const rank_request& req, rank_analysis& a) {
+// to max_bits — only up to mpfi_svd_max_dim rows and columns, where it is the right tool.  Above
+// that, a square object escalates its undecided trailing singular values on a deflated subspace.
+void enclose_singular_values(const rank_request& req, rank_analysis& a, const stage_clock& clock) {
   auto decided = [&](const singular_value_enclosures& sv) {
     return sv.certified_positive >= a.exact.lo &&
            (req.sigma_rel_width <= 0 || max_relative_width(sv) <= req.sigma_rel_width);
@@ -181,8 +267,9 @@ void enclose_singular_values(const rank_request& req, rank_analysis& a) {
     a.notes.push_back(os.str());
     if (req.progress) req.progress(os.str());
   }
+  binary64_svd_factors factors;
   if (auto enc = enclose_object_binary64(req)) {
-    a.singular_values = certified_singular_values_binary64(*enc);
+    a.singular_values = certified_singular_values_binary64(*enc, factors);
     a.singular_value_method = "binary64";
     a.singular_value_steps = 1;
     a.singular_values_decided = decided(a.singular_values);
@@ -190,6 +277,12 @@ void enclose_singular_values(const rank_request& req, rank_analysis& a) {
   }
   const long dim = std::max(a.rows, a.cols);
   if (dim > req.mpfi_svd_max_dim) {
+    if (a.singular_value_method == "binary64" && a.rows == a.cols && factors.valid && !factors.transposed &&
+        req.deflation_max_k > 0) {
+      escalate_deflated(req, a, factors, clock);
+      a.singular_values_decided = decided(a.singular_values);
+      return finish();
+    }
     a.notes.push_back(a.singular_value_method == "binary64"
                           ? "singular values: the binary64 enclosures leave some undecided; the MPFI path runs only up to " +
                                 std::to_string(req.mpfi_svd_max_dim) + " rows and columns (this is " + std::to_string(dim) +
@@ -308,7 +401,7 @@ rank_analysis analyse_rank(const rank_request& req) {
     a.notes.push_back("singular values: not computed (stopped at --max-seconds)");
   } else {
     if (req.progress) req.progress("singular values: binary64 SVD + residual bound");
-    enclose_singular_values(req, a);
+    enclose_singular_values(req, a, clock);
     stage_done("singular values");
   }
   measure_numerical(req, a, clock);

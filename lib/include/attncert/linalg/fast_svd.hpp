@@ -43,4 +43,20 @@ struct binary64_enclosure {
 /// Errors: input_error for a non-finite midpoint or radius.
 singular_value_enclosures certified_singular_values_binary64(const binary64_enclosure& A);
 
+/// The approximate factors and the bounds behind certified_singular_values_binary64, for a caller
+/// that escalates part of the spectrum (linalg/deflated_svd.hpp).  A is m×n with m ≥ n after the
+/// transposition (transposed: these are the factors of the midpoint's transpose).  s is dgesdd's,
+/// decreasing and ≥ 0; alpha ≥ ‖UᵀU − I‖₂, beta ≥ ‖VᵀV − I‖₂ and rho ≥ ‖Ã·V − U·diag(s)‖₂ for every
+/// Ã inside the enclosure (proofs/P16, part B).  valid = false: nothing was claimed (the bounds
+/// are then not usable).
+struct binary64_svd_factors {
+  matrix<double> U, V;
+  std::vector<double> s;
+  double alpha = 0, beta = 0, rho = 0;
+  bool transposed = false, valid = false;
+};
+
+/// As above, and keeps the factors and bounds in `factors` (nothing else changes).
+singular_value_enclosures certified_singular_values_binary64(const binary64_enclosure& A, binary64_svd_factors& factors);
+
 }  // namespace attncert

@@ -40,6 +40,10 @@ struct rank_request {
   /// is unavailable or undecided, up to this many rows and columns; above, undecided stays
   /// UNDECIDED (never the whole large matrix in MPFR).
   long mpfi_svd_max_dim = 128;
+  /// Above mpfi_svd_max_dim, a square object escalates its undecided trailing singular values on
+  /// a deflated subspace (linalg/deflated_svd.hpp) through the same precision schedule, taking at
+  /// most this many of them (0: never; they stay UNDECIDED).
+  std::size_t deflation_max_k = 64;
   /// Stop after this many seconds (0: no limit): what is unfinished is reported as such.
   double max_seconds = 0;
   /// Called with a short line at each stage (for a progress display); may be empty.
@@ -80,8 +84,10 @@ struct rank_analysis {
   /// cap max_bits was reached first (the enclosures are still valid, only less tight).
   bool singular_values_decided = false;
   unsigned singular_value_steps = 0;  ///< precisions tried
-  /// How the enclosures were computed: "binary64" (LAPACK + residual bound, proofs/P16) or
-  /// "mpfi" (Jacobi in MPFR + Rump's bound at singular_values.bits); "none" when not run.
+  /// How the enclosures were computed: "binary64" (LAPACK + residual bound, proofs/P16),
+  /// "binary64+deflated" (the trailing ones then escalated on a deflated subspace up to
+  /// singular_values.bits, P16 part D) or "mpfi" (Jacobi in MPFR + Rump's bound at
+  /// singular_values.bits); "none" when not run.
   std::string singular_value_method = "none";
   /// Largest (hi − lo)/lo over the singular values certified > 0 (0 when there are none).
   double singular_value_max_rel_width = 0;

@@ -1,0 +1,102 @@
+// Tests of attncert/rank/analysis.hpp: the singular-value stage of `attncert rank` — the binary64
+// path, then the deflated escalation of the undecided trailing singular values (proofs/P16, parts C
+// and D), forced here at a small size by lowering mpfi_svd_max_dim.
+//
+// Ground truth: the same layer formed in MPFR at 2048 bits from the exact inputs (scores, causal
+// softmax) and Eigen's JacobiSVD at that precision: independent of the code under test.
+#define BOOST_TEST_MODULE rank_analysis
+#include <boost/test/unit_test.hpp>
+
+#include <random>
+#include <string>
+#include <vector>
+
+#include "../support.hpp"
+#include "attncert/attention/scores.hpp"
+#include "attncert/attention/softmax.hpp"
+#include "attncert/linalg/spectra.hpp"
+#include "attncert/number/interval.hpp"
+#include "attncert/number/precision_guard.hpp"
+#include "attncert/rank/analysis.hpp"
+
+using namespace attncert;
+
+namespace {
+
+// Causal attention with Q, K of binary32 normals, d = 16, scale 1: its trailing singular values
+// fall far below binary64's resolution.
+rank_request causal_request(Eigen::Index n) {
+  std::mt19937_64 rng = make_rng(11);
+  std::normal_distribution<double> N(0, 1);
+  matrix<mpq_rational> Q(n, 16), K(n, 16);
+  for (Eigen::Index i = 0; i < Q.size(); ++i) {
+    Q(i) = mpq_rational(static_cast<double>(static_cast<float>(N(rng))));
+    K(i) = mpq_rational(static_cast<double>(static_cast<float>(N(rng))));
+  }
+  rank_request req;
+  req.Q = Q;
+  req.K = K;
+  req.scale = mpq_rational(1);
+  req.M = mask::causal();
+  req.mpfi_svd_max_dim = 16;  // the deflated path, at a size the reference can check
+  req.start_bits = 128;
+  req.max_bits = 512;
+  return req;
+}
+
+std::vector<mpfr_float> reference(const rank_request& req) {
+  precision_guard g(2048);
+  const matrix<mpfr_float> A =
+      masked_softmax(scores(from_rational_matrix<mpfr_float>(*req.Q), from_rational_matrix<mpfr_float>(*req.K), mpfr_float(1)), req.M);
+  return approx_singular_values(A);
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(undecided_trailing_values_escalate_on_a_deflated_subspace) {
+  const rank_request req = causal_request(40);
+  const rank_analysis a = analyse_rank(req);
+  for (const auto& note : a.notes) BOOST_TEST_MESSAGE(note);
+  BOOST_TEST(a.singular_value_method == "binary64+deflated");
+  BOOST_TEST(a.exact.lo == 40u);
+  BOOST_TEST(a.singular_values_decided);
+  BOOST_TEST(a.singular_values.certified_positive == 40u);
+  const std::vector<mpfr_float> ref = reference(req);
+  precision_guard g(2048);
+  for (std::size_t i = 0; i < ref.size(); ++i) {
+    const mpfi_float& x = a.singular_values.sigma[i];
+    BOOST_TEST((lower_of(x) <= ref[i] && ref[i] <= upper_of(x)),
+               "σ_" << i + 1 << " = " << ref[i].str(10) << " outside [" << lower_of(x).str(10) << ", " << upper_of(x).str(10) << "]");
+  }
+  BOOST_TEST_MESSAGE("σ_min = " << ref.back().str(6) << ", " << a.singular_value_steps << " steps, " << a.singular_values.bits << " bits");
+}
+
+BOOST_AUTO_TEST_CASE(without_deflation_the_trailing_values_stay_undecided) {
+  rank_request req = causal_request(40);
+  req.deflation_max_k = 0;
+  const rank_analysis a = analyse_rank(req);
+  BOOST_TEST(a.singular_value_method == "binary64");
+  BOOST_TEST(!a.singular_values_decided);
+  BOOST_TEST(a.singular_values.certified_positive < 40u);
+  bool noted = false;
+  for (const auto& note : a.notes) noted = noted || note.find("UNDECIDED") != std::string::npos;
+  BOOST_TEST(noted);
+}
+
+BOOST_AUTO_TEST_CASE(a_precision_cap_below_the_need_leaves_some_undecided_and_says_so) {
+  rank_request req = causal_request(40);
+  req.max_bits = 128;
+  const rank_analysis a = analyse_rank(req);
+  for (const auto& note : a.notes) BOOST_TEST_MESSAGE(note);
+  BOOST_TEST(a.singular_value_method == "binary64+deflated");
+  BOOST_TEST(a.singular_values.bits == 128u);
+  if (!a.singular_values_decided) {
+    bool noted = false;
+    for (const auto& note : a.notes) noted = noted || note.find("stay UNDECIDED") != std::string::npos;
+    BOOST_TEST(noted);
+  }
+  const std::vector<mpfr_float> ref = reference(req);
+  precision_guard g(2048);
+  for (std::size_t i = 0; i < ref.size(); ++i)
+    BOOST_TEST((lower_of(a.singular_values.sigma[i]) <= ref[i] && ref[i] <= upper_of(a.singular_values.sigma[i])), "σ_" << i + 1);
+}
