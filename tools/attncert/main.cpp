@@ -96,6 +96,7 @@ struct rank_args {
   bool formats_given = false;
   double max_seconds = 0, sigma_rel_width = 0;
   std::size_t deflate_max_k = 64;
+  double deflate_seconds = 120;
 };
 
 int run_rank_command(const rank_args& a, const std::string& command) {
@@ -139,6 +140,7 @@ int run_rank_command(const rank_args& a, const std::string& command) {
   req.max_seconds = a.max_seconds;
   req.sigma_rel_width = a.sigma_rel_width;
   req.deflation_max_k = a.deflate_max_k;
+  req.deflation_seconds = a.deflate_seconds;
   req.progress = cli::stage_progress("rank");
   const rank_analysis analysis = analyse_rank(req);
   cli::clear_progress();
@@ -216,6 +218,11 @@ CLI::App* add_rank_subcommand(CLI::App& app, rank_args& a) {
                    "this many of them (0: never, they stay UNDECIDED)")
       ->capture_default_str()
       ->check(CLI::Range(0, 4096));
+  rank->add_option("--deflate-seconds", a.deflate_seconds,
+                   "Time budget of that escalation: a precision is not started when 3x the previous one's time would "
+                   "pass it (0: none)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
   rank->add_option("--policies", a.policies, "Numerical-rank policies")->capture_default_str();
   cli::add_max_precision_option(rank, a.max_precision, 128, max_precision_bits, "Cap (bits) of the singular-value enclosures");
   cli::add_seed_option(rank, a.seed, "Seed of the modular evaluation points");

@@ -55,19 +55,33 @@ mid_rad split_mid_rad(const matrix<mpfi_float>& A) {
   return m;
 }
 
-// fl_p(op(A)·X): each entry a sum of n products in index order, one mpfr_fma (round to nearest) per
-// term — the recursive sum of part D, step 1.  op(A) = Aᵀ when `tr`.
+// fl_p(op(A)·X): each entry a sum of n products in index order, each product and each partial sum
+// rounded to nearest at p bits — the recursive sum of part D, step 1 (|error| ≤ γ_n^(p)|op(A)||X|).
+// op(A) = Aᵀ when `tr`.
 matrix<mpfr_float> approx_times(const matrix<mpfr_float>& A, const matrix<mpfr_float>& X, bool tr) {
   const Eigen::Index n = A.rows();
   matrix<mpfr_float> Y(n, X.cols());
+  mpfr_float t;
   for (Eigen::Index j = 0; j < X.cols(); ++j) {
     for (Eigen::Index i = 0; i < n; ++i) mpfr_set_ui(raw(Y(i, j)), 0, MPFR_RNDN);
     if (tr) {
-      for (Eigen::Index i = 0; i < n; ++i)
-        for (Eigen::Index l = 0; l < n; ++l) mpfr_fma(raw(Y(i, j)), raw(A(l, i)), raw(X(l, j)), raw(Y(i, j)), MPFR_RNDN);
+      for (Eigen::Index i = 0; i < n; ++i) {
+        mpfr_ptr y = raw(Y(i, j));
+        for (Eigen::Index l = 0; l < n; ++l) {
+          if (mpfr_zero_p(raw(A(l, i)))) continue;  // a masked entry: the term is an exact 0
+          mpfr_mul(raw(t), raw(A(l, i)), raw(X(l, j)), MPFR_RNDN);
+          mpfr_add(y, y, raw(t), MPFR_RNDN);
+        }
+      }
     } else {
-      for (Eigen::Index l = 0; l < n; ++l)
-        for (Eigen::Index i = 0; i < n; ++i) mpfr_fma(raw(Y(i, j)), raw(A(i, l)), raw(X(l, j)), raw(Y(i, j)), MPFR_RNDN);
+      for (Eigen::Index l = 0; l < n; ++l) {
+        mpfr_srcptr x = raw(X(l, j));
+        for (Eigen::Index i = 0; i < n; ++i) {
+          if (mpfr_zero_p(raw(A(i, l)))) continue;
+          mpfr_mul(raw(t), raw(A(i, l)), x, MPFR_RNDN);
+          mpfr_add(raw(Y(i, j)), raw(Y(i, j)), raw(t), MPFR_RNDN);
+        }
+      }
     }
   }
   return Y;

@@ -191,19 +191,34 @@ void escalate_deflated(const rank_request& req, rank_analysis& a, const binary64
   std::size_t decided_count = 0;
   unsigned reached = 0;
   deflation_report last;
+  std::string stopped;
+  const double start = clock.elapsed();
+  double level_seconds = 0;
   for (unsigned bits = std::max(req.start_bits, 64u); bits <= req.max_bits; bits *= 2) {
+    const double spent = clock.elapsed() - start, estimate = 3 * level_seconds;
     if (clock.expired()) {
       a.partial = true;
+      stopped = "stopped at --max-seconds";
+      break;
+    }
+    if (req.deflation_seconds > 0 && reached > 0 && spent + estimate > req.deflation_seconds) {
+      std::ostringstream os;
+      os.precision(2);
+      os << "stopped before " << bits << " bits: estimated " << estimate << " s more, past --deflate-seconds "
+         << req.deflation_seconds;
+      stopped = os.str();
       break;
     }
     if (req.progress)
       req.progress("singular values: the " + std::to_string(k) + " smallest on a deflated subspace at " + std::to_string(bits) + " bits");
+    const double t0 = clock.elapsed();
     std::vector<mpfi_float> trailing;
     {
       precision_guard g(bits);
       const matrix<mpfi_float> A = form_object<mpfi_float>(req);
       trailing = deflated_trailing_singular_values(A, F, k, vectors, last);
     }
+    level_seconds = clock.elapsed() - t0;
     reached = bits;
     ++a.singular_value_steps;
     for (std::size_t j = 0; j < k; ++j) {
@@ -224,7 +239,7 @@ void escalate_deflated(const rank_request& req, rank_analysis& a, const binary64
   a.singular_values.certified_positive = 0;
   for (const auto& x : a.singular_values.sigma) a.singular_values.certified_positive += lower_of(x) > 0;
   if (reached == 0) {
-    a.notes.push_back("singular values: the deflated escalation did not start (stopped at --max-seconds)");
+    a.notes.push_back("singular values: the deflated escalation did not start (" + stopped + ")");
     return;
   }
   a.singular_value_method = "binary64+deflated";
@@ -234,7 +249,7 @@ void escalate_deflated(const rank_request& req, rank_analysis& a, const binary64
      << last.refinement_steps << " refinement steps at the last precision): " << decided_count << " of them decided";
   if (!last.why_not.empty()) os << "; at " << reached << " bits no bound applied (" << last.why_not << ")";
   if (decided_count < k) os << "; the rest stay UNDECIDED";
-  if (a.partial) os << " (stopped at --max-seconds)";
+  if (!stopped.empty()) os << " (" << stopped << ")";
   a.notes.push_back(os.str());
 }
 

@@ -44,6 +44,10 @@ struct rank_request {
   /// a deflated subspace (linalg/deflated_svd.hpp) through the same precision schedule, taking at
   /// most this many of them (0: never; they stay UNDECIDED).
   std::size_t deflation_max_k = 64;
+  /// Time budget (seconds) of that escalation: a precision is not started when the previous one's
+  /// time, times 3 (the estimate for twice the bits), would take the escalation past it (0: no
+  /// budget; --max-seconds still applies).
+  double deflation_seconds = 120;
   /// Stop after this many seconds (0: no limit): what is unfinished is reported as such.
   double max_seconds = 0;
   /// Called with a short line at each stage (for a progress display); may be empty.
