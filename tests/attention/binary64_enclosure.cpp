@@ -535,3 +535,41 @@ BOOST_AUTO_TEST_CASE(checker_catches_shrunk_radius) {
   A_neg.rad(1, 1) = -A.rad(1, 1);
   BOOST_TEST(check_contains(A_neg, Ai).violations == 1);
 }
+
+// enclose_scores_mpfi: every allowed entry contains the exact c·q_i·k_j, compared as rationals (c is
+// 3/7, or 1/√16 = 1/4 through the 1/√d path), masked entries are exact zeros, and the widths are
+// about 2^-p relative.  Entries across 2^±40 and a dot product with heavy cancellation included.
+BOOST_AUTO_TEST_CASE(mpfi_scores_from_exactly_summed_dot_products) {
+  auto rng = make_rng(41);
+  const matrix<double> Qd = random_float32(rng, 9, 16, 1.0, 40);
+  matrix<double> Kd = random_float32(rng, 11, 16, 1.0, -40);
+  Kd.row(3) = Qd.row(2) * std::ldexp(1.0, -80);  // q_2·k_3: terms of one sign …
+  Kd(3, 0) = -Kd(3, 0) * (1 + 0x1p-30);           // … and one nearly cancelling them
+  const bool_matrix allowed = random_allowed(rng, 9, 11);
+  const mask M = mask::from_matrix(allowed);
+  const matrix<Q> Qr = to_rational(Qd), Kr = to_rational(Kd);
+  for (bool inv_sqrt_d : {false, true}) {
+    score_scale c;
+    if (inv_sqrt_d) c.inv_sqrt_d = true;
+    else c.rational = Q(3, 7);
+    const Q cq = inv_sqrt_d ? Q(1, 4) : Q(3, 7);
+    precision_guard g(200);
+    const matrix<mpfi_float> S = enclose_scores_mpfi(Qd, Kd, c, M);
+    for (Eigen::Index i = 0; i < 9; ++i)
+      for (Eigen::Index j = 0; j < 11; ++j) {
+        const mpfi_float& s = S(i, j);
+        if (!allowed(i, j)) {
+          BOOST_TEST((lower_of(s) == 0 && upper_of(s) == 0));
+          continue;
+        }
+        Q dot(0);
+        for (Eigen::Index l = 0; l < 16; ++l) dot += Qr(i, l) * Kr(j, l);
+        const Q t = cq * dot;
+        BOOST_TEST((mpfr_cmp_q(lower_of(s).backend().data(), t.backend().data()) <= 0 &&
+                    mpfr_cmp_q(upper_of(s).backend().data(), t.backend().data()) >= 0),
+                   "(" << i << ", " << j << ") inv_sqrt_d " << inv_sqrt_d << ": the exact score is outside");
+        const mpfr_float w = upper_of(s) - lower_of(s), x = abs(from_rational<mpfr_float>(t));
+        BOOST_TEST(w <= x * pow(mpfr_float(2), -190), "(" << i << ", " << j << ") width " << w.str(5));
+      }
+  }
+}

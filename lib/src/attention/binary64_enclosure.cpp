@@ -9,6 +9,7 @@
 #include <cmath>
 #include <limits>
 #include <string>
+#include <vector>
 
 #include "attncert/error.hpp"
 #include "attncert/number/outward.hpp"
@@ -213,6 +214,51 @@ binary64_enclosure enclose_sum_binary64(const matrix<double>& X, const binary64_
     if (!std::isfinite(s) || !std::isfinite(out.rad.data()[i])) throw input_error("X + A·V overflows binary64");
   }
   return out;
+}
+
+matrix<mpfi_float> enclose_scores_mpfi(const matrix<double>& Q, const matrix<double>& K, const score_scale& c, const mask& M) {
+  const Eigen::Index nq = Q.rows(), nk = K.rows(), d = Q.cols();
+  if (K.cols() != d) throw input_error("Q has " + std::to_string(d) + " columns but K has " + std::to_string(K.cols()));
+  for (const matrix<double>* X : {&Q, &K})
+    for (Eigen::Index i = 0; i < X->size(); ++i)
+      if (!std::isfinite(X->data()[i])) throw input_error("scores: an input entry is not finite");
+  M.check_shape(nq, nk);
+  mpfi_float scale;
+  if (c.rational) mpfi_set_q(scale.backend().data(), c.rational->backend().data());
+  else if (c.inv_sqrt_d) {
+    mpfi_set_si(scale.backend().data(), static_cast<long>(d));
+    mpfi_sqrt(scale.backend().data(), scale.backend().data());
+    mpfi_inv(scale.backend().data(), scale.backend().data());
+  } else {
+    mpfi_set_si(scale.backend().data(), 1);
+  }
+  // The products q_il·k_jl, exact in 106 bits (two 53-bit significands), summed by mpfr_sum,
+  // which rounds the exact sum once in the direction asked.
+  std::vector<mpfr_float> terms(static_cast<std::size_t>(d));
+  std::vector<mpfr_ptr> ptrs(terms.size());
+  for (std::size_t l = 0; l < terms.size(); ++l) {
+    terms[l].precision(106);
+    ptrs[l] = terms[l].backend().data();
+  }
+  mpfr_float lo, hi;
+  matrix<mpfi_float> S(nq, nk);
+  for (Eigen::Index i = 0; i < nq; ++i)
+    for (Eigen::Index j = 0; j < nk; ++j) {
+      mpfi_ptr s = S(i, j).backend().data();
+      if (!M.allows(i, j)) {
+        mpfi_set_si(s, 0);
+        continue;
+      }
+      for (Eigen::Index l = 0; l < d; ++l) {
+        mpfr_set_d(ptrs[static_cast<std::size_t>(l)], Q(i, l), MPFR_RNDN);                        // exact
+        mpfr_mul_d(ptrs[static_cast<std::size_t>(l)], ptrs[static_cast<std::size_t>(l)], K(j, l), MPFR_RNDN);  // exact
+      }
+      mpfr_sum(lo.backend().data(), ptrs.data(), static_cast<unsigned long>(d), MPFR_RNDD);
+      mpfr_sum(hi.backend().data(), ptrs.data(), static_cast<unsigned long>(d), MPFR_RNDU);
+      mpfi_interv_fr(s, lo.backend().data(), hi.backend().data());
+      mpfi_mul(s, s, scale.backend().data());
+    }
+  return S;
 }
 
 }  // namespace attncert

@@ -318,40 +318,41 @@ std::vector<mpfi_float> no_claim(std::size_t k, deflation_report& rep, std::stri
   return std::vector<mpfi_float>(k, detail::csvd::nonnegative_half_line());
 }
 
-}  // namespace
+matrix<double> U1_of(const binary64_svd_factors& F, Eigen::Index k) { return F.U.leftCols(F.U.cols() - k); }
 
-std::size_t deflation_split(const std::vector<mpfi_float>& sigma, std::size_t k_min, std::size_t k_max) {
-  const std::size_t n = sigma.size();
-  for (std::size_t k = std::max<std::size_t>(k_min, 1); k <= k_max && k < n; ++k)
-    if (lower_of(sigma[n - k - 1]) >= 2 * upper_of(sigma[n - k])) return k;
-  return 0;
+// U₂ ← U₂ − U₁(U₁ᵀU₂) at p bits, then orthonormalized (modified Gram–Schmidt twice).  Approx tier.
+void orthogonalize_against(const matrix<double>& U1, matrix<mpfr_float>& U2) {
+  const Eigen::Index n = U1.rows(), m = U1.cols(), k = U2.cols();
+  matrix<mpfr_float> C(m, k);
+  mpfr_float t;
+  for (Eigen::Index j = 0; j < k; ++j)
+    for (Eigen::Index i = 0; i < m; ++i) {
+      mpfr_ptr c = raw(C(i, j));
+      mpfr_set_ui(c, 0, MPFR_RNDN);
+      for (Eigen::Index l = 0; l < n; ++l) {
+        mpfr_mul_d(raw(t), raw(U2(l, j)), U1(l, i), MPFR_RNDN);
+        mpfr_add(c, c, raw(t), MPFR_RNDN);
+      }
+    }
+  for (Eigen::Index j = 0; j < k; ++j)
+    for (Eigen::Index i = 0; i < m; ++i) {
+      mpfr_srcptr c = raw(C(i, j));
+      for (Eigen::Index l = 0; l < n; ++l) {
+        mpfr_mul_d(raw(t), c, U1(l, i), MPFR_RNDN);
+        mpfr_sub(raw(U2(l, j)), raw(U2(l, j)), raw(t), MPFR_RNDN);
+      }
+    }
+  matrix<mpfr_float> Q, R;
+  approx_qr(U2, Q, R);
+  U2 = Q;
 }
 
-std::vector<mpfi_float> deflated_trailing_singular_values(const matrix<mpfi_float>& A, const binary64_svd_factors& F,
-                                                          std::size_t kk, deflation_vectors& vectors,
-                                                          deflation_report& rep, int max_steps) {
-  const Eigen::Index n = A.rows(), k = static_cast<Eigen::Index>(kk), m = n - k;
-  if (A.cols() != n || !F.valid || F.transposed || F.V.rows() != n || F.V.cols() != n || F.U.rows() != n ||
-      F.U.cols() != n || static_cast<Eigen::Index>(F.s.size()) != n || k <= 0 || k >= n)
-    throw input_error("deflated singular values: need a square matrix, its binary64 factors and 0 < k < n");
-  rep = deflation_report{};
-  rep.k = kk;
-  rep.bits = current_mpfr_bits();
-  for (Eigen::Index i = 0; i < A.size(); ++i)
-    if (!mpfi_bounded_p(A(i).backend().data())) return no_claim(kk, rep, "an entry of the matrix is not bounded");
-  mpfr_clear_underflow();
-  const mid_rad Am = split_mid_rad(A);
-
-  // Step 0 (approx): refine the trailing vectors at p bits.
-  matrix<mpfr_float> start = vectors.V2;
-  if (start.rows() != n || start.cols() != k) start = from_double_matrix<mpfr_float>(F.V.rightCols(k));
-  else
-    for (Eigen::Index i = 0; i < start.size(); ++i) start(i).precision(rep.bits);
-  const trailing_triple t = refine(Am, F, k, start, max_steps, rep.refinement_steps);
-  rep.residual = t.residual;
-  if (t.U2.size() == 0) return no_claim(kk, rep, "the refinement's small SVD failed");
-  vectors.V2 = t.V2;
-
+// Steps 1–5 of part D for the triple t: enclosures of the k smallest singular values, or no claim
+// (rep.why_not says why).
+std::vector<mpfi_float> certify_triple(const mid_rad& Am, const binary64_svd_factors& F, const trailing_triple& t,
+                                       deflation_report& rep) {
+  const Eigen::Index n = Am.mid.rows(), k = t.V2.cols(), m = n - k;
+  const std::size_t kk = static_cast<std::size_t>(k);
   // Step 1: Y = AV₂ and Z = AᵀU₂ enclosed; R_r = Y − U₂Σ₂, R_l = Z − V₂Σ₂; M₂₂ = U₂ᵀY.
   const matrix<mpfi_float> Y = enclose_times(Am, t.V2, false), Z = enclose_times(Am, t.U2, true);
   detail::csvd::frobenius_upper fr, fl;
@@ -424,6 +425,56 @@ std::vector<mpfi_float> deflated_trailing_singular_values(const matrix<mpfi_floa
     mpfi_interv_fr(out[j].backend().data(), raw(lo), raw(hi));
   }
   return out;
+}
+
+}  // namespace
+
+std::size_t deflation_split(const std::vector<mpfi_float>& sigma, std::size_t k_min, std::size_t k_max) {
+  const std::size_t n = sigma.size();
+  for (std::size_t k = std::max<std::size_t>(k_min, 1); k <= k_max && k < n; ++k)
+    if (lower_of(sigma[n - k - 1]) >= 2 * upper_of(sigma[n - k])) return k;
+  return 0;
+}
+
+std::vector<mpfi_float> deflated_trailing_singular_values(const matrix<mpfi_float>& A, const binary64_svd_factors& F,
+                                                          std::size_t kk, deflation_vectors& vectors,
+                                                          deflation_report& rep, int max_steps) {
+  const Eigen::Index n = A.rows(), k = static_cast<Eigen::Index>(kk);
+  if (A.cols() != n || !F.valid || F.transposed || F.V.rows() != n || F.V.cols() != n || F.U.rows() != n ||
+      F.U.cols() != n || static_cast<Eigen::Index>(F.s.size()) != n || k <= 0 || k >= n)
+    throw input_error("deflated singular values: need a square matrix, its binary64 factors and 0 < k < n");
+  rep = deflation_report{};
+  rep.k = kk;
+  rep.bits = current_mpfr_bits();
+  for (Eigen::Index i = 0; i < A.size(); ++i)
+    if (!mpfi_bounded_p(A(i).backend().data())) return no_claim(kk, rep, "an entry of the matrix is not bounded");
+  mpfr_clear_underflow();
+  const mid_rad Am = split_mid_rad(A);
+
+  // Step 0 (approx): refine the trailing vectors at p bits.
+  matrix<mpfr_float> start = vectors.V2;
+  if (start.rows() != n || start.cols() != k) start = from_double_matrix<mpfr_float>(F.V.rightCols(k));
+  else
+    for (Eigen::Index i = 0; i < start.size(); ++i) start(i).precision(rep.bits);
+  const trailing_triple t = refine(Am, F, k, start, max_steps, rep.refinement_steps);
+  rep.residual = t.residual;
+  if (t.U2.size() == 0) return no_claim(kk, rep, "the refinement's small SVD failed");
+  vectors.V2 = t.V2;
+
+  std::vector<mpfi_float> out = certify_triple(Am, F, t, rep);
+  if (rep.why_not.empty()) return out;
+  // Columns of U₂ whose σ lies below what p bits resolve are noise and far from orthogonal to U₁:
+  // orthogonalize U₂ against U₁ once and orthonormalize it (any basis serves; part D, step 0′),
+  // then bound again.
+  trailing_triple o = t;
+  orthogonalize_against(U1_of(F, k), o.U2);
+  deflation_report again = rep;
+  again.why_not.clear();
+  std::vector<mpfi_float> second = certify_triple(Am, F, o, again);
+  if (!again.why_not.empty()) return out;
+  again.orthogonalized = true;
+  rep = again;
+  return second;
 }
 
 }  // namespace attncert

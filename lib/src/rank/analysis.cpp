@@ -52,6 +52,23 @@ matrix<T> form_object(const rank_request& r) {
   return residual(from_rational_matrix<T>(*r.X), AV);
 }
 
+// The object enclosed in MPFI at the current precision.  Scores and attention from binary64 Q, K
+// take the exactly summed scores of enclose_scores_mpfi (cheap at large n); anything else is the
+// generic MPFI evaluation.  Both enclose the exact object.
+matrix<mpfi_float> form_object_mpfi(const rank_request& r) {
+  if (!r.S && (r.object == layer_object::scores || r.object == layer_object::attention)) {
+    auto q = exactly_binary64(*r.Q), k = exactly_binary64(*r.K);
+    if (q && k) {
+      score_scale c;
+      if (r.inv_sqrt_d) c.inv_sqrt_d = true;
+      else c.rational = r.scale ? *r.scale : mpq_rational(1);
+      if (r.object == layer_object::scores) return enclose_scores_mpfi(*q, *k, c, mask::none());
+      return masked_softmax(enclose_scores_mpfi(*q, *k, c, r.M), r.M);
+    }
+  }
+  return form_object<mpfi_float>(r);
+}
+
 // Shapes and masks: one input_error naming the first problem.
 void validate(const rank_request& req) {
   if (!req.S && !(req.Q && req.K)) throw input_error("give either --scores or both --q and --k");
@@ -215,7 +232,7 @@ void escalate_deflated(const rank_request& req, rank_analysis& a, const binary64
     std::vector<mpfi_float> trailing;
     {
       precision_guard g(bits);
-      const matrix<mpfi_float> A = form_object<mpfi_float>(req);
+      const matrix<mpfi_float> A = form_object_mpfi(req);
       trailing = deflated_trailing_singular_values(A, F, k, vectors, last);
     }
     level_seconds = clock.elapsed() - t0;

@@ -32,6 +32,14 @@ struct score_scale {
 /// Errors: input_error if the scale is zero or a score bound is not finite (overflow).
 binary64_enclosure enclose_scores_binary64(const matrix<double>& Q, const matrix<double>& K, const score_scale& c);
 
+/// c·Q·Kᵀ enclosed in MPFI at the current precision, for binary64 Q (n_q×d) and K (n_k×d): each
+/// dot product summed exactly (the d products are exact at 106 bits; one mpfr_sum rounded down and
+/// one up), then multiplied by c's enclosure.  Entries that M masks are set to exact zeros and not
+/// computed (softmax ignores them).  Tier: enclosure.  Much cheaper than the generic MPFI product
+/// at large n (the deflated escalation of proofs/P16 part D forms the layer once per precision).
+/// Errors: input_error for a non-finite input.
+matrix<mpfi_float> enclose_scores_mpfi(const matrix<double>& Q, const matrix<double>& K, const score_scale& c, const mask& M);
+
 /// Enclosure of softmax(S) under mask M (masked entries exactly 0), row by row, for S inside
 /// the enclosure `S`.  Errors: input_error for a fully masked row, and when the scores'
 /// radius is too large for a useful bound (> 1/2: use the MPFI path).

@@ -34,6 +34,7 @@ struct deflation_report {
   double epsilon = 0;          ///< ε, rounded up (+∞ when not reached)
   double gap = 0;              ///< η, rounded down (≤ 0: no claim)
   std::string why_not;         ///< empty when the bound applied; otherwise why nothing was claimed
+  bool orthogonalized = false; ///< the bound applied after U₂ was orthogonalized against U₁ (step 0′)
 };
 
 /// The refined trailing singular vectors at p bits (approx tier), kept between precisions.
