@@ -320,8 +320,7 @@ std::vector<mpfi_float> no_claim(std::size_t k, deflation_report& rep, std::stri
 
 matrix<double> U1_of(const binary64_svd_factors& F, Eigen::Index k) { return F.U.leftCols(F.U.cols() - k); }
 
-// U₂ ← U₂ − U₁(U₁ᵀU₂) at p bits, then orthonormalized (modified Gram–Schmidt twice).  Approx tier.
-void orthogonalize_against(const matrix<double>& U1, matrix<mpfr_float>& U2) {
+void orthogonalize_once(const matrix<double>& U1, matrix<mpfr_float>& U2) {
   const Eigen::Index n = U1.rows(), m = U1.cols(), k = U2.cols();
   matrix<mpfr_float> C(m, k);
   mpfr_float t;
@@ -345,6 +344,13 @@ void orthogonalize_against(const matrix<double>& U1, matrix<mpfr_float>& U2) {
   matrix<mpfr_float> Q, R;
   approx_qr(U2, Q, R);
   U2 = Q;
+}
+
+// U₂ ← U₂ − U₁(U₁ᵀU₂) at p bits, then orthonormalized (modified Gram–Schmidt twice); the whole
+// done twice, since normalizing a column that was nearly inside span(U₁) amplifies what the first
+// round left of U₁ ("twice is enough").  Approx tier.
+void orthogonalize_against(const matrix<double>& U1, matrix<mpfr_float>& U2) {
+  for (int round = 0; round < 2; ++round) orthogonalize_once(U1, U2);
 }
 
 // Steps 1–5 of part D for the triple t: enclosures of the k smallest singular values, or no claim
@@ -392,22 +398,25 @@ std::vector<mpfi_float> certify_triple(const mid_rad& Am, const binary64_svd_fac
   const mpfi_float b11 = b0 + 2 * thin(bv) * yn + yn * yn * (one + gv), b12 = thin(py.err) + gv * yn;
   const mpfr_float alpha = upper_of(sqrt(mpfi_float(a11 * a11 + 2 * a12 * a12 + gu * gu)));
   const mpfr_float beta = upper_of(sqrt(mpfi_float(b11 * b11 + 2 * b12 * b12 + gv * gv)));
-  if (!(alpha < 1) || !(beta < 1)) return no_claim(kk, rep, "the refined bases are too far from orthogonal");
+  if (!(alpha < 1) || !(beta < 1))
+    return no_claim(kk, rep, "the refined bases are too far from orthogonal: alpha' " + alpha.str(3) + ", beta' " + beta.str(3));
   const mpfr_float eps = std::max(upper_of(mpfi_float(a12 * sm + sqrt(mpfi_float(one + a11)) * rr)),
                                   upper_of(mpfi_float(b12 * sm + sqrt(mpfi_float(one + b11)) * rl)));
   rep.epsilon = mpfr_get_d(raw(eps), MPFR_RNDU);
   const singular_value_enclosures small = certified_singular_values(M22);
   const mpfi_float h1 = thin(upper_of(small.sigma[0]));
 
-  // Step 3: σ_min(M₁₁′) ≥ ŝ_{n−k} − √(1 + α)·ρ − α·ŝ₁ − (‖X‖e₂₁ + e₁₂‖Y‖ + ‖X‖‖Y‖h₁) (Weyl twice).
-  const mpfr_float s_low = lower_of(thin(mpfr_float(F.s[static_cast<std::size_t>(m - 1)])) -
-                                    sqrt(mpfi_float(one + a0)) * thin(mpfr_float(F.rho)) - a0 * thin(mpfr_float(F.s[0])) -
-                                    (xn * e21 + e12 * yn + xn * yn * h1));
+  // Step 3: σ_min(M₁₁′) ≥ (1 − α)·ŝ_{n−k} − √(1 + α)·ρ − (‖X‖e₂₁ + e₁₂‖Y‖ + ‖X‖‖Y‖h₁) (Weyl twice;
+  // σ_min(U₁ᵀU₁ diag ŝ₁) ≥ λ_min(U₁ᵀU₁)·ŝ_{n−k} ≥ (1 − α)·ŝ_{n−k}).
+  const mpfr_float s_low = lower_of((one - a0) * thin(mpfr_float(F.s[static_cast<std::size_t>(m - 1)])) -
+                                    sqrt(mpfi_float(one + a0)) * thin(mpfr_float(F.rho)) - (xn * e21 + e12 * yn + xn * yn * h1));
 
   // Step 4: the gap η and the shift δ (Li and Li).
   const mpfr_float gap = lower_of(thin(s_low) - h1);
   rep.gap = mpfr_get_d(raw(gap), MPFR_RNDD);
-  if (!(gap > 0)) return no_claim(kk, rep, "no gap between the kept and the escalated singular values");
+  if (!(gap > 0))
+    return no_claim(kk, rep, "no gap between the kept and the escalated singular values: sigma_min(M11) >= " + s_low.str(3) +
+                                 ", sigma_max(M22) <= " + upper_of(h1).str(3));
   const mpfi_float E = thin(eps), G = thin(gap);
   const mpfr_float li = upper_of(mpfi_float(2 * E * E / (G + sqrt(mpfi_float(G * G + 4 * E * E)))));
   const mpfr_float delta = std::min(eps, li);
@@ -463,15 +472,19 @@ std::vector<mpfi_float> deflated_trailing_singular_values(const matrix<mpfi_floa
 
   std::vector<mpfi_float> out = certify_triple(Am, F, t, rep);
   if (rep.why_not.empty()) return out;
-  // Columns of U₂ whose σ lies below what p bits resolve are noise and far from orthogonal to U₁:
-  // orthogonalize U₂ against U₁ once and orthonormalize it (any basis serves; part D, step 0′),
-  // then bound again.
+  // Columns whose σ lies below what p bits resolve are noise, far from orthogonal to U₁ and V₁:
+  // orthogonalize U₂ against U₁ and V₂ against V₁ once and orthonormalize them (any bases serve;
+  // part D, step 0′), then bound again.
   trailing_triple o = t;
   orthogonalize_against(U1_of(F, k), o.U2);
+  orthogonalize_against(F.V.leftCols(F.V.cols() - k), o.V2);
   deflation_report again = rep;
   again.why_not.clear();
   std::vector<mpfi_float> second = certify_triple(Am, F, o, again);
-  if (!again.why_not.empty()) return out;
+  if (!again.why_not.empty()) {
+    rep.why_not += "; with U2, V2 orthogonalized: " + again.why_not;
+    return out;
+  }
   again.orthogonalized = true;
   rep = again;
   return second;

@@ -8,7 +8,7 @@
 // The bound (A n×n; U = [U₁ U₂], V = [V₁ V₂] with U₁, V₁ the first n − k columns of the binary64
 // factors and U₂, V₂ the refined n×k blocks at p bits; M = UᵀAV = [M₁₁ M₁₂; M₂₁ M₂₂]):
 //   α' ≥ ‖UᵀU − I‖₂, β' ≥ ‖VᵀV − I‖₂                 (both < 1: U, V invertible)
-//   σ_min(M₁₁) ≥ s := ŝ_{n−k} − √(1 + α)·ρ − α·ŝ₁      (Weyl, from P16's α, ρ for [U₁ ·], [V₁ ·])
+//   σ_min(M₁₁) ≥ s := (1 − α)·ŝ_{n−k} − √(1 + α)·ρ     (Weyl, from P16's α, ρ for [U₁ ·], [V₁ ·])
 //   ε ≥ max(‖M₁₂‖, ‖M₂₁‖)                            (from the residuals AV₂ − U₂Σ₂, AᵀU₂ − V₂Σ₂)
 //   σ(M₂₂) ⊂ [l_j, h_j]                              (certified_singular_values of the k×k block)
 //   η = s − h₁ > 0,  δ = min(ε, 2ε²/(η + √(η² + 4ε²)))   (C.-K. Li and R.-C. Li, 2005, on the
