@@ -161,7 +161,7 @@ class DriftResult(Result):
 
 def rank(scores=None, *, q=None, k=None, v=None, x=None, scale=None, mask=None, object="attention",
          formats=None, policies="numpy,matlab,torch,lapack,eigen", max_bits=4096, seed=20261129, max_seconds=0,
-         sigma_rel_width=0):
+         sigma_rel_width=0, deflate_max_k=64, deflate_seconds=120):
     """The certified rank of one attention layer's scores, attention, output or residual (`attncert rank`).
 
     scores (n_q, n_k) used as given, or q (n_q, d) and k (n_k, d) with scale (None: 1/sqrt(d); a number at
@@ -170,7 +170,9 @@ def rank(scores=None, *, q=None, k=None, v=None, x=None, scale=None, mask=None, 
     default list (binary16, bfloat16, binary32, binary64, mpfr256), mpfr256 left out above 256 rows or columns
     with a time estimate in .report["notes"]; naming formats runs them all.  max_seconds > 0 stops early
     (.report["partial"]); sigma_rel_width > 0 asks that relative width of every certified singular value.
-    Returns a RankResult.
+    Above 128 rows, a square object's undecided smallest singular values escalate on a deflated subspace
+    (at most deflate_max_k of them, 0: never; within deflate_seconds, 0: no budget), as --deflate-max-k and
+    --deflate-seconds do.  Returns a RankResult.
     """
     from . import _exact_text
 
@@ -179,7 +181,8 @@ def rank(scores=None, *, q=None, k=None, v=None, x=None, scale=None, mask=None, 
          "formats": _list_text("binary16,bfloat16,binary32,binary64,mpfr256" if formats is None else formats, "formats"),
          "formats_explicit": formats is not None, "policies": _list_text(policies, "policies"),
          "max_bits": int(max_bits), "seed": int(seed), "max_seconds": float(max_seconds),
-         "sigma_rel_width": float(sigma_rel_width)}
+         "sigma_rel_width": float(sigma_rel_width), "deflate_max_k": int(deflate_max_k),
+         "deflate_seconds": float(deflate_seconds)}
     if mask is None:
         o["mask_kind"] = "none"
     elif isinstance(mask, str):

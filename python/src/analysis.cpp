@@ -89,6 +89,11 @@ std::string rank_json(const py::dict& o) {
   req.max_seconds = o["max_seconds"].cast<double>();
   req.sigma_rel_width = o["sigma_rel_width"].cast<double>();
   if (!(req.max_seconds >= 0) || !(req.sigma_rel_width >= 0)) throw input_error("max_seconds and sigma_rel_width must be >= 0");
+  const long dk = o["deflate_max_k"].cast<long>();
+  req.deflation_seconds = o["deflate_seconds"].cast<double>();
+  if (dk < 0 || dk > 4096 || !(req.deflation_seconds >= 0))
+    throw input_error("deflate_max_k must be in [0, 4096] and deflate_seconds >= 0");
+  req.deflation_max_k = static_cast<std::size_t>(dk);
   req.inputs = inputs;
   py::gil_scoped_release nogil;
   return to_json(analyse_rank(req), "attncert.rank (python)").dump();

@@ -55,6 +55,24 @@ def test_rank_of_qk_with_causal_mask_matches_cli():
     assert r.exact_rank == (5, 5)  # causal with finite diagonal: full rank (P03)
 
 
+def test_rank_escalates_undecided_singular_values_on_a_deflated_subspace():
+    # A causal layer of 160 tokens: binary64 leaves its smallest singular values undecided (far below
+    # 1e-16); the deflated escalation decides them (proofs/P16, part D); deflate_max_k=0 leaves them.
+    rng = np.random.default_rng(3)
+    q, k = (rng.standard_normal((160, 16)).astype(np.float32) for _ in range(2))
+    r = attncert.rank(q=q, k=k, mask="causal", formats="binary64", policies="numpy")
+    assert r.report["singular_values_method"] == "binary64+deflated"
+    assert r.report["singular_values_certified_positive"] == 160, r.report["notes"]
+    assert any("deflated subspace" in n for n in r.report["notes"])
+    off = attncert.rank(q=q, k=k, mask="causal", formats="binary64", policies="numpy", deflate_max_k=0)
+    assert off.report["singular_values_method"] == "binary64"
+    assert off.report["singular_values_certified_positive"] < 160
+    for lo_hi, kept in zip(r.report["singular_values"], off.report["singular_values"]):
+        assert float(lo_hi["lo"]) >= float(kept["lo"]) and float(lo_hi["hi"]) <= float(kept["hi"])
+    with pytest.raises(ValueError, match="deflate_max_k"):
+        attncert.rank(q=q, k=k, mask="causal", deflate_max_k=-1)
+
+
 def test_rank_at_scale_keywords():
     # 300 tokens of float32 data: the binary64 path certifies every singular value; mpfr256 is left out of
     # the default formats with a time estimate, and kept when named; max_seconds stops early, said so.

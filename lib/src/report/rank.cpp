@@ -79,6 +79,10 @@ void write_rank_text(std::ostream& os, const rank_analysis& a) {
   const auto& sv = a.singular_values;
   if (a.singular_value_method == "binary64")
     os << "certified singular values (binary64 LAPACK SVD + residual bound, proofs/P16; ";
+  else if (a.singular_value_method == "binary64+deflated")
+    os << "certified singular values (binary64 LAPACK SVD + residual bound, the smallest escalated on a deflated subspace "
+          "up to "
+       << sv.bits << " bits, proofs/P16; ";
   else if (a.singular_value_method == "mpfi")
     os << "certified singular values (MPFI, " << sv.bits << " bits; ";
   else
@@ -86,10 +90,13 @@ void write_rank_text(std::ostream& os, const rank_analysis& a) {
   os << sv.certified_positive << " of " << sv.sigma.size() << " certified > 0";
   if (sv.certified_positive > 0) os << ", relative width <= " << a.singular_value_max_rel_width;
   os << (a.singular_values_decided ? "" : "; UNDECIDED for the question asked") << "):\n";
-  for (std::size_t k = 0; k < sv.sigma.size(); ++k) {
-    if (k == 12) {
-      os << "  ... (" << sv.sigma.size() - 12 << " more in --format json)\n";
-      break;
+  // Up to 12 lines: the largest six and the smallest six when there are more (the smallest are
+  // the ones a rank question turns on).
+  const std::size_t count = sv.sigma.size();
+  for (std::size_t k = 0; k < count; ++k) {
+    if (count > 12 && k == 6) {
+      os << "  ... (" << count - 12 << " more in --format json)\n";
+      k = count - 6;
     }
     const auto [lo, hi] = outward_decimal(sv.sigma[k], 20);
     os << "  s" << k + 1 << " in [" << lo << ", " << hi << "]\n";
