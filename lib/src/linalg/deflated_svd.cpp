@@ -353,20 +353,23 @@ void orthogonalize_against(const matrix<double>& U1, matrix<mpfr_float>& U2) {
   for (int round = 0; round < 2; ++round) orthogonalize_once(U1, U2);
 }
 
-// Steps 1–5 of part D for the triple t: enclosures of the k smallest singular values, or no claim
-// (rep.why_not says why).
-std::vector<mpfi_float> certify_triple(const mid_rad& Am, const binary64_svd_factors& F, const trailing_triple& t,
-                                       deflation_report& rep) {
-  const Eigen::Index n = Am.mid.rows(), k = t.V2.cols(), m = n - k;
-  const std::size_t kk = static_cast<std::size_t>(k);
-  // Step 1: Y = AV₂ and Z = AᵀU₂ enclosed; R_r = Y − U₂Σ₂, R_l = Z − V₂Σ₂; M₂₂ = U₂ᵀY.
+// Step 1 of part D: r_r ≥ ‖ÃV₂ − U₂Σ₂‖_F, r_l ≥ ‖ÃᵀU₂ − V₂Σ₂‖_F, s_max = max |Σ₂| and M₂₂ ∋ U₂ᵀÃV₂,
+// for every Ã inside A.
+struct step_one {
+  mpfr_float rr, rl, smax;
+  matrix<mpfi_float> M22;
+};
+
+step_one residuals_and_block(const mid_rad& Am, const trailing_triple& t) {
+  const Eigen::Index n = Am.mid.rows(), k = t.V2.cols();
   const matrix<mpfi_float> Y = enclose_times(Am, t.V2, false), Z = enclose_times(Am, t.U2, true);
   detail::csvd::frobenius_upper fr, fl;
   mpfi_float x;
-  mpfr_float smax(0);
+  step_one out;
+  out.smax = 0;
   for (Eigen::Index j = 0; j < k; ++j) {
     const mpfr_float& sj = t.s2[static_cast<std::size_t>(j)];
-    smax = std::max(smax, mpfr_float(abs(sj)));
+    out.smax = std::max(out.smax, mpfr_float(abs(sj)));
     for (Eigen::Index i = 0; i < n; ++i) {
       mpfi_set_fr(x.backend().data(), raw(t.U2(i, j)));
       mpfi_mul_fr(x.backend().data(), x.backend().data(), raw(sj));
@@ -378,7 +381,22 @@ std::vector<mpfi_float> certify_triple(const mid_rad& Am, const binary64_svd_fac
       fl.add(x);
     }
   }
-  const matrix<mpfi_float> M22 = detail::csvd::point_transpose_times(t.U2, Y);
+  out.rr = fr.value();
+  out.rl = fl.value();
+  out.M22 = detail::csvd::point_transpose_times(t.U2, Y);
+  return out;
+}
+
+// Steps 1–5 of part D for the triple t: enclosures of the k smallest singular values, or no claim
+// (rep.why_not says why).
+std::vector<mpfi_float> certify_triple(const mid_rad& Am, const binary64_svd_factors& F, const trailing_triple& t,
+                                       deflation_report& rep) {
+  const Eigen::Index n = Am.mid.rows(), k = t.V2.cols(), m = n - k;
+  const std::size_t kk = static_cast<std::size_t>(k);
+  // Step 1: Y = AV₂ and Z = AᵀU₂ enclosed; R_r = Y − U₂Σ₂, R_l = Z − V₂Σ₂; M₂₂ = U₂ᵀY.
+  const step_one p1 = residuals_and_block(Am, t);
+  const matrix<mpfi_float>& M22 = p1.M22;
+  const mpfr_float& smax = p1.smax;
   if (mpfr_underflow_p()) return no_claim(kk, rep, "MPFR underflow");
 
   // Step 2: the binary64 blocks' cross defects ‖U₁ᵀU₂‖ ≤ b_u, ‖V₁ᵀV₂‖ ≤ b_v, and the couplings in
@@ -387,7 +405,7 @@ std::vector<mpfi_float> certify_triple(const mid_rad& Am, const binary64_svd_fac
   const mpfr_float bu = cross_defect_up(U1, t.U2, F.alpha), bv = cross_defect_up(V1, t.V2, F.beta);
   const mpfi_float a0 = thin(mpfr_float(F.alpha)), b0 = thin(mpfr_float(F.beta)), one(1);
   const mpfi_float gu = thin(detail::csvd::orthogonality_defect(t.U2)), gv = thin(detail::csvd::orthogonality_defect(t.V2));
-  const mpfi_float rr = thin(fr.value()), rl = thin(fl.value()), sm = thin(smax);
+  const mpfi_float rr = thin(p1.rr), rl = thin(p1.rl), sm = thin(smax);
   const mpfi_float e12 = thin(bu) * sm + sqrt(mpfi_float(one + a0)) * rr;
   const mpfi_float e21 = thin(bv) * sm + sqrt(mpfi_float(one + b0)) * rl;
 

@@ -190,6 +190,19 @@ std::size_t first_undecided(const rank_request& req, const singular_value_enclos
   return i;
 }
 
+// sigma's last entries ∩= trailing (both enclose the same singular values).
+void intersect_trailing(std::vector<mpfi_float>& sigma, const std::vector<mpfi_float>& trailing) {
+  const std::size_t n = sigma.size(), k = trailing.size();
+  for (std::size_t j = 0; j < k; ++j) {
+    mpfi_float& x = sigma[n - k + j];
+    const mpfr_float lo = std::max(lower_of(x), lower_of(trailing[j])), hi = std::min(upper_of(x), upper_of(trailing[j]));
+    mpfi_float y;
+    y.precision(std::max(mpfr_get_prec(lo.backend().data()), mpfr_get_prec(hi.backend().data())));
+    mpfi_interv_fr(y.backend().data(), lo.backend().data(), hi.backend().data());
+    x = y;
+  }
+}
+
 // The undecided trailing singular values of a large square object escalated on a deflated subspace
 // (linalg/deflated_svd.hpp, proofs/P16 part D): the object enclosed in MPFI at each precision of
 // the schedule, the refined vectors carried from one precision to the next, each result intersected
@@ -238,14 +251,7 @@ void escalate_deflated(const rank_request& req, rank_analysis& a, const binary64
     level_seconds = clock.elapsed() - t0;
     reached = bits;
     ++a.singular_value_steps;
-    for (std::size_t j = 0; j < k; ++j) {
-      mpfi_float& x = a.singular_values.sigma[n - k + j];
-      const mpfr_float lo = std::max(lower_of(x), lower_of(trailing[j])), hi = std::min(upper_of(x), upper_of(trailing[j]));
-      mpfi_float y;
-      y.precision(std::max(mpfr_get_prec(lo.backend().data()), mpfr_get_prec(hi.backend().data())));
-      mpfi_interv_fr(y.backend().data(), lo.backend().data(), hi.backend().data());
-      x = y;
-    }
+    intersect_trailing(a.singular_values.sigma, trailing);
     const std::size_t now_first = first_undecided(req, a.singular_values);
     decided_count = now_first > n - k ? now_first - (n - k) : 0;
     if (now_first == n) {
