@@ -100,3 +100,30 @@ BOOST_AUTO_TEST_CASE(a_precision_cap_below_the_need_leaves_some_undecided_and_sa
   for (std::size_t i = 0; i < ref.size(); ++i)
     BOOST_TEST((lower_of(a.singular_values.sigma[i]) <= ref[i] && ref[i] <= upper_of(a.singular_values.sigma[i])), "σ_" << i + 1);
 }
+
+// Each numerical entry's exact count (the exact singular values its policy's rule counts, threshold
+// from the exact σ₁) contains the count from the 2048-bit reference, and is decided: the escalation
+// also decides σ lying across a reported threshold.
+BOOST_AUTO_TEST_CASE(exact_counts_at_each_policy_threshold) {
+  rank_request req = causal_request(40);
+  req.formats = {parse_format("binary64"), parse_format("binary32"), parse_format("bfloat16")};
+  req.policies = {rank_policy::parse("numpy"), rank_policy::parse("matlab"), rank_policy::parse("eigen"),
+                  rank_policy::parse("absolute:1e-30")};
+  const rank_analysis a = analyse_rank(req);
+  BOOST_TEST(a.singular_values_decided);
+  const std::vector<mpfr_float> ref = reference(req);
+  BOOST_TEST_REQUIRE(a.numerical.size() == 12u);
+  std::size_t i = 0;
+  for (const auto& f : req.formats)
+    for (const auto& P : req.policies) {
+      const numerical_rank_entry& e = a.numerical[i++];
+      precision_guard g(2048);
+      const mpfr_float tau = P.threshold(ref[0], 40, 40, f);
+      std::size_t count = 0;
+      for (const auto& s : ref) count += P.inclusive() ? s >= tau : s > tau;
+      BOOST_TEST((e.exact_lo <= count && count <= e.exact_hi),
+                 e.format << "/" << e.policy << ": reference count " << count << " outside [" << e.exact_lo << ", " << e.exact_hi << "]");
+      BOOST_TEST(e.exact_lo == e.exact_hi, e.format << "/" << e.policy << " undecided");
+      BOOST_TEST_MESSAGE(e.format << "/" << e.policy << ": numerical rank " << e.rank << ", exact count " << e.exact_lo);
+    }
+}

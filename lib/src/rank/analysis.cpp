@@ -171,23 +171,78 @@ double max_relative_width(const singular_value_enclosures& sv) {
   return w;
 }
 
-// The first index from which every enclosure is undecided for the question asked (0 or wider than
-// sigma_rel_width); the escalation takes at least the singular values from there on.
-std::size_t first_undecided(const rank_request& req, const singular_value_enclosures& sv) {
-  std::size_t i = sv.sigma.size();
-  while (i > 0) {
-    const mpfi_float& x = sv.sigma[i - 1];
-    const bool zero = !(lower_of(x) > 0);
-    bool wide = false;
-    if (!zero && req.sigma_rel_width > 0) {
-      singular_value_enclosures one;
-      one.sigma = {x};
-      wide = max_relative_width(one) > req.sigma_rel_width;
-    }
-    if (!zero && !wide) break;
-    --i;
+// The bounds [τ_lo, τ_hi] of a policy's threshold for the exact matrix (m×n, formed in f): every
+// policy's threshold is nondecreasing in σ₁ (rank/policy.hpp), so τ(lower σ₁) ≤ τ(σ₁) ≤ τ(upper σ₁).
+// Each is evaluated in MPFR at 256 bits — at most two roundings, or an exact power-of-two step — and
+// widened by 2^-240 relative.
+struct threshold_bounds {
+  mpfr_float lo, hi;
+  bool inclusive = false;
+};
+
+threshold_bounds policy_threshold_bounds(const rank_policy& P, const mpfi_float& s1, long m, long n, const format_spec& f) {
+  precision_guard g(256);
+  mpfr_float lo, hi;
+  mpfr_set(lo.backend().data(), &s1.backend().data()->left, MPFR_RNDD);
+  mpfr_set(hi.backend().data(), &s1.backend().data()->right, MPFR_RNDU);
+  if (lo < 0) lo = 0;
+  threshold_bounds t;
+  t.inclusive = P.inclusive();
+  const mpfr_float widen = pow(mpfr_float(2), -240);
+  t.lo = P.threshold(lo, m, n, f) * (1 - widen);
+  t.hi = P.threshold(hi, m, n, f) * (1 + widen);
+  return t;
+}
+
+// The thresholds of the numerical ranks the report will show (approx formats; an mpfrN format left
+// out by default is not asked about), from the enclosure of σ₁.
+std::vector<threshold_bounds> reported_thresholds(const rank_request& req, long m, long n, const singular_value_enclosures& sv) {
+  std::vector<threshold_bounds> out;
+  if (sv.sigma.empty()) return out;
+  for (const auto& f : req.formats) {
+    if (f.type == format_spec::kind::mpfr && !req.formats_explicit && std::max(m, n) > req.mpfr_svd_max_dim) continue;
+    if (f.type == format_spec::kind::mpfi) continue;
+    for (const auto& P : req.policies) out.push_back(policy_threshold_bounds(P, sv.sigma[0], m, n, f));
   }
-  return i;
+  return out;
+}
+
+// Is σ (enclosed by x) certainly counted by a threshold's rule (σ > τ, or σ ≥ τ), certainly not,
+// or undecided (1, 0, −1)?
+int counted(const mpfi_float& x, const threshold_bounds& t) {
+  const mpfr_float lo = lower_of(x), hi = upper_of(x);
+  if (t.inclusive ? lo >= t.hi : lo > t.hi) return 1;
+  if (t.inclusive ? hi < t.lo : hi <= t.lo) return 0;
+  return -1;
+}
+
+// Undecided for the question asked, beyond "> 0": certified > 0 but wider than sigma_rel_width, or on
+// both sides of a reported policy threshold.
+bool undecided_beyond_zero(const rank_request& req, const std::vector<threshold_bounds>& th, const mpfi_float& x) {
+  if (lower_of(x) > 0 && req.sigma_rel_width > 0) {
+    singular_value_enclosures one;
+    one.sigma = {x};
+    if (max_relative_width(one) > req.sigma_rel_width) return true;
+  }
+  for (const auto& t : th)
+    if (counted(x, t) < 0) return true;
+  return false;
+}
+
+// The first index undecided for the question asked (not certified > 0, or undecided_beyond_zero);
+// sv.sigma.size() when none.  The escalation takes at least the singular values from there on.
+std::size_t first_undecided(const rank_request& req, const rank_analysis& a, const singular_value_enclosures& sv) {
+  const std::vector<threshold_bounds> th = reported_thresholds(req, a.rows, a.cols, sv);
+  for (std::size_t i = 0; i < sv.sigma.size(); ++i)
+    if ((i < a.exact.lo && !(lower_of(sv.sigma[i]) > 0)) || undecided_beyond_zero(req, th, sv.sigma[i])) return i;
+  return sv.sigma.size();
+}
+
+// When the exact rank r is decided (lo == hi), σ_i = 0 exactly for i ≥ r: those enclosures become
+// [0, 0] (the rank's witnesses prove it), so no threshold question about them stays open.
+void zeros_beyond_the_exact_rank(const rank_analysis& a, singular_value_enclosures& sv) {
+  if (a.exact.lo != a.exact.hi) return;
+  for (std::size_t i = a.exact.lo; i < sv.sigma.size(); ++i) mpfi_set_si(sv.sigma[i].backend().data(), 0);
 }
 
 // sigma's last entries ∩= trailing (both enclose the same singular values).
@@ -210,7 +265,7 @@ void intersect_trailing(std::vector<mpfi_float>& sigma, const std::vector<mpfi_f
 // or at --max-seconds (what is undecided then stays so, and the note says where it stopped).
 void escalate_deflated(const rank_request& req, rank_analysis& a, const binary64_svd_factors& F, const stage_clock& clock) {
   const std::size_t n = a.singular_values.sigma.size();
-  const std::size_t first = first_undecided(req, a.singular_values);
+  const std::size_t first = first_undecided(req, a, a.singular_values);
   const std::size_t k = deflation_split(a.singular_values.sigma, n - first, std::min<std::size_t>(n - 1, req.deflation_max_k));
   if (k == 0) {
     a.notes.push_back("singular values: no well-separated split within the " + std::to_string(req.deflation_max_k) +
@@ -224,6 +279,7 @@ void escalate_deflated(const rank_request& req, rank_analysis& a, const binary64
   std::string stopped;
   const double start = clock.elapsed();
   double level_seconds = 0;
+  int failed_in_a_row = 0;
   for (unsigned bits = std::max(req.start_bits, 64u); bits <= req.max_bits; bits *= 2) {
     const double spent = clock.elapsed() - start, estimate = 3 * level_seconds;
     if (clock.expired()) {
@@ -250,12 +306,17 @@ void escalate_deflated(const rank_request& req, rank_analysis& a, const binary64
     }
     level_seconds = clock.elapsed() - t0;
     reached = bits;
+    failed_in_a_row = last.why_not.empty() ? 0 : failed_in_a_row + 1;
     ++a.singular_value_steps;
     intersect_trailing(a.singular_values.sigma, trailing);
-    const std::size_t now_first = first_undecided(req, a.singular_values);
+    const std::size_t now_first = first_undecided(req, a, a.singular_values);
     decided_count = now_first > n - k ? now_first - (n - k) : 0;
     if (now_first == n) {
       decided_count = k;
+      break;
+    }
+    if (failed_in_a_row >= 2) {
+      stopped = "the bound did not apply at two precisions in a row: more bits would not help";
       break;
     }
   }
@@ -282,9 +343,14 @@ void escalate_deflated(const rank_request& req, rank_analysis& a, const binary64
 // to max_bits — only up to mpfi_svd_max_dim rows and columns, where it is the right tool.  Above
 // that, a square object escalates its undecided trailing singular values on a deflated subspace.
 void enclose_singular_values(const rank_request& req, rank_analysis& a, const stage_clock& clock) {
+  // Decided: as many certified > 0 as the exact rank's lower bound, and no singular value undecided
+  // for the width asked or a reported threshold (zeros beyond the rank are not asked about).
   auto decided = [&](const singular_value_enclosures& sv) {
-    return sv.certified_positive >= a.exact.lo &&
-           (req.sigma_rel_width <= 0 || max_relative_width(sv) <= req.sigma_rel_width);
+    if (sv.certified_positive < a.exact.lo) return false;
+    const std::vector<threshold_bounds> th = reported_thresholds(req, a.rows, a.cols, sv);
+    for (const auto& x : sv.sigma)
+      if (undecided_beyond_zero(req, th, x)) return false;
+    return true;
   };
   auto finish = [&] { a.singular_value_max_rel_width = max_relative_width(a.singular_values); };
   // Memory first (the binary64 path holds about twelve m×n / n×n binary64 matrices at once):
@@ -308,6 +374,7 @@ void enclose_singular_values(const rank_request& req, rank_analysis& a, const st
   binary64_svd_factors factors;
   if (auto enc = enclose_object_binary64(req)) {
     a.singular_values = certified_singular_values_binary64(*enc, factors);
+    zeros_beyond_the_exact_rank(a, a.singular_values);
     a.singular_value_method = "binary64";
     a.singular_value_steps = 1;
     a.singular_values_decided = decided(a.singular_values);
@@ -335,6 +402,7 @@ void enclose_singular_values(const rank_request& req, rank_analysis& a, const st
   auto out = ziv_escalate(schedule, [&](unsigned bits) {
     precision_guard g(bits);
     singular_value_enclosures sv = certified_singular_values(form_object<mpfi_float>(req));
+    zeros_beyond_the_exact_rank(a, sv);
     const bool ok = decided(sv);
     return ziv_step<singular_value_enclosures>{std::move(sv), ok};
   });
@@ -368,6 +436,21 @@ std::string duration_text(double s) {
   return os.str();
 }
 
+// e.exact_lo/hi: the exact singular values the policy's rule counts (threshold from the exact σ₁).
+void count_exact(const rank_analysis& a, const rank_policy& P, const format_spec& f, numerical_rank_entry& e) {
+  const auto& sigma = a.singular_values.sigma;
+  e.exact_lo = 0;
+  e.exact_hi = static_cast<std::size_t>(std::min(a.rows, a.cols));
+  if (sigma.empty()) return;
+  const threshold_bounds t = policy_threshold_bounds(P, sigma[0], a.rows, a.cols, f);
+  e.exact_hi = 0;
+  for (const auto& x : sigma) {
+    const int c = counted(x, t);
+    e.exact_lo += c == 1;
+    e.exact_hi += c != 0;
+  }
+}
+
 // Numerical ranks of the object formed in each format, under each policy.
 void measure_numerical(const rank_request& req, rank_analysis& a, const stage_clock& clock) {
   for (const auto& f : req.formats) {
@@ -395,6 +478,7 @@ void measure_numerical(const rank_request& req, rank_analysis& a, const stage_cl
           e.rank = m.ranks[k];
           e.threshold = m.sigma.empty() ? std::string("0") : number_traits<S>::to_string(m.thresholds[k], 17);
           e.diverges = m.diverges[k];
+          count_exact(a, req.policies[k], f, e);
           a.divergences += e.diverges;
           a.numerical.push_back(std::move(e));
         }

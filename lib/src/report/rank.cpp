@@ -41,7 +41,7 @@ nlohmann::json to_json(const rank_analysis& a, const std::string& command) {
   nlohmann::json numerical = nlohmann::json::array();
   for (const auto& n : a.numerical)
     numerical.push_back({{"format", n.format}, {"policy", n.policy}, {"rank", n.rank}, {"threshold", n.threshold},
-                         {"diverges", n.diverges}});
+                         {"diverges", n.diverges}, {"exact_count", {{"lo", n.exact_lo}, {"hi", n.exact_hi}}}});
   const rank_interval& ex = a.exact;
   nlohmann::json j;
   j["tool"] = "attncert";
@@ -101,7 +101,8 @@ void write_rank_text(std::ostream& os, const rank_analysis& a) {
     const auto [lo, hi] = outward_decimal(sv.sigma[k], 20);
     os << "  s" << k + 1 << " in [" << lo << ", " << hi << "]\n";
   }
-  os << "numerical rank (matrix formed in each format; * = outside the exact rank):\n";
+  os << "numerical rank (matrix formed in each format; * = outside the exact rank; [exact: the exact singular values "
+        "the same rule counts]):\n";
   std::string current;
   for (const auto& n : a.numerical) {
     if (n.format != current) {
@@ -109,7 +110,9 @@ void write_rank_text(std::ostream& os, const rank_analysis& a) {
       os << "  " << n.format << std::string(n.format.size() < 10 ? 10 - n.format.size() : 1, ' ');
       current = n.format;
     }
-    os << "  " << n.policy << " " << n.rank << (n.diverges ? "*" : "");
+    os << "  " << n.policy << " " << n.rank << (n.diverges ? "*" : "") << " [exact " << n.exact_lo;
+    if (n.exact_hi != n.exact_lo) os << "-" << n.exact_hi;
+    os << "]";
   }
   if (!current.empty()) os << "\n";
   for (const auto& n : a.notes) os << "note: " << n << "\n";

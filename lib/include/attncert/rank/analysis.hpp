@@ -63,6 +63,11 @@ struct numerical_rank_entry {
   std::size_t rank = 0;
   std::string threshold;  ///< 17 significant digits in the SVD's type; "0" for an empty matrix
   bool diverges = false;  ///< rank outside the exact [lo, hi]
+  /// How many of the EXACT singular values this policy's rule counts, with the threshold taken from
+  /// the exact σ₁ and this format's ε (tier: enclosure, from the certified singular values):
+  /// [exact_lo, exact_hi], decided when equal.  The numerical rank above is the same rule applied
+  /// to the SVD of the matrix formed in the format.
+  std::size_t exact_lo = 0, exact_hi = 0;
 };
 
 /// Everything `attncert rank` reports.
