@@ -439,7 +439,7 @@ std::vector<mpfi_float> certify_triple(const mid_rad& Am, const binary64_svd_fac
   const mpfr_float li = upper_of(mpfi_float(2 * E * E / (G + sqrt(mpfi_float(G * G + 4 * E * E)))));
   const mpfr_float delta = std::min(eps, li);
 
-  // Step 6: back to A through U and V.
+  // Step 5: back to A through U and V.
   const mpfi_float grow = sqrt(mpfi_float((one + thin(alpha)) * (one + thin(beta))));
   const mpfi_float shrink = sqrt(mpfi_float((one - thin(alpha)) * (one - thin(beta))));
   std::vector<mpfi_float> out(kk);
