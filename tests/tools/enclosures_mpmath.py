@@ -12,7 +12,9 @@ computed by mpmath at 200 decimal digits (far beyond 4x the precision of any pri
 at most 21 significant digits, enclosures of at most 4096 bits are not involved here).
 A comparison is decided only when |truth - end| > 10^-150 (relative); otherwise, for the
 singular values of a rational S, the end must be an exact root: det(end^2 I - S^T S) = 0
-over Q.  Anything else the reference cannot decide is a failure.
+over Q; for the attention matrix, an end 0 for s_k with k above the number of rows of S distinct up
+to a constant (equal softmax rows: s_k = 0 exactly).  Anything else the reference cannot decide is a
+failure.
 Deterministic (no random inputs).  Exit 0 pass, 1 fail, 77 skip (no mpmath).
 """
 import csv, io, json, os, re, subprocess, sys, tempfile
@@ -69,6 +71,16 @@ def exact_sigma(S, x):
     G = [[sum(S[k][i] * S[k][j] for k in range(len(S))) for j in range(len(S[0]))] for i in range(len(S[0]))]
     x2 = x * x
     return det_exact([[(x2 if i == j else 0) - G[i][j] for j in range(len(G))] for i in range(len(G))]) == 0
+
+
+def row_classes(S):
+    """How many rows of S are distinct up to an additive constant: rows that differ by a constant have
+    equal softmax rows, so the attention matrix has rank at most this (exact, over Q)."""
+    reps = []
+    for r in S:
+        if not any(all(r[j] - r[0] == q[j] - q[0] for j in range(len(r))) for q in reps):
+            reps.append(r)
+    return len(reps)
 
 
 def check(where, lo, hi, truth, exact_test=None, nonnegative=False):
@@ -138,20 +150,27 @@ for name, rows in MATRICES.items():
             continue  # softmax saturates to 1e-300 entries: fine for attncert, slow to cross-check here
         Smp = [[mpf(x.numerator) / x.denominator for x in r] for r in S]
         truth = svd_desc(Smp if obj == "scores" else softmax_rows(Smp))
-        exact_test = (lambda v, S=S: exact_sigma(S, v)) if obj == "scores" else None
+        classes = row_classes(S)
+
+        def exact_test_at(k, S=S, obj=obj, classes=classes):
+            # scores: an exact singular value of S; attention: an end 0 for s_{k+1} when A has at most
+            # `classes` distinct rows (so σ_{k+1} = 0 exactly), which mpmath's noise cannot show
+            if obj == "scores":
+                return lambda v: exact_sigma(S, v)
+            return lambda v: v == 0 and k + 1 > classes
         base = ["rank", "--scores", path, "--object", obj, "--formats", "binary64", "--policies", "numpy"]
         j = json.loads(run(base + ["--format", "json"]))
         svs = j["singular_values"]
         if len(svs) != len(truth):
             sys.exit(f"FAIL: rank {name} {obj}: {len(svs)} singular values, expected {len(truth)}")
         for k, (sv, t) in enumerate(zip(svs, truth)):
-            check(f"rank json {name} {obj} s{k + 1}", sv["lo"], sv["hi"], t, exact_test, nonnegative=True)
+            check(f"rank json {name} {obj} s{k + 1}", sv["lo"], sv["hi"], t, exact_test_at(k), nonnegative=True)
         text = run(base + ["--format", "text"])
         found = re.findall(r"^\s+s(\d+) in \[([^,\]]+), ([^\]]+)\]$", text, re.M)
         if len(found) != len(truth):
             sys.exit(f"FAIL: rank {name} {obj} text: {len(found)} singular values parsed, expected {len(truth)}")
         for k, lo, hi in found:
-            check(f"rank text {name} {obj} s{k}", lo, hi, truth[int(k) - 1], exact_test, nonnegative=True)
+            check(f"rank text {name} {obj} s{k}", lo, hi, truth[int(k) - 1], exact_test_at(int(k) - 1), nonnegative=True)
 
 # ---- attncert drift: sigma_min and condition-number enclosures ------------------------------
 def drift_truths(j, a):
