@@ -9,7 +9,15 @@
 #   ATTNCERT_CXX=clang++ build with clang (installs clang and its sanitizer/libFuzzer runtimes)
 #   ATTNCERT_FUZZ=1      also build the libFuzzer harnesses of tests/fuzz/ (needs ATTNCERT_CXX=clang++;
 #                        CI's sanitizer build does this, so that tests/fuzz/run.sh reuses its objects)
+#   ATTNCERT_UNIT_TIMES=FILE  time every compilation (scripts/unit_timer.sh appends "seconds object"
+#                        to FILE) and print the ten heaviest units after the build; check a new unit
+#                        with it before adding one (CI's 90 minutes are shared by two full builds)
 set -euo pipefail
+if [ -n "${ATTNCERT_UNIT_TIMES:-}" ]; then  # resolved against the caller's directory
+  mkdir -p "$(dirname "$ATTNCERT_UNIT_TIMES")"
+  ATTNCERT_UNIT_TIMES="$(cd "$(dirname "$ATTNCERT_UNIT_TIMES")" && pwd)/$(basename "$ATTNCERT_UNIT_TIMES")"
+  export ATTNCERT_UNIT_TIMES
+fi
 cd "$(dirname "$0")/.."
 
 packages=(build-essential cmake libgmp-dev libmpfr-dev libmpfi-dev libboost-dev libboost-test-dev
@@ -35,10 +43,17 @@ fuzz=OFF; [ "${ATTNCERT_FUZZ:-0}" = 1 ] && fuzz=ON
 compiler=(); [ -n "${ATTNCERT_CXX:-}" ] && compiler=(-DCMAKE_CXX_COMPILER="$ATTNCERT_CXX")
 build_type=Release; [ "$sanitize" = ON ] && build_type=RelWithDebInfo
 # ccache, when installed, makes rebuilds cheap; the build does not need it.
-launcher=(); command -v ccache >/dev/null 2>&1 && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=); command -v ccache >/dev/null 2>&1 && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+if [ -n "${ATTNCERT_UNIT_TIMES:-}" ]; then
+  launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER="$PWD/scripts/unit_timer.sh")
+fi
 cmake -S . -B "$build" "${launcher[@]}" "${compiler[@]}" -DCMAKE_BUILD_TYPE="$build_type" -DATTNCERT_SANITIZE="$sanitize" \
   -DATTNCERT_WERROR="$werror" -DATTNCERT_FUZZ="$fuzz" >&2
 cmake --build "$build" -j "${ATTNCERT_JOBS:-$(nproc)}" >&2
+if [ -n "${ATTNCERT_UNIT_TIMES:-}" ] && [ -s "$ATTNCERT_UNIT_TIMES" ]; then
+  echo "bootstrap: the ten heaviest units (seconds; all units in $ATTNCERT_UNIT_TIMES):" >&2
+  sort -rn "$ATTNCERT_UNIT_TIMES" | head -10 >&2
+fi
 # The Python package (plain builds only: <build>/python/attncert): Debian's /usr/bin/python3 finds it
 # without PYTHONPATH through attncert.pth in its site-packages (a path-configuration file naming the
 # build tree's python/ folder, as an editable install does).  The last plain build made here wins.

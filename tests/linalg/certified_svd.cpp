@@ -19,6 +19,7 @@
 #include "../random_matrices.hpp"
 #include "../support.hpp"
 
+#include <Eigen/SVD>
 #include <algorithm>
 #include <cstdint>
 #include <cstdlib>

@@ -14,6 +14,7 @@
 #define BOOST_TEST_MODULE linalg_fast_svd
 #include <boost/test/unit_test.hpp>
 
+#include <Eigen/QR>
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>

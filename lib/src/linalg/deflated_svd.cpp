@@ -3,13 +3,13 @@
 // bound below names its step there.
 #include "attncert/linalg/deflated_svd.hpp"
 
-#include <Eigen/SVD>
 #include <algorithm>
 #include <cmath>
 #include <limits>
 
 #include "attncert/error.hpp"
 #include "attncert/linalg/lapack.hpp"
+#include "attncert/linalg/spectra.hpp"
 #include "attncert/number/interval.hpp"
 #include "attncert/number/outward.hpp"
 
@@ -178,11 +178,10 @@ bool rayleigh_ritz(const matrix<mpfr_float>& Amid, trailing_triple& t) {
   approx_qr(t.V2, Q, R);
   t.V2 = Q;
   approx_qr(approx_times(Amid, t.V2, false), Q, R);
-  Eigen::JacobiSVD<matrix<mpfr_float>> svd(R, Eigen::ComputeFullU | Eigen::ComputeFullV);
-  if (svd.info() != Eigen::Success) return false;
-  t.U2 = Q * svd.matrixU();
-  t.V2 = t.V2 * svd.matrixV();
-  t.s2.assign(svd.singularValues().data(), svd.singularValues().data() + svd.singularValues().size());
+  matrix<mpfr_float> Ur, Vr;
+  if (!approx_jacobi_svd(R, t.s2, &Ur, &Vr)) return false;
+  t.U2 = Q * Ur;
+  t.V2 = t.V2 * Vr;
   return true;
 }
 

@@ -37,12 +37,12 @@
 // Accuracy: ε_E and α, β are O(k·u·‖A‖) and O(k·u) at unit roundoff u, so each enclosure has
 // width O(k·u·σ_1 + rad(A)·k) — absolute, not relative: singular values below that level
 // are not separated from 0 at this precision (escalate).
+//
+// The bodies are in lib/src/linalg/certified_svd.cpp: Eigen's JacobiSVD over mpfr_float is
+// instantiated there once, not in every unit that includes this header.
 #pragma once
 
-#include <Eigen/SVD>
-#include <algorithm>
 #include <cstddef>
-#include <functional>
 #include <limits>
 #include <vector>
 
@@ -50,7 +50,6 @@
 #include "attncert/linalg/matrix.hpp"
 #include "attncert/number/interval.hpp"
 #include "attncert/number/precision_guard.hpp"
-#include "attncert/number/ziv.hpp"
 
 namespace attncert {
 
@@ -73,16 +72,7 @@ struct singular_value_enclosures {
 /// computed by Eigen::JacobiSVD in mpfr_float at the current precision.  Tier: approx (no
 /// claim; U and V are only nearly orthogonal).  Returns false if Eigen reports a failure or
 /// a factor is not finite.
-inline bool approx_svd_factors(const matrix<mpfr_float>& A, matrix<mpfr_float>& U, matrix<mpfr_float>& V) {
-  Eigen::JacobiSVD<matrix<mpfr_float>> svd(A, Eigen::ComputeFullU | Eigen::ComputeFullV);
-  if (svd.info() != Eigen::Success) return false;
-  U = svd.matrixU();
-  V = svd.matrixV();
-  for (const auto* M : {&U, &V})
-    for (Eigen::Index i = 0; i < M->size(); ++i)
-      if (!mpfr_number_p((*M)(i).backend().data())) return false;
-  return true;
-}
+bool approx_svd_factors(const matrix<mpfr_float>& A, matrix<mpfr_float>& U, matrix<mpfr_float>& V);
 
 namespace detail::csvd {
 
@@ -112,81 +102,21 @@ class frobenius_upper {
 // α ≥ ‖QᵀQ − I‖_F ≥ ‖QᵀQ − I‖₂ for a point matrix Q (k×k), rounded up.  Each entry of
 // QᵀQ − I is enclosed by the pair (lo, hi) of dot products accumulated with mpfr_fma rounded
 // down and up; the matrix is symmetric, so off-diagonal entries are counted twice.
-inline mpfr_float orthogonality_defect(const matrix<mpfr_float>& Q) {
-  const Eigen::Index k = Q.cols();
-  frobenius_upper f;
-  mpfr_float lo, hi;
-  for (Eigen::Index i = 0; i < k; ++i)
-    for (Eigen::Index j = i; j < k; ++j) {
-      mpfr_set_si(lo.backend().data(), i == j ? -1 : 0, MPFR_RNDN);  // exact
-      mpfr_set_si(hi.backend().data(), i == j ? -1 : 0, MPFR_RNDN);
-      for (Eigen::Index r = 0; r < Q.rows(); ++r) {
-        mpfr_srcptr a = Q(r, i).backend().data(), b = Q(r, j).backend().data();
-        mpfr_fma(lo.backend().data(), a, b, lo.backend().data(), MPFR_RNDD);
-        mpfr_fma(hi.backend().data(), a, b, hi.backend().data(), MPFR_RNDU);
-      }
-      f.add(lo.backend().data(), hi.backend().data());
-      if (i != j) f.add(lo.backend().data(), hi.backend().data());
-    }
-  return f.value();
-}
+mpfr_float orthogonality_defect(const matrix<mpfr_float>& Q);
 
 // C = Xᵀ·Y or C = Y·X for a point matrix X and an interval matrix Y, written out with the
 // MPFI C interface (interval × point products, interval sums): every C_ij contains the
 // exact product entry for every real matrix inside Y.  No Eigen kernel touches intervals.
-inline matrix<mpfi_float> point_transpose_times(const matrix<mpfr_float>& X, const matrix<mpfi_float>& Y) {
-  matrix<mpfi_float> C(X.cols(), Y.cols());
-  mpfi_float t, s;
-  for (Eigen::Index i = 0; i < X.cols(); ++i)
-    for (Eigen::Index j = 0; j < Y.cols(); ++j) {
-      mpfi_set_si(s.backend().data(), 0);
-      for (Eigen::Index r = 0; r < X.rows(); ++r) {
-        mpfi_mul_fr(t.backend().data(), Y(r, j).backend().data(), X(r, i).backend().data());
-        mpfi_add(s.backend().data(), s.backend().data(), t.backend().data());
-      }
-      mpfi_set(C(i, j).backend().data(), s.backend().data());
-    }
-  return C;
-}
+matrix<mpfi_float> point_transpose_times(const matrix<mpfr_float>& X, const matrix<mpfi_float>& Y);
 
-inline matrix<mpfi_float> times_point(const matrix<mpfi_float>& Y, const matrix<mpfr_float>& X) {
-  matrix<mpfi_float> C(Y.rows(), X.cols());
-  mpfi_float t, s;
-  for (Eigen::Index i = 0; i < Y.rows(); ++i)
-    for (Eigen::Index j = 0; j < X.cols(); ++j) {
-      mpfi_set_si(s.backend().data(), 0);
-      for (Eigen::Index r = 0; r < Y.cols(); ++r) {
-        mpfi_mul_fr(t.backend().data(), Y(i, r).backend().data(), X(r, j).backend().data());
-        mpfi_add(s.backend().data(), s.backend().data(), t.backend().data());
-      }
-      mpfi_set(C(i, j).backend().data(), s.backend().data());
-    }
-  return C;
-}
+matrix<mpfi_float> times_point(const matrix<mpfi_float>& Y, const matrix<mpfr_float>& X);
 
-inline mpfr_float plus_infinity() {
-  mpfr_float r;
-  mpfr_set_inf(r.backend().data(), 1);
-  return r;
-}
+mpfr_float plus_infinity();
 
-inline mpfi_float nonnegative_half_line() {
-  mpfi_float r;
-  mpfr_float zero(0), inf = plus_infinity();
-  mpfi_interv_fr(r.backend().data(), zero.backend().data(), inf.backend().data());
-  return r;
-}
+mpfi_float nonnegative_half_line();
 
 // Nothing claimed: every enclosure is [0, +∞) (always true of singular values).
-inline singular_value_enclosures no_claim(std::size_t k) {
-  singular_value_enclosures out;
-  out.bits = current_mpfr_bits();
-  out.sigma.assign(k, nonnegative_half_line());
-  out.residual_bound = plus_infinity();
-  out.orthogonality_defect_u = plus_infinity();
-  out.orthogonality_defect_v = plus_infinity();
-  return out;
-}
+singular_value_enclosures no_claim(std::size_t k);
 
 }  // namespace detail::csvd
 
@@ -198,67 +128,8 @@ inline singular_value_enclosures no_claim(std::size_t k) {
 /// (α or β ≥ 1) every sigma[i] is [0, +∞).  Derivation at the top of this file (Rump 2011).
 /// Preconditions: U is m×m and V is n×n (else input_error).  Unbounded or NaN entries in A
 /// give [0, +∞) enclosures.
-inline singular_value_enclosures certified_singular_values_with(const matrix<mpfi_float>& A,
-                                                                const matrix<mpfr_float>& U,
-                                                                const matrix<mpfr_float>& V) {
-  const Eigen::Index m = A.rows(), n = A.cols(), k = std::min(m, n);
-  if (U.rows() != m || U.cols() != m || V.rows() != n || V.cols() != n)
-    throw input_error("certified_singular_values_with: factors must be " + std::to_string(m) + "x" +
-                      std::to_string(m) + " and " + std::to_string(n) + "x" + std::to_string(n));
-  singular_value_enclosures out = detail::csvd::no_claim(static_cast<std::size_t>(k));
-  for (Eigen::Index i = 0; i < A.size(); ++i)
-    if (!mpfi_bounded_p(A(i).backend().data())) return out;  // also catches NaN ends
-  for (const auto* Q : {&U, &V})
-    for (Eigen::Index i = 0; i < Q->size(); ++i)
-      if (!mpfr_number_p((*Q)(i).backend().data())) return out;
-
-  // (2) orthogonality defects; require α, β < 1.
-  const mpfr_float alpha = detail::csvd::orthogonality_defect(U);
-  const mpfr_float beta = detail::csvd::orthogonality_defect(V);
-  out.orthogonality_defect_u = alpha;
-  out.orthogonality_defect_v = beta;
-  if (!(alpha < 1) || !(beta < 1)) return out;  // point comparisons (mpfr), never intervals
-
-  // (1) B = Uᵀ (A V) in interval arithmetic.
-  const matrix<mpfi_float> B = detail::csvd::point_transpose_times(U, detail::csvd::times_point(A, V));
-
-  // (2) ε_E from the off-diagonal part, (6) ends of |d_j|.
-  detail::csvd::frobenius_upper fe;
-  std::vector<mpfr_float> dlo, dhi;
-  dlo.reserve(static_cast<std::size_t>(k));
-  dhi.reserve(static_cast<std::size_t>(k));
-  mpfi_float absd;
-  for (Eigen::Index j = 0; j < n; ++j)
-    for (Eigen::Index i = 0; i < m; ++i) {
-      if (i == j) {
-        mpfi_abs(absd.backend().data(), B(i, j).backend().data());
-        dlo.push_back(lower_of(absd));
-        dhi.push_back(upper_of(absd));
-      } else {
-        fe.add(B(i, j));
-      }
-    }
-  const mpfr_float eps = fe.value();
-  out.residual_bound = eps;
-  std::sort(dlo.begin(), dlo.end(), std::greater<mpfr_float>());  // points: exact order
-  std::sort(dhi.begin(), dhi.end(), std::greater<mpfr_float>());
-
-  // (3)–(5) in MPFI: the multiplicative factors and the final ends, rounded outward.
-  const mpfi_float one(1), E = thin(eps), a = thin(alpha), b = thin(beta);
-  const mpfi_float grow = sqrt(mpfi_float((one + a) * (one + b)));    // ≥ ‖U‖‖V‖
-  const mpfi_float shrink = sqrt(mpfi_float((one - a) * (one - b)));  // ≤ 1/(‖U⁻¹‖‖V⁻¹‖), > 0
-  const mpfr_float zero(0);
-  out.certified_positive = 0;
-  for (std::size_t i = 0; i < static_cast<std::size_t>(k); ++i) {
-    mpfr_float lo = zero;
-    const mpfi_float num_lo = thin(dlo[i]) - E;
-    if (lower_of(num_lo) > 0) lo = lower_of(mpfi_float(num_lo / grow));
-    const mpfr_float hi = upper_of(mpfi_float((thin(dhi[i]) + E) / shrink));
-    mpfi_interv_fr(out.sigma[i].backend().data(), lo.backend().data(), hi.backend().data());
-    if (lower_of(out.sigma[i]) > 0) ++out.certified_positive;
-  }
-  return out;
-}
+singular_value_enclosures certified_singular_values_with(const matrix<mpfi_float>& A, const matrix<mpfr_float>& U,
+                                                         const matrix<mpfr_float>& V);
 
 /// Enclosures of all singular values of every real matrix inside the interval matrix A, at
 /// the CURRENT precision (set it with precision_guard).  The approximate SVD of the midpoint
@@ -269,18 +140,7 @@ inline singular_value_enclosures certified_singular_values_with(const matrix<mpf
 /// An interval matrix that contains singular matrices never gets certified_positive =
 /// min(m, n).  Never claims more than it proves: if the approximate SVD fails or its factors
 /// are too far from orthogonal, the enclosures are [0, +∞).  Any shape (m < n, m > n, empty).
-inline singular_value_enclosures certified_singular_values(const matrix<mpfi_float>& A) {
-  const Eigen::Index m = A.rows(), n = A.cols(), k = std::min(m, n);
-  if (k == 0) return detail::csvd::no_claim(0);
-  matrix<mpfr_float> mid(m, n);
-  for (Eigen::Index i = 0; i < A.size(); ++i) {
-    if (!mpfi_bounded_p(A(i).backend().data())) return detail::csvd::no_claim(static_cast<std::size_t>(k));
-    mpfi_mid(mid(i).backend().data(), A(i).backend().data());  // rounded to the current precision
-  }
-  matrix<mpfr_float> U, V;
-  if (!approx_svd_factors(mid, U, V)) return detail::csvd::no_claim(static_cast<std::size_t>(k));
-  return certified_singular_values_with(A, U, V);
-}
+singular_value_enclosures certified_singular_values(const matrix<mpfi_float>& A);
 
 /// Filter, then escalate, for an exact rational matrix: encloses A at start_bits, computes
 /// certified_singular_values, and doubles the precision (each attempt under its own
@@ -290,22 +150,7 @@ inline singular_value_enclosures certified_singular_values(const matrix<mpfi_flo
 /// above — the exact singular values of A lie in the returned intervals.
 /// Preconditions: min_precision_bits ≤ start_bits ≤ cap_bits ≤ max_precision_bits (else
 /// std::invalid_argument from precision_guard, or input_error when start_bits > cap_bits).
-inline singular_value_enclosures certified_singular_values(const matrix<mpq_rational>& A, unsigned start_bits,
-                                                           unsigned cap_bits, std::size_t stop_at_positive) {
-  if (start_bits > cap_bits)
-    throw input_error("certified_singular_values: start precision " + std::to_string(start_bits) +
-                      " exceeds the cap " + std::to_string(cap_bits));
-  return ziv_escalate(precision_schedule{start_bits, cap_bits}, [&](unsigned bits) {
-           singular_value_enclosures r;
-           {
-             precision_guard g(bits);
-             r = certified_singular_values(from_rational_matrix<mpfi_float>(A));
-             r.bits = g.bits();
-           }
-           const bool enough = r.certified_positive >= stop_at_positive;
-           return ziv_step<singular_value_enclosures>{std::move(r), enough};
-         })
-      .value;
-}
+singular_value_enclosures certified_singular_values(const matrix<mpq_rational>& A, unsigned start_bits, unsigned cap_bits,
+                                                    std::size_t stop_at_positive);
 
 }  // namespace attncert

@@ -3,8 +3,6 @@
 // layer).  All functions here carry the `approx_` prefix.
 #pragma once
 
-#include <Eigen/SVD>
-#include <Eigen/LU>
 #include <algorithm>
 #include <vector>
 
@@ -12,6 +10,19 @@
 #include "attncert/linalg/matrix.hpp"
 
 namespace attncert {
+
+/// Eigen's two-sided JacobiSVD of A in mpfr_float at the current precision (approx: no claim),
+/// the one place the library instantiates it (lib/src/linalg/spectra.cpp; every unit that
+/// takes a numerical rank or a certified SVD calls this instead of compiling Eigen's SVD again).
+/// Fills sigma with the singular values in Eigen's (decreasing) order, and U (m×m) and V (n×n)
+/// when they are not null.  Returns false if Eigen reports a failure (sigma is filled all the same).
+bool approx_jacobi_svd(const matrix<mpfr_float>& A, std::vector<mpfr_float>& sigma, matrix<mpfr_float>* U,
+                       matrix<mpfr_float>* V);
+
+namespace detail {
+/// Singular values of A, decreasing, by approx_jacobi_svd.
+std::vector<mpfr_float> approx_singular_values_jacobi(const matrix<mpfr_float>& A);
+}  // namespace detail
 
 /// Singular values of A in decreasing order, computed in the arithmetic of T: binary32 and
 /// binary64 by LAPACK's dgesdd/sgesdd (linalg/lapack.hpp; what NumPy runs), mpfr at the current
@@ -25,7 +36,11 @@ template <class T>
 std::vector<T> approx_singular_values(const matrix<T>& A) {
   static_assert(tier_of<T> == tier::approx, "approx_singular_values needs an approx type");
   if (A.size() == 0) return {};
-  if constexpr (!std::is_same_v<T, float> && !std::is_same_v<T, double> && !std::is_same_v<T, mpfr_float>) {
+  if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
+    return approx_singular_values_lapack(A);
+  } else if constexpr (std::is_same_v<T, mpfr_float>) {
+    return detail::approx_singular_values_jacobi(A);
+  } else {
     matrix<float> F(A.rows(), A.cols());
     for (Eigen::Index i = 0; i < A.rows(); ++i)
       for (Eigen::Index j = 0; j < A.cols(); ++j) F(i, j) = static_cast<float>(A(i, j));
@@ -33,23 +48,20 @@ std::vector<T> approx_singular_values(const matrix<T>& A) {
     for (float s : approx_singular_values(F)) out.push_back(T(s));
     return out;
   }
-  if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) return approx_singular_values_lapack(A);
-  Eigen::JacobiSVD<matrix<T>> svd(A);
-  const auto& s = svd.singularValues();
-  std::vector<T> out(s.data(), s.data() + s.size());
-  std::sort(out.begin(), out.end(), [](const T& a, const T& b) { return b < a; });
-  return out;
 }
 
-/// Determinant by partial-pivot LU in T (approx).  Precondition: square.
+/// Determinant by partial-pivot LU in T (approx).  Precondition: square (else input_error).
+/// The 0×0 determinant is 1; 2×2 is ad − bc in T.
+/// Defined in lib/src/linalg/spectra.cpp for the five approx types (float, double, binary16,
+/// bfloat16, mpfr_float), declared below; any other type does not link.
 template <class T>
-T approx_determinant(const matrix<T>& A) {
-  static_assert(tier_of<T> == tier::approx, "approx_determinant needs an approx type");
-  if (A.rows() != A.cols()) throw input_error("determinant of a non-square matrix");
-  if (A.rows() == 0) return T(1);
-  if (A.rows() == 2) return A(0, 0) * A(1, 1) - A(0, 1) * A(1, 0);
-  return Eigen::PartialPivLU<matrix<T>>(A).determinant();
-}
+T approx_determinant(const matrix<T>& A);
+
+extern template float approx_determinant<float>(const matrix<float>&);
+extern template double approx_determinant<double>(const matrix<double>&);
+extern template binary16 approx_determinant<binary16>(const matrix<binary16>&);
+extern template bfloat16 approx_determinant<bfloat16>(const matrix<bfloat16>&);
+extern template mpfr_float approx_determinant<mpfr_float>(const matrix<mpfr_float>&);
 
 /// Condition number σ₁/σ_min (2-norm) from singular values; +∞ when σ_min = 0.
 template <class T>

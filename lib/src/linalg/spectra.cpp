@@ -1,0 +1,50 @@
+// The heavy Eigen decompositions of linalg/spectra.hpp, compiled once: JacobiSVD over mpfr_float
+// and PartialPivLU over every approx type (approx tier: no error claim; see the header).
+#include "attncert/linalg/spectra.hpp"
+
+#include <Eigen/LU>
+#include <Eigen/SVD>
+#include <algorithm>
+
+namespace attncert {
+
+bool approx_jacobi_svd(const matrix<mpfr_float>& A, std::vector<mpfr_float>& sigma, matrix<mpfr_float>* U,
+                       matrix<mpfr_float>* V) {
+  unsigned options = 0;
+  if (U != nullptr) options |= Eigen::ComputeFullU;
+  if (V != nullptr) options |= Eigen::ComputeFullV;
+  Eigen::JacobiSVD<matrix<mpfr_float>> svd(A, options);
+  const auto& s = svd.singularValues();
+  sigma.assign(s.data(), s.data() + s.size());
+  if (svd.info() != Eigen::Success) return false;
+  if (U != nullptr) *U = svd.matrixU();
+  if (V != nullptr) *V = svd.matrixV();
+  return true;
+}
+
+namespace detail {
+std::vector<mpfr_float> approx_singular_values_jacobi(const matrix<mpfr_float>& A) {
+  std::vector<mpfr_float> out;
+  if (A.size() == 0) return out;
+  approx_jacobi_svd(A, out, nullptr, nullptr);
+  std::sort(out.begin(), out.end(), [](const mpfr_float& a, const mpfr_float& b) { return b < a; });
+  return out;
+}
+}  // namespace detail
+
+template <class T>
+T approx_determinant(const matrix<T>& A) {
+  static_assert(tier_of<T> == tier::approx, "approx_determinant needs an approx type");
+  if (A.rows() != A.cols()) throw input_error("determinant of a non-square matrix");
+  if (A.rows() == 0) return T(1);
+  if (A.rows() == 2) return A(0, 0) * A(1, 1) - A(0, 1) * A(1, 0);
+  return Eigen::PartialPivLU<matrix<T>>(A).determinant();
+}
+
+template float approx_determinant<float>(const matrix<float>&);
+template double approx_determinant<double>(const matrix<double>&);
+template binary16 approx_determinant<binary16>(const matrix<binary16>&);
+template bfloat16 approx_determinant<bfloat16>(const matrix<bfloat16>&);
+template mpfr_float approx_determinant<mpfr_float>(const matrix<mpfr_float>&);
+
+}  // namespace attncert
