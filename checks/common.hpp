@@ -212,7 +212,24 @@ inline report::claim_row claim_from_sign(const std::string& claim, const std::st
   return r;
 }
 
-/// Ranks measured on one matrix of one instance, in the format it was formed in.
+/// Ranks measured on one matrix of one instance, in the format it was formed in.  Compiled once
+/// for the six format types, in checks/registry.cpp (the extern declarations below).
+template <class T>
+report::rank_row measure_rank(const std::string& object, const std::string& instance, const format_spec& fmt,
+                              const matrix<T>& M, std::size_t exact_rank, const std::string& exact_source,
+                              const std::vector<rank_policy>& policies);
+
+#define ATTNCERT_CHECKS_MEASURE_RANK(EXTERN, T)                                                                   \
+  EXTERN template report::rank_row measure_rank<T>(const std::string&, const std::string&, const format_spec&, \
+                                                   const matrix<T>&, std::size_t, const std::string&,          \
+                                                   const std::vector<rank_policy>&);
+ATTNCERT_CHECKS_MEASURE_RANK(extern, binary16)
+ATTNCERT_CHECKS_MEASURE_RANK(extern, bfloat16)
+ATTNCERT_CHECKS_MEASURE_RANK(extern, float)
+ATTNCERT_CHECKS_MEASURE_RANK(extern, double)
+ATTNCERT_CHECKS_MEASURE_RANK(extern, mpfr_float)
+ATTNCERT_CHECKS_MEASURE_RANK(extern, mpfi_float)
+
 template <class T>
 report::rank_row measure_rank(const std::string& object, const std::string& instance, const format_spec& fmt,
                               const matrix<T>& M, std::size_t exact_rank, const std::string& exact_source,

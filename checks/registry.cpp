@@ -5,6 +5,14 @@
 
 namespace attncert::checks {
 
+// The one instance of measure_rank per format type (checks/common.hpp declares them extern).
+ATTNCERT_CHECKS_MEASURE_RANK(, binary16)
+ATTNCERT_CHECKS_MEASURE_RANK(, bfloat16)
+ATTNCERT_CHECKS_MEASURE_RANK(, float)
+ATTNCERT_CHECKS_MEASURE_RANK(, double)
+ATTNCERT_CHECKS_MEASURE_RANK(, mpfr_float)
+ATTNCERT_CHECKS_MEASURE_RANK(, mpfi_float)
+
 check_entry make_two_token();
 check_entry make_identical_values();
 check_entry make_causal_mask();

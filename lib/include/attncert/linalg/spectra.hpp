@@ -50,7 +50,7 @@ std::vector<T> approx_singular_values(const matrix<T>& A) {
   }
 }
 
-/// Determinant by partial-pivot LU in T (approx).  Precondition: square (else input_error).
+/// Determinant by Gaussian elimination with partial pivoting in T (approx).  Precondition: square (else input_error).
 /// The 0×0 determinant is 1; 2×2 is ad − bc in T.
 /// Defined in lib/src/linalg/spectra.cpp for the five approx types (float, double, binary16,
 /// bfloat16, mpfr_float), declared below; any other type does not link.
