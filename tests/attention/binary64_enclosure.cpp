@@ -315,6 +315,32 @@ BOOST_AUTO_TEST_CASE(scores_tiny_magnitudes_underflow) {
   scores_case(20, 7, 9, 5, rational_scale(Q(1, 3)), "1/3", -530);  // partly subnormal, partly normal
 }
 
+// A rational scale whose nearest binary64 number is subnormal (issue 28, R1): MPFR rounds c to 53
+// bits in its own, wider exponent range, and the conversion to binary64 rounds again.  With
+// Q = K = [[2^510]] and c = 3·2^-1076 the exact score is 3·2^-56 while ĉ = 2^-1074: a δc taken
+// from the first rounding alone (0 here) gave [2^-54, …], which misses it.  Every numerator and
+// exponent below puts ĉ among the subnormals, or rounds c to zero (then the scale is refused).
+BOOST_AUTO_TEST_CASE(scores_subnormal_scale) {
+  precision_guard g(reference_bits);
+  const matrix<double> Qd = matrix<double>::Constant(1, 1, std::ldexp(1.0, 510));
+  int checked = 0;
+  for (int k = 1060; k <= 1078; ++k)
+    for (int num : {1, 3, 5, 7, 11, 13}) {
+      Q c(num);
+      c /= Q(boost::multiprecision::mpz_int(1) << k);
+      const std::string name = std::to_string(num) + "/2^" + std::to_string(k);
+      if (std::ldexp(static_cast<double>(num), -k) == 0.0) {  // RN(c) = 0
+        BOOST_CHECK_THROW(enclose_scores_binary64(Qd, Qd, rational_scale(c)), input_error);
+        continue;
+      }
+      const binary64_enclosure S = enclose_scores_binary64(Qd, Qd, rational_scale(c));
+      require_contains(S, reference_scores(Qd, Qd, rational_scale(c)), "scores, subnormal scale " + name,
+                       describe_scores(Qd, Qd, name));
+      ++checked;
+    }
+  BOOST_TEST(checked > 90);
+}
+
 // Exact cancellation: Q·Kᵀ = 0 exactly (orthogonal rows); the enclosures must contain 0.
 BOOST_AUTO_TEST_CASE(scores_exact_zero) {
   precision_guard g(reference_bits);

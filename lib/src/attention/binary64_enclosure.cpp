@@ -34,26 +34,44 @@ double row_norm_up(const matrix<double>& M, Eigen::Index i) {
   return up(std::sqrt(s));
 }
 
-// ĉ = RN(c) and δc ≥ |ĉ − c| (MPFR rounds correctly: δc = 0 when c is a binary64 number,
-// else at most u|ĉ|).
+// ĉ, a binary64 number near c, and δc ≥ |ĉ − c|.
+//  - c rational: ĉ = RN(c) (possibly rounded twice: 53 bits in MPFR, whose exponent range is
+//    wider, then into binary64's subnormals), and δc = |c − ĉ| computed exactly in ℚ and rounded
+//    up.  u·|ĉ| would not bound a subnormal ĉ's error, and MPFR's inexact flag of the first
+//    rounding says nothing of the second.
+//  - c = 1/√d (d < 2^53): MPFR's correctly rounded reciprocal square root, a normal number
+//    (≥ 2^-27), so δc ≤ u|ĉ|, and 0 when MPFR reports it exact.
+//  - c = 1: exact.
 std::pair<double, double> scale_binary64(const score_scale& c, Eigen::Index d) {
   mpfr_t x;
   mpfr_init2(x, 53);
-  mpfr_clear_flags();
   int inexact = 0;
   if (c.rational) {
-    inexact = mpfr_set_q(x, c.rational->backend().data(), MPFR_RNDN);
+    mpfr_set_q(x, c.rational->backend().data(), MPFR_RNDN);
   } else if (c.inv_sqrt_d) {
     mpfr_set_si(x, static_cast<long>(d), MPFR_RNDN);  // exact for d < 2^53
     inexact = mpfr_rec_sqrt(x, x, MPFR_RNDN);
   } else {
     mpfr_set_si(x, 1, MPFR_RNDN);
   }
-  const double v = mpfr_get_d(x, MPFR_RNDN);  // exact: x has 53 bits
-  const bool underflow = mpfr_underflow_p() != 0;
+  const double v = mpfr_get_d(x, MPFR_RNDN);
+  if (!(v != 0.0) || !std::isfinite(v)) {
+    mpfr_clear(x);
+    throw input_error("the scale is zero or outside binary64's range");
+  }
+  double dc = inexact ? up(std::fabs(v) * unit) : 0.0;
+  if (c.rational) {
+    mpq_t diff;
+    mpq_init(diff);
+    mpq_set_d(diff, v);  // exact: v is finite
+    mpq_sub(diff, c.rational->backend().data(), diff);
+    mpq_abs(diff, diff);
+    mpfr_set_q(x, diff, MPFR_RNDU);   // ≥ |c − ĉ|
+    dc = mpfr_get_d(x, MPFR_RNDU);    // ≥ that, subnormal or not (0 only when c = ĉ)
+    mpq_clear(diff);
+  }
   mpfr_clear(x);
-  if (!(v != 0.0) || !std::isfinite(v) || underflow) throw input_error("the scale is zero or outside binary64's range");
-  return {v, inexact ? up(std::fabs(v) * unit) : 0.0};
+  return {v, dc};
 }
 
 }  // namespace
