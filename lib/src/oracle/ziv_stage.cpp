@@ -65,12 +65,18 @@ void init_variant_values(variant_values& vv, const attention_variant& v) {
       throw input_error("--softcap '" + v.softcap + "' is too large or too small (more than 4000 bits)");
     vv.has_softcap = true;
     mpq_set(vv.softcap, C.backend().data());
+    // The fast path takes C only when it is a binary64 number in [2^-900, 2^900]; every other C
+    // (2e308 included, whose nearest double is +inf: mpq_set_d(inf) raises SIGFPE) is left to
+    // the MPFI stage, which uses the exact rational.
     const double cd = mpq_get_d(vv.softcap);
-    mpq_t back;
-    mpq_init(back);
-    mpq_set_d(back, cd);
-    vv.softcap_d = (std::isfinite(cd) && cd >= 0x1p-900 && cd <= 0x1p900 && mpq_equal(back, vv.softcap)) ? cd : 0.0;
-    mpq_clear(back);
+    vv.softcap_d = 0.0;
+    if (std::isfinite(cd) && cd >= 0x1p-900 && cd <= 0x1p900) {
+      mpq_t back;
+      mpq_init(back);
+      mpq_set_d(back, cd);
+      if (mpq_equal(back, vv.softcap)) vv.softcap_d = cd;
+      mpq_clear(back);
+    }
   }
   if (v.has_dropout) {
     const mpq_rational P = number_traits<mpq_rational>::from_string(v.dropout_p);
@@ -118,8 +124,8 @@ double approx_score(const mpfi_row_ctx& c, std::size_t j) {
   if (!modified) return c.scale->sign * acc;  // the ordering of s·q·k_j
   double x = c.scale->approx * acc;
   if (c.var && c.var->has_softcap) {
-    const double C = mpq_get_d(c.var->softcap);
-    x = C * std::tanh(x / C);
+    const double C = mpq_get_d(c.var->softcap);  // +inf beyond binary64: C·tanh(x/C) → x
+    if (std::isfinite(C)) x = C * std::tanh(x / C);
   }
   if (c.has_alibi) x -= c.slope * std::fabs(static_cast<double>(c.pos) - static_cast<double>(j));
   if (c.bias) x += c.bias[j];

@@ -26,7 +26,7 @@
 #include <string>
 #include <vector>
 
-#include "attncert/attention/softmax.hpp"
+#include "attncert/attention/empty_rows.hpp"
 
 namespace attncert::oracle {
 
