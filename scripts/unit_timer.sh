@@ -3,7 +3,7 @@
 # command it is given and appends "<seconds> <object file>" to $ATTNCERT_UNIT_TIMES.
 # scripts/bootstrap.sh installs it when ATTNCERT_UNIT_TIMES is set, and prints the ten heaviest
 # units at the end of the build:
-#   ATTNCERT_UNIT_TIMES=/tmp/units.txt bash scripts/bootstrap.sh
+#   ATTNCERT_UNIT_TIMES=units.txt bash scripts/bootstrap.sh
 # (The clock starts here, so a unit waiting for a core is not counted: each line is one unit's
 # own compile time.)
 start=$(date +%s%N)
