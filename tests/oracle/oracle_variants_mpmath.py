@@ -539,6 +539,13 @@ def variant_cases():
                                ((1, 1), (7, 7))):
         run_case(Case(f"window {L},{R} n_q={nq_} n_k={nk_}, LSE", gauss(1, 2, nq_, 4), gauss(1, 2, nk_, 4),
                       gauss(1, 2, nk_, 3), window=(L, R), empty_rows="zeros", lse=True), controls=("window",))
+    # windows wider than any sequence, up to 2^63 - 1 per side (diag + right once overflowed: every
+    # row came out empty, zeros with --empty-rows zeros, exit 0); no control: a window one wider is
+    # the same window
+    big = 2 ** 63 - 1
+    for (L, R) in ((big, big), (big, 0), (1, big)):
+        run_case(Case(f"window {L},{R} (wider than the sequences), LSE", gauss(1, 2, 5, 4), gauss(1, 2, 7, 4),
+                      gauss(1, 2, 7, 3), window=(L, R), empty_rows="zeros", lse=True))
     # softcap: binary64 C (fast path) and 0.3 (not binary64: MPFI); 2e308 and 1e400, beyond binary64's
     # range (the conversion of C to binary64 once raised SIGFPE), and 1e-310, a subnormal C
     for C, sc in (("5", None), ("0.3", "2"), ("30", "4"), ("2e308", None), ("1e400", None), ("1e-310", None)):

@@ -69,8 +69,11 @@ void row_source::allowed_row(std::size_t b, std::size_t h, std::size_t i, std::v
     bool ok = true;
     if (req_.mask == mask_kind::causal) ok = j <= i;
     if (var_.causal_bottom_right) ok = ok && jj <= diag;
-    if (var_.window_left >= 0) ok = ok && jj >= diag - var_.window_left;
-    if (var_.window_right >= 0) ok = ok && jj <= diag + var_.window_right;
+    // j >= diag - left and j <= diag + right, written as differences of two indices (each below
+    // 2^62 in magnitude): a window side up to 2^63 - 1 cannot overflow, and one wider than the
+    // sequences bounds nothing, as it should.
+    if (var_.window_left >= 0) ok = ok && diag - jj <= var_.window_left;
+    if (var_.window_right >= 0) ok = ok && jj - diag <= var_.window_right;
     if (req_.M.nk != 0) ok = ok && req_.M.at(b, h, i, j);
     if (var_.has_bias && ok) ok = var_.bias.at(b, h, i, j) != -inf;
     a[j] = ok;
