@@ -33,8 +33,9 @@ std::vector<mpfr_float> approx_singular_values_jacobi(const matrix<mpfr_float>& 
 
 // Gaussian elimination with partial pivoting (the largest |entry| of the column, the first of
 // equal ones), written out as matrix.hpp's `multiply` is: every operation in T, in a fixed order.
-// (Eigen's PartialPivLU computes the same factorization; instantiated for five number types it
-// was most of this unit's compile time, for a function only the tests call.)
+// (Eigen's PartialPivLU computes the same factorization in exact arithmetic, with another order of
+// rounded operations; instantiated for five number types it was most of this unit's compile time,
+// for a function only the tests call.  The tests hold it to the same tolerances as before.)
 template <class T>
 T approx_determinant(const matrix<T>& A) {
   static_assert(tier_of<T> == tier::approx, "approx_determinant needs an approx type");
