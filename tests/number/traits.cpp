@@ -17,12 +17,14 @@
 #include <tuple>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 #include "attncert/error.hpp"
 #include "attncert/number/format.hpp"
 #include "attncert/number/interval.hpp"
 #include "attncert/number/precision_guard.hpp"
 #include "attncert/number/traits.hpp"
+#include "attncert/linalg/matrix.hpp"
 
 using namespace attncert;
 using Q = mpq_rational;
@@ -484,4 +486,78 @@ BOOST_AUTO_TEST_CASE(with_format_dispatches_the_right_type) {
     else return 0;
   });
   BOOST_TEST(inside == working_bits_for(300));
+}
+
+// =====================================================================================
+// from_rational (linalg/matrix.hpp) and nearest_in_format (format.cpp): one rounding
+// =====================================================================================
+//
+// The truth is round-half-even on the format's grid computed in exact integers: the spacing at
+// q is 2^(max(⌊log2 |q|⌋, emin) − p + 1), and the nearest grid point is found by one exact
+// division with remainder.  The cases are the ones two roundings get wrong: midpoints between
+// two subnormals (or two normals) shifted by far less than a binary64 ulp, which rounding to
+// 53 bits first puts on the midpoint, whose tie then goes to the even neighbour.
+namespace {
+
+Q pow2q(long e) {
+  Q r(1);
+  if (e >= 0) mpq_mul_2exp(r.backend().data(), r.backend().data(), static_cast<unsigned long>(e));
+  else mpq_div_2exp(r.backend().data(), r.backend().data(), static_cast<unsigned long>(-e));
+  return r;
+}
+
+// RN (ties to even) of q > 0 on the grid of a format with p bits and smallest normal 2^emin,
+// assuming no overflow; exact.
+Q nearest_by_integers(const Q& q, int p, int emin) {
+  long e = emin;  // ⌊log2 q⌋, at least emin
+  while (pow2q(e + 1) <= q) ++e;
+  if (q >= pow2q(emin))
+    while (pow2q(e) > q) --e;
+  const Q spacing = pow2q(e - p + 1);
+  const Q x = q / spacing;  // round x to the nearest integer, ties to even
+  boost::multiprecision::mpz_int fl = numerator(x) / denominator(x);
+  const Q frac = x - Q(fl);
+  if (frac > Q(1, 2) || (frac == Q(1, 2) && fl % 2 != 0)) fl += 1;
+  return Q(fl) * spacing;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE_TEMPLATE(from_rational_rounds_once_subnormals_included, T, ieee_types) {
+  constexpr int p = ieee_params<T>::p, emin = ieee_params<T>::emin;
+  const long tiny = emin - p + 1;  // exponent of the smallest subnormal
+  const Q far = pow2q(-3000);     // far below half a binary64 ulp of anything here
+  std::vector<Q> cases;
+  for (long k : {1L, 2L, 3L, 5L, 7L, 101L, 1023L})
+    for (long e : {tiny, tiny + 1, tiny + 5, static_cast<long>(emin) - 2, static_cast<long>(emin), static_cast<long>(emin) + 3, 0L, 5L}) {
+      const Q mid = Q(2 * k + 1) * pow2q(e - 1);  // a midpoint between k·2^e and (k+1)·2^e
+      cases.push_back(mid);
+      cases.push_back(mid + far);
+      cases.push_back(mid - far);
+      cases.push_back(Q(k) * pow2q(e) / 3);
+    }
+  cases.push_back(pow2q(tiny - 1) + far);  // just above half the smallest subnormal: rounds up
+  cases.push_back(pow2q(tiny - 1));        // exactly half: ties to 0
+  cases.push_back(Q(3) * pow2q(-56 - 1020));  // the R1 case's scale, 3/2^1076
+  int wrong = 0;
+  for (const Q& q : cases)
+    for (int sign : {1, -1}) {
+      const Q x = sign * q;
+      const Q want = sign * nearest_by_integers(q, p, emin);
+      const double got = static_cast<double>(from_rational<T>(x));
+      if (Q(got) != want) {
+        ++wrong;
+        if (wrong <= 5) BOOST_TEST_MESSAGE(ieee_params<T>::name << ": wrong rounding of " << x.str() << ": got " << got);
+      }
+      BOOST_TEST(std::signbit(got) == (sign < 0));
+    }
+  BOOST_TEST(wrong == 0);
+}
+
+BOOST_AUTO_TEST_CASE(nearest_binary64_overflows_to_infinity_at_the_rounding_boundary) {
+  // Just below 2^1024(1 − 2^-54) rounds to DBL_MAX, at it to +inf (ties to even: DBL_MAX is odd).
+  const Q boundary = pow2q(1024) - pow2q(1024 - 54);
+  BOOST_TEST(nearest_binary64((boundary - pow2q(-10)).backend().data()) == std::numeric_limits<double>::max());
+  BOOST_TEST(std::isinf(nearest_binary64(boundary.backend().data())));
+  BOOST_TEST(nearest_binary64(Q(-1).backend().data()) == -1.0);
 }

@@ -73,3 +73,30 @@ std::vector<format_spec> parse_formats(const std::string& list) {
 }
 
 }  // namespace attncert
+
+namespace attncert {
+
+// One rounding with MPFR's IEEE emulation: the exponent range of the format set for this
+// thread (MPFR's x = 0.1b… × 2^e convention: smallest subnormal 2^(emin − precision + 1) is
+// 0.1 × 2^(emin − precision + 2), largest finite just below 2^(emax + 1)), then
+// mpfr_check_range (overflow to ±inf) and mpfr_subnormalize (gradual underflow), both given the
+// ternary value of the first rounding so that no value is rounded twice.
+double nearest_in_format(mpq_srcptr q, int precision, long emin, long emax) {
+  const mpfr_exp_t old_min = mpfr_get_emin(), old_max = mpfr_get_emax();
+  mpfr_t y;
+  mpfr_init2(y, precision);
+  mpfr_set_emin(emin - precision + 2);
+  mpfr_set_emax(emax + 1);
+  int inex = mpfr_set_q(y, q, MPFR_RNDN);
+  inex = mpfr_check_range(y, inex, MPFR_RNDN);
+  mpfr_subnormalize(y, inex, MPFR_RNDN);
+  mpfr_set_emin(old_min);
+  mpfr_set_emax(old_max);
+  const double r = mpfr_get_d(y, MPFR_RNDN);  // exact: y is a number of the format
+  mpfr_clear(y);
+  return r;
+}
+
+double nearest_binary64(mpq_srcptr q) { return nearest_in_format(q, 53, -1022, 1023); }
+
+}  // namespace attncert

@@ -47,8 +47,10 @@ void init_scale(scale_value& sv, const scale_spec& spec, std::size_t d) {
   for (int side = 0; side < 2; ++side) {
     if (side == 0) mpfi_get_left(t.v, s.v);
     else mpfi_get_right(t.v, s.v);
-    mpfr_sub_d(t.v, t.v, sv.hi, MPFR_RNDN);
-    mpfr_sub_d(t.v, t.v, sv.lo, MPFR_RNDN);
+    if (mpfr_sub_d(t.v, t.v, sv.hi, MPFR_RNDN) != 0 || mpfr_sub_d(t.v, t.v, sv.lo, MPFR_RNDN) != 0) {
+      sv.rad = inf;  // not exact (cannot happen at 2600 bits): no fast path rather than a rounded radius
+      return;
+    }
     mpfr_abs(t.v, t.v, MPFR_RNDN);
     rad = std::max(rad, mpfr_get_d(t.v, MPFR_RNDU));
   }
@@ -634,8 +636,12 @@ void enclosure_to_dd(mpfi_srcptr o, double& hi, double& lo, double& rad) {
   for (int side = 0; side < 2; ++side) {
     if (side == 0) mpfi_get_left(e.v, o);
     else mpfi_get_right(e.v, o);
-    mpfr_sub_d(e.v, e.v, hi, MPFR_RNDN);  // exact
-    mpfr_sub_d(e.v, e.v, lo, MPFR_RNDN);  // exact
+    // Exact for endpoints within 2400 bits of hi; a nonzero ternary value (an endpoint far
+    // beyond binary64's range) gives no radius rather than a rounded one.
+    if (mpfr_sub_d(e.v, e.v, hi, MPFR_RNDN) != 0 || mpfr_sub_d(e.v, e.v, lo, MPFR_RNDN) != 0) {
+      rad = inf;
+      return;
+    }
     mpfr_abs(e.v, e.v, MPFR_RNDN);
     rad = std::max(rad, mpfr_get_d(e.v, MPFR_RNDU));
   }

@@ -6,6 +6,7 @@
 
 #include "attncert/error.hpp"
 #include "attncert/number/eigen_support.hpp"
+#include "attncert/number/format.hpp"
 #include "attncert/number/traits.hpp"
 
 namespace attncert {
@@ -25,8 +26,17 @@ matrix<To> from_double_matrix(const matrix<double>& m) {
   return r;
 }
 
-/// Convert exact rationals to T: correctly rounded for mpfr_float, enclosing for mpfi_float,
-/// rounded from the nearest double for float/emulated formats (two roundings).
+namespace detail {
+template <class T>
+struct emulated_parameters;
+template <int P, int Emin, int Emax>
+struct emulated_parameters<emulated_float<P, Emin, Emax>> {
+  static constexpr int precision = P, emin = Emin, emax = Emax;
+};
+}  // namespace detail
+
+/// Convert exact rationals to T: correctly rounded (one rounding, subnormals included) for
+/// mpfr_float, float, double and the emulated formats; enclosing for mpfi_float.
 template <class To>
 To from_rational(const mpq_rational& q) {
   if constexpr (std::is_same_v<To, mpq_rational>) return q;
@@ -38,17 +48,13 @@ To from_rational(const mpq_rational& q) {
     mpfi_float r;
     mpfi_set_q(r.backend().data(), q.backend().data());
     return r;
-  } else if constexpr (std::is_same_v<To, double> || std::is_same_v<To, float>) {
-    // Round once to the target precision with MPFR (correct rounding for normal results).
-    mpfr_t t;
-    mpfr_init2(t, std::is_same_v<To, double> ? 53 : 24);
-    mpfr_set_q(t, q.backend().data(), MPFR_RNDN);
-    const double d = mpfr_get_d(t, MPFR_RNDN);
-    mpfr_clear(t);
-    return static_cast<To>(d);
+  } else if constexpr (std::is_same_v<To, double>) {
+    return nearest_binary64(q.backend().data());
+  } else if constexpr (std::is_same_v<To, float>) {
+    return static_cast<float>(nearest_in_format(q.backend().data(), 24, -126, 127));  // exact conversion
   } else {
-    // Emulated 16-bit formats: nearest binary64, then the format (two roundings).
-    return To(from_rational<double>(q));
+    using E = detail::emulated_parameters<To>;
+    return To(nearest_in_format(q.backend().data(), E::precision, E::emin, E::emax));  // exact conversion
   }
 }
 

@@ -31,6 +31,15 @@ format_spec parse_format(const std::string& name);
 /// Parse a comma-separated list; duplicates are rejected.
 std::vector<format_spec> parse_formats(const std::string& list);
 
+/// The binary floating-point number nearest to the exact rational q (ties to even) in the
+/// format with `precision` significand bits, smallest normal 2^emin and largest exponent emax:
+/// one rounding, subnormals and overflow (to ±inf) included.  Returned as a double, which holds
+/// it exactly for every format up to binary64.  (Rounding to 53 bits first and then to the
+/// format is two roundings: wrong near midpoints and for every subnormal result.)
+double nearest_in_format(mpq_srcptr q, int precision, long emin, long emax);
+/// nearest_in_format for binary64.
+double nearest_binary64(mpq_srcptr q);
+
 /// Call f.template operator()<T>() with T the number type of `fmt`, under a
 /// precision_guard for mpfr/mpfi formats.  Returns what f returns.
 template <class F>
