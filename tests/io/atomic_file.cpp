@@ -4,12 +4,15 @@
 #define BOOST_TEST_MODULE io_atomic_file
 #include <boost/test/unit_test.hpp>
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
+#include <chrono>
+#include <thread>
 
 #include "attncert/error.hpp"
 #include "attncert/io/atomic_file.hpp"
@@ -130,4 +133,74 @@ BOOST_AUTO_TEST_CASE(commit_makes_everything_visible) {
   BOOST_TEST(entries(d.path) == 5u);
   output_transaction tx;
   expect_input_error([&] { tx.stage_directory(d / "a.txt"); }, "a.txt: cannot write: it exists and is not a directory");
+}
+
+// Issue 28, item 4: two outputs on one file are refused (the second silently replaced the
+// first), whatever spelling names the file; nothing is written.
+BOOST_AUTO_TEST_CASE(two_outputs_on_one_file_are_refused) {
+  scratch_dir d;
+  fs::create_directories(d.path / "sub");
+  {
+    output_transaction tx;
+    tx.stage_file(d / "x.npy", "first");
+    BOOST_CHECK_THROW(tx.stage_file(d / "x.npy", "second"), input_error);
+    BOOST_CHECK_THROW(tx.stage_file((d.path / "sub" / ".." / "x.npy").string(), "third"), input_error);
+  }
+  BOOST_TEST(!fs::exists(d.path / "x.npy"));
+  BOOST_TEST(entries(d.path) == 1u);  // sub/ only: no temporary left
+  // A symbolic link to the first target is the same file.
+  fs::create_symlink(d.path / "y.npy", d.path / "link.npy");
+  output_transaction tx;
+  tx.stage_file(d / "y.npy", "a");
+  try {
+    tx.stage_file(d / "link.npy", "b");
+    BOOST_ERROR("a link to a staged target was accepted");
+  } catch (const input_error& e) {
+    BOOST_TEST(std::string(e.what()).find("two outputs") != std::string::npos, e.what());
+  }
+}
+
+// A target that is not a regular file is written through, never renamed over: a symbolic link
+// to /dev/null stays a link to the device (the rename replaced it with a regular file; as root
+// it replaced /dev/null itself), and a FIFO receives the bytes and stays a FIFO.
+BOOST_AUTO_TEST_CASE(devices_and_fifos_are_written_through) {
+  scratch_dir d;
+  fs::create_symlink("/dev/null", d.path / "null.npy");
+  {
+    output_transaction tx;
+    tx.stage_file(d / "null.npy", "discarded");
+    tx.stage_file(d / "real.npy", "kept");
+    tx.commit();
+  }
+  BOOST_TEST(fs::is_symlink(d.path / "null.npy"));
+  BOOST_TEST(fs::is_character_file(d.path / "null.npy"));
+  BOOST_TEST(slurp(d.path / "real.npy") == "kept");
+  write_file_atomic(d / "null.npy", "again");
+  BOOST_TEST(fs::is_symlink(d.path / "null.npy"));
+
+  const fs::path fifo = d.path / "pipe.npy";
+  BOOST_REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  // No reader: an error, not a hang.
+  {
+    output_transaction tx;
+    tx.stage_file(fifo.string(), "bytes");
+    BOOST_CHECK_THROW(tx.commit(), input_error);
+  }
+  BOOST_TEST(fs::is_fifo(fifo));
+  // With a reader: the bytes arrive.
+  std::string got;
+  std::thread reader([&] { got = slurp(fifo); });
+  for (int i = 0; i < 200; ++i) {  // the reader's open must come first
+    output_transaction tx;
+    tx.stage_file(fifo.string(), "through the pipe");
+    try {
+      tx.commit();
+      break;
+    } catch (const input_error&) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+  }
+  reader.join();
+  BOOST_TEST(got == "through the pipe");
+  BOOST_TEST(fs::is_fifo(fifo));
 }

@@ -20,12 +20,16 @@
 #include <cstdint>
 #include <cstdlib>
 #include <iostream>
+#include <new>
 #include <random>
 #include <vector>
 
 #include "attncert/error.hpp"
 #include "attncert/linalg/exact.hpp"
 #include "attncert/linalg/matrix.hpp"
+#include "attncert/memory.hpp"
+
+#include <flint/nmod_mat.h>
 #include "attncert/number/interval.hpp"
 #include "attncert/number/precision_guard.hpp"
 
@@ -348,4 +352,19 @@ BOOST_AUTO_TEST_CASE(certified_rank_of_zero_matrix_is_zero) {
   BOOST_TEST(lb.rank == 0u);
   BOOST_TEST(lb.rows.empty());
   BOOST_TEST(lb.cols.empty());
+}
+
+// An allocation FLINT cannot satisfy throws std::bad_alloc (attncert/memory.hpp) instead of
+// printing on stdout and aborting the process (issue 28, item 2).  32 TiB cannot be allocated
+// here (nor under ASan, whose tests run with allocator_may_return_null=1).
+BOOST_AUTO_TEST_CASE(flint_allocation_failure_is_bad_alloc) {
+  attncert::install_allocation_failure_handlers();
+  nmod_mat_t A;
+  BOOST_CHECK_THROW(nmod_mat_init(A, slong(1) << 21, slong(1) << 21, 7), std::bad_alloc);
+  // FLINT still works afterwards.
+  nmod_mat_t B;
+  nmod_mat_init(B, 3, 3, 7);
+  nmod_mat_one(B);
+  BOOST_TEST(nmod_mat_rank(B) == 3);
+  nmod_mat_clear(B);
 }

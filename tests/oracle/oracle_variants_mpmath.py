@@ -520,6 +520,14 @@ def variant_cases():
                   block_table=T, page_size=Ps, lse=True))
     run_case(Case("paged K/V + seqlens-k [6,4], bhsd Q, bottom-right", gauss(2, 2, 3, 4), Kp, Vp, block_table=T,
                   page_size=Ps, seqlens_k=np.array([6, 4], dtype=np.int64), masks=("causal-bottom-right",), lse=True))
+    # Memory follows the keys used, not the table's capacity (issue 28, item 3): a (1, 10^6) block
+    # table of 1024-key pages (10^9 slots, 32 GB as a dense tensor: bad_alloc before) with 5 keys
+    # used; the unused entries are -1, never read.
+    Tbig = np.full((1, 10**6), -1, dtype=np.int32)
+    Tbig[0, 0] = 1
+    run_case(Case("paged K/V, a (1, 10^6) block table of 1024-key pages, 5 keys used", gauss(1, 2, 3, 4),
+                  gauss(2, 1024, 2, 4), gauss(2, 1024, 2, 3), block_table=Tbig, page_size=1024,
+                  seqlens_k=np.array([5], dtype=np.int32), lse=True))
     run_case(Case("seqlens-k [7,3], bhsd, LSE", gauss(2, 2, 4, 4), gauss(2, 2, 7, 4), gauss(2, 2, 7, 3),
                   seqlens_k=np.array([7, 3], dtype=np.int32), lse=True))
     # causal alignments with n_q != n_k
@@ -720,6 +728,9 @@ def bad_input_cases():
     expect_error("bias (3,5) does not broadcast to (1,2,4,5)", mk(bias=gauss(3, 5)))
     expect_error("bias (1,2,4,6) does not broadcast to (1,2,4,5)", mk(bias=gauss(1, 2, 4, 6)))
     expect_error("sink of length 3 for h_q = 2", mk(sink=gauss(3)))
+    # Shapes, not element counts (issue 28, item 4): (2, 1) holds b·h_q = 2 slopes but is (b = 2, h_q = 1).
+    expect_error("alibi slopes (2,1) for b = 1, h_q = 2", mk(alibi=np.full((2, 1), 0.5)))
+    expect_error("alibi slopes (1,1,2) for b = 1, h_q = 2", mk(alibi=np.full((1, 1, 2), 0.5)))
 
 
 def main():

@@ -128,6 +128,16 @@ assert any("mpfr256 left out" in n and "would take about" in n for n in d["notes
 assert d["singular_values_method"] == "binary64", d["singular_values_method"]
 assert d["singular_values_certified_positive"] == d["exact_rank"]["lo"], (d["singular_values_certified_positive"], d["exact_rank"])
 PY
+# A note states what ran (issue 28, item 4): binary64 inputs whose scores overflow at --scale 1e308
+# are not enclosed because the binary64 bound does not apply, not because they are not binary64.
+expect_exit 0 "rank 260 tokens at scale 1e308" "$BIN" rank --q "$TMP/Q260.json" --k "$TMP/K260.json" --scale 1e308 --object scores --formats binary64 --format json --out "$TMP/r260s.json"
+python3 - "$TMP/r260s.json" <<'PY' && ok || bad "rank at scale 1e308: the note names the binary64 bound"
+import json, sys
+d = json.load(open(sys.argv[1]))
+notes = " ".join(d["notes"])
+assert "not all binary64" not in notes, notes
+assert "binary64 bounds do not apply" in notes, notes
+PY
 # --sigma-rel-width: binary64 widths (~1e-13 relative) cannot meet 1e-30; on a small matrix the MPFI path does.
 echo '[[1, 0.5], [-0.75, 1], [0.25, -1.5]]' >"$TMP/Qw.json"
 echo '[[1, 0.25], [0.5, 1], [-0.5, 2]]' >"$TMP/Kw.json"
@@ -177,6 +187,8 @@ echo '[[0, 100000], [1, 0]]' >"$TMP/Sbig.json"
 expect_usage_error "rank shape mismatch" "$BIN" rank --q "$TMP/Q.json" --k "$TMP/K.json" --v "$TMP/V2.json" --object output
 expect_usage_error "rank output without V" "$BIN" rank --scores "$TMP/S.json" --object output
 expect_usage_error "rank unknown object" "$BIN" rank --scores "$TMP/S.json" --object logits
+expect_usage_error "rank --object scores --mask causal (the scores are unmasked)" "$BIN" rank --scores "$TMP/S.json" --mask causal --object scores
+expect_in "$TMP/err" "does not apply to the scores" "rank scores + mask: the reason"
 expect_usage_error "rank both inputs" "$BIN" rank --scores "$TMP/S.json" --q "$TMP/Q.json" --k "$TMP/K.json"
 expect_usage_error "rank precision too low" "$BIN" rank --scores "$TMP/S.json" --max-precision 16
 expect_usage_error "rank overflowing scores in binary16" "$BIN" rank --scores "$TMP/Sbig.json" --formats binary16
@@ -249,6 +261,21 @@ expect_usage_error "oracle malformed npy" "$BIN" oracle --q "$TMP/out" --k "$TMP
 expect_usage_error "oracle missing file" "$BIN" oracle --q "$TMP/none.npy" --k "$TMP/k.npy" --v "$TMP/v.npy"
 expect_usage_error "oracle missing --v" "$BIN" oracle --q "$TMP/q.npy" --k "$TMP/k.npy"
 
+# Two outputs on one file, devices and a gradient directory (issue 28, item 4).
+expect_usage_error "oracle --out = --write-reference" "$BIN" oracle --q "$TMP/q.npy" --k "$TMP/k.npy" --v "$TMP/v.npy" --write-reference "$TMP/same.npy" --out "$TMP/same.npy"
+[ ! -e "$TMP/same.npy" ] && ok || bad "oracle: two outputs on one file left a file"
+expect_usage_error "oracle --write-lse = --write-reference" "$BIN" oracle --q "$TMP/q.npy" --k "$TMP/k.npy" --v "$TMP/v.npy" --write-reference "$TMP/same.npy" --write-lse "$TMP/./same.npy"
+ln -s /dev/null "$TMP/null.json"
+expect_exit 0 "oracle --out a link to /dev/null" "$BIN" oracle --q "$TMP/q.npy" --k "$TMP/k.npy" --v "$TMP/v.npy" --format json --out "$TMP/null.json"
+[ -L "$TMP/null.json" ] && [ -c "$TMP/null.json" ] && ok || bad "--out through a link to /dev/null replaced the link"
+expect_exit 0 "oracle --out /dev/stdout" "$BIN" oracle --q "$TMP/q.npy" --k "$TMP/k.npy" --v "$TMP/v.npy" --format json --out /dev/stdout
+python3 -c "import json,sys; json.load(open(sys.argv[1]))" "$TMP/out" && ok || bad "--out /dev/stdout: the report did not reach stdout"
+mknpy "$TMP/dout.npy" "<f8" 3,2  1 0  0 1  0.5 -0.5
+mkdir -p "$TMP/gdir"
+expect_exit 0 "oracle --write-grad-references DIR/" "$BIN" oracle --q "$TMP/q.npy" --k "$TMP/k.npy" --v "$TMP/v.npy" --grad-out "$TMP/dout.npy" --write-grad-references "$TMP/gdir/"
+[ -s "$TMP/gdir/dq.npy" ] && [ -s "$TMP/gdir/dk.npy" ] && [ -s "$TMP/gdir/dv.npy" ] && [ ! -e "$TMP/gdir/.dq.npy" ] && ok || bad "--write-grad-references DIR/ wrote $(ls -A "$TMP/gdir")"
+expect_exit 0 "oracle --candidate-grads DIR/" "$BIN" oracle --q "$TMP/q.npy" --k "$TMP/k.npy" --v "$TMP/v.npy" --grad-out "$TMP/dout.npy" --candidate-grads "$TMP/gdir/"
+
 # --- hostile input (issue 11): one stderr line, exit 2, within seconds ----------
 ln -s /dev/zero "$TMP/zero.npy"
 ln -s /dev/zero "$TMP/zero.json"
@@ -260,6 +287,21 @@ expect_usage_error "oracle below --max-input-bytes" "$BIN" oracle --q "$TMP/q.np
 expect_in "$TMP/err" "input limit of 16 bytes" "--max-input-bytes named in the message"
 mkfifo "$TMP/fifo.npy"
 expect_usage_error "rank --scores FIFO without writer" timeout 20 "$BIN" rank --scores "$TMP/fifo.npy"
+
+# Issue 28, item 2: Q = K of 200000x16 float16 (6.4 MB) needs about 1.2 TB for the exact rank's
+# matrices mod p: refused in one line before any stage allocates (FLINT used to abort, SIGABRT).
+python3 - "$TMP/Qbig.npy" <<'PY'
+import struct, sys, random
+rows, cols = 200000, 16
+header = "{'descr': '<f2', 'fortran_order': False, 'shape': (%d, %d), }" % (rows, cols)
+header += " " * (63 - (10 + len(header)) % 64) + "\n"
+r = random.Random(1)
+data = struct.pack("<%de" % (rows * cols), *(r.uniform(-2, 2) for _ in range(rows * cols)))
+open(sys.argv[1], "wb").write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(header)) + header.encode() + data)
+PY
+expect_usage_error "rank 200000x16: memory refused before allocating" timeout 60 "$BIN" rank --q "$TMP/Qbig.npy" --k "$TMP/Qbig.npy" --format json --out "$TMP/rbig.json"
+expect_in "$TMP/err" "the exact rank (matrices mod p) needs about" "rank 200000x16: the stage and its size named"
+[ ! -e "$TMP/rbig.json" ] && ok || bad "rank 200000x16 left an output file"
 
 echo "$pass passed, $fail failed"
 [ "$fail" = 0 ]

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <csignal>
 #include <iostream>
+#include <new>
 #include <sstream>
 #include <unistd.h>
 
@@ -38,6 +39,10 @@ int exit_code_of_current_exception() noexcept {
     return exit_usage;
   } catch (const std::invalid_argument& e) {
     say(e.what());
+    return exit_usage;
+  } catch (const std::bad_alloc&) {
+    // Stages estimate their memory and refuse first; this is an allocation that still failed.
+    say("out of memory: an allocation failed (the input is too large for this machine's memory)");
     return exit_usage;
   } catch (const time_limit_reached& e) {
     say(std::string("undecided: ") + e.what());

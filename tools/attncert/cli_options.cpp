@@ -107,7 +107,8 @@ std::string exit_codes_text(const std::vector<std::pair<int, std::string>>& own)
             {1, "refuted or failed: a claim fails or is undecided (check), REFUTED, an invalid certificate,\n"
                 "       a candidate exceeds --max-ulp"},
             {3, "undecided / cannot check (certify, verify-certificate)"}};
-  rows.emplace_back(exit_usage, "bad input or usage (one line on stderr; no output file left behind)");
+  rows.emplace_back(exit_usage, "bad input or usage, or an input too large for this machine's memory\n"
+                                   "       (one line on stderr; no output file left behind)");
   rows.emplace_back(exit_internal, "internal error (a bug in attncert: please report it; no output file left behind)");
   rows.emplace_back(exit_interrupted, "interrupted by SIGINT or SIGTERM (no output file left behind)");
   std::stable_sort(rows.begin(), rows.end(), [](const auto& x, const auto& y) { return x.first < y.first; });

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "attncert/io/bounded_input.hpp"
+#include "attncert/memory.hpp"
 #include "attncert/io/matrix_input.hpp"
 #include "attncert/rank/numerical.hpp"
 #include "attncert/report/rank.hpp"
@@ -234,6 +235,7 @@ CLI::App* add_rank_subcommand(CLI::App& app, rank_args& a) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  attncert::install_allocation_failure_handlers();  // GMP/FLINT out of memory: one line, not an abort
   const std::string command = cli::join_args(argc, argv);
   CLI::App app{
       "attncert — exact and arbitrary-precision verification of claims about transformer attention.\n"

@@ -17,6 +17,14 @@ namespace attncert::cli {
 
 namespace {
 
+// The file of gradient `name` (dq, dk, ...) under a --write-grad-references / --candidate-grads
+// PREFIX: PREFIX.dq.npy, or DIR/dq.npy for a prefix ending in '/' (a directory, which must
+// exist; "gdir/" once meant the hidden file gdir/.dq.npy).
+std::string gradient_file(const std::string& prefix, const std::string& name) {
+  if (!prefix.empty() && prefix.back() == '/') return prefix + name + ".npy";
+  return prefix + "." + name + ".npy";
+}
+
 // The attention variants of real kernels (proofs/P14-oracle-variants.md).
 void add_variant_options(CLI::App* o, oracle_args& a) {
   o->add_option("--layout", a.layout, "Layout of Q, K, V: bhsd ((n,d), (h,n,d), (b,h,n,d)), bshd ((b,n,h,d)) or thd "
@@ -51,7 +59,7 @@ void add_backward_options(CLI::App* o, oracle_args& a) {
   o->add_option("--grad-out", a.grad_out, "Backward: the output gradient dO (.npy, the output's shape and layout)");
   o->add_option("--grad-lse", a.grad_lse, "Backward: the LSE gradient dLSE (.npy, the --write-lse shape; base as --lse-base)");
   o->add_option("--write-grad-references", a.write_grad_references,
-                "Backward: write PREFIX.dq.npy, PREFIX.dk.npy, PREFIX.dv.npy (the layouts of Q, K, V; paged K/V: their pages, unused slots 0), and "
+                "Backward: write PREFIX.dq.npy, PREFIX.dk.npy, PREFIX.dv.npy (DIR/dq.npy, ... for a PREFIX DIR/ ending in /; the layouts of Q, K, V; paged K/V: their pages, unused slots 0), and "
                 "PREFIX.dbias.npy (the bias's shape) / PREFIX.dsink.npy ((h_q,)) with a bias / sink; correctly rounded");
   grading_args& g = a.grading;
   o->add_option("--candidate-grads", g.candidate_grads,
@@ -300,7 +308,7 @@ gradient_set_files read_gradient_set(const std::string& prefix, const std::strin
   gradient_set_files f;
   f.prefix = prefix;
   for (const auto& sp : specs) {
-    const std::string name = to_string(sp.kind), file = prefix + "." + name + ".npy";
+    const std::string name = to_string(sp.kind), file = gradient_file(prefix, name);
     std::error_code ec;
     if (!std::filesystem::exists(file, ec))
       throw input_error(option + " " + prefix + ": " + file + " is missing (" + name + " is graded" +
@@ -560,7 +568,7 @@ void stage_references(const oracle_args& a, const oracle::attention_spec& spec, 
   if (!grads || a.write_grad_references.empty()) return;
   auto stage = [&](const std::string& name, const gradient_tensor& g, const output_layout* gl,
                    const std::vector<std::size_t>& shape) {
-    const std::string file = a.write_grad_references + "." + name + ".npy";
+    const std::string file = gradient_file(a.write_grad_references, name);
     const io::npy_array arr = target_array(gl ? gl->output_to_external(g.reference) : g.reference, req.target, shape);
     out.files.stage_file(file, io::serialize_npy(arr));
     ri.gradient_files[name] = {{"file", file}, {"dtype", io::dtype_descr(arr.type)}, {"shape", shape}};

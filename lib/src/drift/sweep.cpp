@@ -430,6 +430,8 @@ void divergence_intervals(const drift_request& r, const drift_result& res, Statu
 
 bool drift_uses_closed_form(const drift_request& r) { return two_token_fast(r); }
 
+bool drift_uses_binary64_enclosures(const drift_request& r) { return !two_token_fast(r) && default_n(r) > drift_mpfi_max_n; }
+
 std::string drift_resolution_rule(const drift_request& r) {
   return r.log ? "bisection until hi/lo <= 1 + resolution (geometric midpoints)"
                : "bisection until |hi - lo| <= resolution * (to - from)";

@@ -97,6 +97,55 @@ fs::path write_temp_beside(const fs::path& target, std::string_view bytes) {
   }
 }
 
+// A target that is not a file to replace: an existing node that is neither a regular file nor a
+// directory (a device such as /dev/null, a FIFO, a terminal), or any path under /dev/ or /proc/
+// (/dev/stdout names a descriptor, whatever it is open on).  Such a target is written through
+// (opened, written, never created, truncated or renamed over: a rename would replace the device
+// node with a regular file).
+bool write_through_target(const fs::path& target) {
+  const std::string t = target.string();
+  if (t.rfind("/dev/", 0) == 0 || t.rfind("/proc/", 0) == 0) return true;
+  struct stat st {};
+  return ::stat(target.c_str(), &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode);
+}
+
+// Writes `bytes` through to an existing non-regular target; 0 or an errno value.  Opened
+// non-blocking (a FIFO without a reader fails with ENXIO instead of hanging), then blocking for
+// the writes.
+int write_through(const fs::path& target, std::string_view bytes) {
+  const int fd = ::open(target.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) return errno;
+  const int flags = ::fcntl(fd, F_GETFL);
+  if (flags >= 0) (void)::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
+  std::size_t done = 0;
+  int err = 0;
+  while (done < bytes.size()) {
+    const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      err = errno;
+      break;
+    }
+    done += static_cast<std::size_t>(n);
+  }
+  if (::close(fd) != 0 && err == 0) err = errno;
+  return err;
+}
+
+// The file a target names, for comparing two outputs' targets: absolute, symbolic links and
+// "." / ".." resolved as far as the path exists.
+fs::path resolved(const fs::path& target) {
+  std::error_code ec;
+  fs::path p = fs::absolute(target, ec).lexically_normal();
+  for (int hops = 0; hops < 40 && fs::is_symlink(p, ec); ++hops) {  // a dangling link names its future target
+    const fs::path to = fs::read_symlink(p, ec);
+    if (ec) break;
+    p = (to.is_absolute() ? to : p.parent_path() / to).lexically_normal();
+  }
+  const fs::path c = fs::weakly_canonical(p, ec);
+  return ec ? p : c;
+}
+
 void remove_quietly(const fs::path& p) {
   std::error_code ec;
   fs::remove_all(p, ec);
@@ -106,6 +155,10 @@ void remove_quietly(const fs::path& p) {
 
 void write_file_atomic(const std::string& path, std::string_view bytes) {
   const fs::path target(path);
+  if (write_through_target(target)) {
+    if (const int err = write_through(target, bytes)) fail(target, errno_text(err));
+    return;
+  }
   const fs::path tmp = write_temp_beside(target, bytes);
   if (::rename(tmp.c_str(), target.c_str()) != 0) {
     const int err = errno;
@@ -131,7 +184,23 @@ void output_transaction::begin_pending() {
 void output_transaction::stage_file(const std::string& path, std::string_view bytes) {
   begin_pending();
   const fs::path target(path);
-  staged_.push_back({write_temp_beside(target, bytes), target, false});
+  if (write_through_target(target)) {
+    staged o;
+    o.target = target;
+    o.through = true;
+    o.bytes = std::string(bytes);
+    staged_.push_back(std::move(o));
+    return;
+  }
+  // Two outputs on one file: the second would silently replace the first.
+  const fs::path key = resolved(target);
+  for (const auto& o : staged_)
+    if (!o.through && resolved(o.target) == key)
+      fail(target, "named for two outputs of one command (" + o.target.string() + " is already one): give each its own file");
+  staged o;
+  o.temp = write_temp_beside(target, bytes);
+  o.target = target;
+  staged_.push_back(std::move(o));
 }
 
 fs::path output_transaction::stage_directory(const std::string& path) {
@@ -150,7 +219,11 @@ fs::path output_transaction::stage_directory(const std::string& path) {
   for (int attempt = 0;; ++attempt) {
     const fs::path tmp = temp_name(target, "tmp");
     if (::mkdir(tmp.c_str(), 0777) == 0) {
-      staged_.push_back({tmp, target, true});
+      staged o;
+      o.temp = tmp;
+      o.target = target;
+      o.directory = true;
+      staged_.push_back(std::move(o));
       return tmp;
     }
     if (errno != EEXIST || attempt >= 100) fail(target, errno_text(errno));
@@ -205,6 +278,7 @@ void output_transaction::commit() {
   // sees "nothing pending, nothing committed" between the two.
   if (!staged_.empty()) committed_transactions.store(true);
   for (const auto& o : staged_) {
+    if (o.through) continue;  // written after every rename succeeded (a device write cannot be undone)
     if (!o.directory) {
       move_file(o.temp, o.target);
       continue;
@@ -232,19 +306,26 @@ void output_transaction::commit() {
       for (const auto& e : entries) move_file(e, o.target / e.filename());
     }
   }
+  for (const auto& o : staged_)
+    if (o.through)
+      if (const int err = write_through(o.target, o.bytes)) {
+        undo();
+        fail(o.target, errno_text(err));
+      }
   for (const auto& s : done) {
     if (!s.backup.empty()) ::unlink(s.backup.c_str());
     sync_directory(directory_of(s.target));
   }
   for (const auto& o : staged_)
-    if (o.directory) remove_quietly(o.temp);  // emptied (merged) or already renamed away
+    if (o.directory && !o.through) remove_quietly(o.temp);  // emptied (merged) or already renamed away
   staged_.clear();
   created_parents_.clear();  // they now hold committed outputs
   rollback();                // scratch directories and the pending count
 }
 
 void output_transaction::rollback() noexcept {
-  for (const auto& o : staged_) remove_quietly(o.temp);
+  for (const auto& o : staged_)
+    if (!o.through) remove_quietly(o.temp);
   staged_.clear();
   for (const auto& s : scratch_) remove_quietly(s);
   scratch_.clear();

@@ -193,8 +193,9 @@ tensor4 from_thd(const io::npy_array& a, const std::vector<std::size_t>& cu, con
   return t;
 }
 
-// pages (p, P, h, d) with a block table (B, m) -> tensor4 (B, h, m·P, d); only keys below
-// used[b] are read (their table entries must be in range), the rest is zero.
+// pages (p, P, h, d) with a block table (B, m) -> tensor4 (B, h, m·P, d) (n = max used[b] when
+// lay.trim_pages); only keys below used[b] are read (their table entries must be in range), the
+// rest is zero.
 tensor4 from_pages(const io::npy_array& a, const input_layout& lay, std::size_t B, const std::vector<std::size_t>& used,
                    const std::string& what) {
   if (a.shape.size() != 4) throw input_error(what + ": shape " + shape_text(a.shape) + " is not (pages, page_size, h, d) (paged K/V)");
@@ -207,6 +208,7 @@ tensor4 from_pages(const io::npy_array& a, const input_layout& lay, std::size_t 
   t.H = a.shape[2];
   t.d = a.shape[3];
   t.n = lay.table_cols * P;
+  if (lay.trim_pages) t.n = std::max<std::size_t>(1, *std::max_element(used.begin(), used.end()));
   if (t.H == 0 || t.d == 0 || t.n == 0) throw input_error(what + ": empty tensor, shape " + shape_text(a.shape));
   t.values.assign(t.B * t.H * t.n * t.d, 0.0);
   for (std::size_t b = 0; b < B; ++b)

@@ -25,7 +25,8 @@ input_layout make_input_layout(const attention_spec& s) {
     lay.page_size = s.page_size;
     lay.table_rows = t.shape[0];
     lay.table_cols = t.shape[1];
-    for (double x : t.values) lay.block_table.push_back(static_cast<long long>(x));
+    for (double x : t.values) lay.block_table.push_back(static_cast<long long>(x));  // int32/int64 read exactly: < 2^63
+    lay.trim_pages = s.seqlens_k.has_value() && !s.bias && !s.mask && !s.dropout_mask;
   }
   lay.fp8 = parse_fp8_format(s.qkv_format);
   if (!s.q_descale.empty()) lay.q_descale = parse_descale(s.q_descale, "--q-descale");
@@ -39,7 +40,20 @@ void set_variant(const attention_spec& s, oracle_request& req) {
   attention_variant& v = req.variant;
   if (!s.window.empty()) parse_window(s.window, v);
   v.softcap = s.softcap;
-  if (s.alibi_slopes) v.alibi_slopes = to_alibi_slopes(*s.alibi_slopes, "--alibi-slopes");
+  if (s.alibi_slopes) {
+    // The shape, not the element count: (2, 1) holds b·h_q = 2 slopes for b = 1, h_q = 2 but is
+    // (b = 2, h_q = 1).
+    const auto& sh = s.alibi_slopes->shape;
+    const bool per_head = sh.size() == 1 && sh[0] == req.Q.H;
+    const bool per_batch_head = sh.size() == 2 && sh[0] == req.Q.B && sh[1] == req.Q.H;
+    std::string shape = "(";
+    for (std::size_t i = 0; i < sh.size(); ++i) shape += (i ? ", " : "") + std::to_string(sh[i]);
+    shape += sh.size() == 1 ? ",)" : ")";
+    if (!per_head && !per_batch_head)
+      throw input_error("--alibi-slopes: shape " + shape + " is neither (h_q,) = (" + std::to_string(req.Q.H) +
+                        ",) nor (b, h_q) = (" + std::to_string(req.Q.B) + ", " + std::to_string(req.Q.H) + ")");
+    v.alibi_slopes = to_alibi_slopes(*s.alibi_slopes, "--alibi-slopes");
+  }
   if (s.bias) {
     v.has_bias = true;
     v.bias = to_score_bias(*s.bias, "--bias");

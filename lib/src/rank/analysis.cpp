@@ -76,6 +76,17 @@ void validate(const rank_request& req) {
     throw input_error("Q has " + std::to_string(req.Q->cols()) + " columns but K has " + std::to_string(req.K->cols()));
   const Eigen::Index nq = req.S ? req.S->rows() : req.Q->rows(), nk = req.S ? req.S->cols() : req.K->rows();
   req.M.check_shape(nq, nk);
+  if (req.object == layer_object::scores && req.M.type() != mask::kind::none) {
+    bool all = true;
+    for (Eigen::Index i = 0; i < nq && all; ++i)
+      for (Eigen::Index j = 0; j < nk && all; ++j) all = req.M.allows(i, j);
+    // A masked score is -inf: the scores' rank is that of the unmasked Q K^T, which a report
+    // naming the mask would misstate.
+    if (!all)
+      throw input_error("the mask (" + req.M.describe() +
+                        ") does not apply to the scores, whose rank is that of the unmasked Q K^T: drop the mask, or "
+                        "ask for the attention (softmax of the masked scores)");
+  }
   if ((req.object == layer_object::output || req.object == layer_object::residual) && !req.V)
     throw input_error(std::string("--object ") + to_string(req.object) + " needs --v");
   if (req.V && req.V->rows() != nk)
@@ -123,17 +134,19 @@ class stage_clock {
 };
 
 // The object enclosed in binary64 (attention/binary64_enclosure.hpp) when every input is a
-// binary64 number and the bounds apply; nullopt otherwise (the MPFI path then decides).
-std::optional<binary64_enclosure> enclose_object_binary64(const rank_request& r) {
+// binary64 number and the bounds apply; nullopt otherwise, with the reason in `why` (the MPFI
+// path then decides, and a note that the path was not taken says which reason held).
+std::optional<binary64_enclosure> enclose_object_binary64(const rank_request& r, std::string& why) {
+  const char* not_binary64 = "the inputs are not all binary64 numbers";
   try {
     binary64_enclosure S;
     if (r.S) {
       auto s = exactly_binary64(*r.S);
-      if (!s) return std::nullopt;
+      if (!s) return why = not_binary64, std::nullopt;
       S.mid = std::move(*s);
     } else {
       auto q = exactly_binary64(*r.Q), k = exactly_binary64(*r.K);
-      if (!q || !k) return std::nullopt;
+      if (!q || !k) return why = not_binary64, std::nullopt;
       score_scale c;
       if (r.inv_sqrt_d) c.inv_sqrt_d = true;
       else c.rational = r.scale ? *r.scale : mpq_rational(1);
@@ -143,14 +156,15 @@ std::optional<binary64_enclosure> enclose_object_binary64(const rank_request& r)
     binary64_enclosure A = enclose_attention_binary64(S, r.M);
     if (r.object == layer_object::attention) return A;
     auto v = exactly_binary64(*r.V);
-    if (!v) return std::nullopt;
+    if (!v) return why = not_binary64, std::nullopt;
     binary64_enclosure AV = enclose_product_binary64(A, *v);
     if (r.object == layer_object::output) return AV;
     auto x = exactly_binary64(*r.X);
-    if (!x) return std::nullopt;
+    if (!x) return why = not_binary64, std::nullopt;
     return enclose_sum_binary64(*x, AV);
-  } catch (const input_error&) {
-    return std::nullopt;  // overflow or a bound that does not apply: the MPFI path decides
+  } catch (const input_error& e) {
+    why = std::string("the binary64 bounds do not apply: ") + e.what();  // overflow, a bound that does not apply
+    return std::nullopt;
   }
 }
 
@@ -353,26 +367,9 @@ void enclose_singular_values(const rank_request& req, rank_analysis& a, const st
     return true;
   };
   auto finish = [&] { a.singular_value_max_rel_width = max_relative_width(a.singular_values); };
-  // Memory first (the binary64 path holds about twelve m×n / n×n binary64 matrices at once):
-  // an estimate above 1 GiB is shown before allocating, and one above the machine's physical
-  // memory is refused.
-  const double gib = 12.0 * 8.0 * static_cast<double>(std::max(a.rows, a.cols)) * static_cast<double>(std::max(a.rows, a.cols)) /
-                     (1024.0 * 1024.0 * 1024.0);
-  if (gib > 1.0) {
-    std::ostringstream os;
-    os.precision(3);
-    os << "singular values: the binary64 path needs about " << gib << " GiB";
-    const double phys = static_cast<double>(::sysconf(_SC_PHYS_PAGES)) * static_cast<double>(::sysconf(_SC_PAGESIZE)) /
-                        (1024.0 * 1024.0 * 1024.0);
-    if (phys > 0 && gib > phys) {
-      os << ", more than this machine's " << phys << " GiB";
-      throw input_error(os.str());
-    }
-    a.notes.push_back(os.str());
-    if (req.progress) req.progress(os.str());
-  }
   binary64_svd_factors factors;
-  if (auto enc = enclose_object_binary64(req)) {
+  std::string why_not_binary64;
+  if (auto enc = enclose_object_binary64(req, why_not_binary64)) {
     a.singular_values = certified_singular_values_binary64(*enc, factors);
     zeros_beyond_the_exact_rank(a, a.singular_values);
     a.singular_value_method = "binary64";
@@ -392,9 +389,9 @@ void enclose_singular_values(const rank_request& req, rank_analysis& a, const st
                           ? "singular values: the binary64 enclosures leave some undecided; the MPFI path runs only up to " +
                                 std::to_string(req.mpfi_svd_max_dim) + " rows and columns (this is " + std::to_string(dim) +
                                 "): those stay UNDECIDED"
-                          : "singular values: not enclosed (the inputs are not all binary64 numbers, and the MPFI path runs only "
-                            "up to " + std::to_string(req.mpfi_svd_max_dim) + " rows and columns; this is " +
-                                std::to_string(dim) + ")");
+                          : "singular values: not enclosed (no binary64 path: " + why_not_binary64 +
+                                "; and the MPFI path runs only up to " + std::to_string(req.mpfi_svd_max_dim) +
+                                " rows and columns; this is " + std::to_string(dim) + ")");
     return finish();
   }
   if (req.progress) req.progress("singular values: escalating in MPFI (Jacobi + Rump's bound)");
@@ -489,12 +486,57 @@ void measure_numerical(const rank_request& req, rank_analysis& a, const stage_cl
   }
 }
 
+// Memory before any stage allocates: each stage's largest working set, estimated from the
+// shapes alone.  One above 1 GiB is shown (notes, progress) before anything is allocated; one
+// above the machine's physical memory is refused with the stage and the size, before the first
+// stage runs (an n×n stage that cannot fit must not start, nor leave a library to abort on a
+// failed allocation).
+void plan_memory(const rank_request& req, rank_analysis& a) {
+  const double m = static_cast<double>(a.rows), nk = static_cast<double>(req.S ? req.S->cols() : req.K->rows());
+  const double c = static_cast<double>(a.cols), big = std::max({m, nk, c});
+  const double GiB = 1024.0 * 1024.0 * 1024.0;
+  struct stage {
+    std::string name;
+    double bytes;
+  };
+  std::vector<stage> stages;
+  // Exact rank: the m×n_k matrix mod p, its row echelon copy and the witness (three word
+  // matrices), the integer matrix it is reduced from.
+  stages.push_back({"the exact rank (matrices mod p)", 4.0 * 8.0 * m * nk});
+  // Singular values: about twelve binary64 matrices of the larger side squared.
+  stages.push_back({"the singular values (binary64 path)", 12.0 * 8.0 * big * big});
+  for (const auto& f : req.formats) {
+    if (f.type == format_spec::kind::mpfr && !req.formats_explicit && std::max(a.rows, a.cols) > req.mpfr_svd_max_dim) continue;
+    // The object formed in the format and an SVD's copies of it (about six).
+    const double entry = f.type == format_spec::kind::mpfr || f.type == format_spec::kind::mpfi
+                             ? 32.0 + 8.0 * std::ceil(static_cast<double>(f.precision_bits()) / 64.0)
+                             : 8.0;
+    stages.push_back({"the numerical ranks in " + f.name, 6.0 * entry * m * c});
+  }
+  const double phys = static_cast<double>(::sysconf(_SC_PHYS_PAGES)) * static_cast<double>(::sysconf(_SC_PAGESIZE)) / GiB;
+  for (const auto& st : stages) {
+    const double gib = st.bytes / GiB;
+    if (gib <= 1.0) continue;
+    std::ostringstream os;
+    os.precision(3);
+    os << a.rows << "x" << (req.S ? req.S->cols() : req.K->rows()) << " " << to_string(req.object) << ": " << st.name
+       << " needs about " << gib << " GiB";
+    if (phys > 0 && gib > phys) {
+      os << ", more than this machine's " << phys << " GiB (nothing was computed)";
+      throw input_error(os.str());
+    }
+    a.notes.push_back(os.str());
+    if (req.progress) req.progress(os.str());
+  }
+}
+
 }  // namespace
 
 rank_analysis analyse_rank(const rank_request& req) {
   validate(req);
   rank_analysis a;
   describe(req, a);
+  plan_memory(req, a);
   const stage_clock clock(req.max_seconds);
   double t = 0;
   auto stage_done = [&](const char* name) {

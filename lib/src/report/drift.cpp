@@ -81,7 +81,10 @@ nlohmann::json settings_json(const drift_request& r) {
                                      : "transcendence method on the exact scores a*QK^T (proofs/P08-transcendence-rank.md)"},
           {"enclosure_method", !r.enclosures ? "not computed"
                                : fast        ? "sigma = {1, tanh|a|} (P01); tanh|a| by mpfr_tanh rounded down and up, 64 bits"
-                                             : "Rump 2011 certified singular values in MPFI, escalating from " +
+                               : drift_uses_binary64_enclosures(r)
+                                   ? "binary64 path: LAPACK SVD of the object enclosed in binary64 and a rigorous residual bound "
+                                     "(proofs/P16), above " + std::to_string(drift_mpfi_max_n) + " tokens; no MPFI escalation"
+                                   : "Rump 2011 certified singular values in MPFI, escalating from " +
                                                    std::to_string(r.start_bits) + " to " + std::to_string(r.max_bits) + " bits"},
           {"enclosure_ends", "decimal strings rounded outward"}};
   if (!r.diagnostics.empty()) {

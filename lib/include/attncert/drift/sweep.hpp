@@ -184,6 +184,9 @@ std::pair<double, double> two_token_contrast(const recipe& r, double a);
 
 /// Is the exact side of this sweep the two-token closed form (P01)?  (Else the general path.)
 bool drift_uses_closed_form(const drift_request& req);
+/// True when the points' singular values are enclosed by the binary64 path alone (n above
+/// drift_mpfi_max_n), not by MPFI: the report's enclosure_method says so.
+bool drift_uses_binary64_enclosures(const drift_request& req);
 /// The bisection's stopping rule in words, for reports.
 std::string drift_resolution_rule(const drift_request& req);
 /// The arithmetic of the SVD of recipe r's numerical ranks (rank/numerical.hpp: svd_label).

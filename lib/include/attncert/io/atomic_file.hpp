@@ -11,6 +11,10 @@
 // staging step fails, or the transaction is destroyed without commit() (an exception, an
 // interruption), every temporary is removed and no target is touched.
 //
+// A target that is not a regular file — a device (/dev/null), a FIFO, a terminal, any path under
+// /dev/ or /proc/ (/dev/stdout) — is written through instead, at commit: opened and written,
+// never replaced by a rename.  Two outputs of one transaction on the same file are refused.
+//
 // All failures are attncert::input_error with a one-line message naming the target.
 #pragma once
 
@@ -74,6 +78,8 @@ class output_transaction {
   struct staged {
     std::filesystem::path temp, target;
     bool directory = false;
+    bool through = false;  ///< a device or descriptor (/dev/null, /dev/stdout, a FIFO): written through at commit
+    std::string bytes;     ///< what a write-through target receives
   };
   void begin_pending();
   void rollback() noexcept;

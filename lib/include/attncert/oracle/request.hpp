@@ -44,6 +44,10 @@ struct input_layout {
   bool paged = false;                                    ///< --block-table / --page-size
   std::size_t page_size = 0, table_rows = 0, table_cols = 0;
   std::vector<long long> block_table;                    ///< (b, m) row-major
+  /// Paged with --seqlens-k and nothing shaped by the table's key count (no bias, explicit mask or
+  /// dropout mask): n_k is the longest sequence used, so memory follows the keys used, not the
+  /// table's capacity (a (1, 10^6) table with 5 keys used allocates 5 keys).
+  bool trim_pages = false;
   fp8_format fp8 = fp8_format::none;
   descale q_descale, k_descale, v_descale;
 };
