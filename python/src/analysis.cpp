@@ -6,6 +6,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <sstream>
@@ -22,23 +23,25 @@
 #include "attncert/report/rank.hpp"
 #include "attncert/report/writers.hpp"
 #include "checks/common.hpp"
+#include "arrays.hpp"
 
 namespace py = pybind11;
 using namespace attncert;
 
 namespace {
 
-// A 2-D float/int array as an exact rational matrix (every binary64 value is a rational).
+// A 2-D float/int array as an exact rational matrix (every binary64 value is a rational), read by the
+// binding's one conversion (arrays.hpp: complex, unsupported dtypes, int64 beyond 2^53 refused).
 matrix<mpq_rational> exact_matrix(const py::handle& obj, const std::string& what) {
-  py::array a = py::array::ensure(obj);
-  if (!a) throw input_error(what + ": not an array");
-  if (a.ndim() != 2) throw input_error(what + ": must be a 2-D array, got " + std::to_string(a.ndim()) + " dimensions");
-  const auto d = py::array_t<double, py::array::c_style | py::array::forcecast>::ensure(a);
-  if (!d) throw input_error(what + ": cannot be read as numbers");
-  matrix<double> m(a.shape(0), a.shape(1));
-  for (py::ssize_t i = 0; i < a.shape(0); ++i)
-    for (py::ssize_t j = 0; j < a.shape(1); ++j) {
-      const double x = d.at(i, j);
+  const io::npy_array a = python::to_npy(obj, what, true);
+  if (a.shape.size() != 2) throw input_error(what + ": must be a 2-D array, got " + std::to_string(a.shape.size()) + " dimensions");
+  if (a.values.empty())  // as the command line's matrix reader
+    throw input_error(what + ": empty matrix (shape (" + std::to_string(a.shape[0]) + ", " + std::to_string(a.shape[1]) + "))");
+  const auto rows = static_cast<Eigen::Index>(a.shape[0]), cols = static_cast<Eigen::Index>(a.shape[1]);
+  matrix<double> m(rows, cols);
+  for (Eigen::Index i = 0; i < rows; ++i)
+    for (Eigen::Index j = 0; j < cols; ++j) {
+      const double x = a.values[static_cast<std::size_t>(i * cols + j)];
       if (!std::isfinite(x)) throw input_error(what + ": contains NaN or Inf at (" + std::to_string(i) + ", " + std::to_string(j) + ")");
       m(i, j) = x;
     }
@@ -65,24 +68,25 @@ std::string rank_json(const py::dict& o) {
   if (!scale.empty() && req.S) throw input_error("--scale applies to --q/--k (scores given with --scores are used as they are)");
   if (!req.S) {
     if (scale.empty()) req.inv_sqrt_d = true;
-    else req.scale = number_traits<mpq_rational>::from_string(scale);
+    else req.scale = python::named("scale", [&] { return number_traits<mpq_rational>::from_string(scale); });
   }
   const std::string mask = o.contains("mask_kind") ? std::string(py::str(o["mask_kind"])) : "none";
   if (mask == "causal") req.M = mask::causal();
   else if (mask == "matrix") {
-    py::array_t<bool, py::array::c_style | py::array::forcecast> b = py::array_t<bool, py::array::c_style | py::array::forcecast>::ensure(o["mask"]);
-    if (!b || b.ndim() != 2) throw input_error("mask: must be a 2-D boolean array");
-    matrix<bool> mb(b.shape(0), b.shape(1));
-    for (py::ssize_t i = 0; i < b.shape(0); ++i)
-      for (py::ssize_t j = 0; j < b.shape(1); ++j) mb(i, j) = b.at(i, j);
+    const io::npy_array b = python::to_npy(o["mask"], "mask", false);
+    if (b.shape.size() != 2) throw input_error("mask: must be a 2-D boolean array");
+    const auto rows = static_cast<Eigen::Index>(b.shape[0]), cols = static_cast<Eigen::Index>(b.shape[1]);
+    matrix<bool> mb(rows, cols);
+    for (Eigen::Index i = 0; i < rows; ++i)
+      for (Eigen::Index j = 0; j < cols; ++j) mb(i, j) = b.values[static_cast<std::size_t>(i * cols + j)] != 0;
     req.M = mask::from_matrix(mb);
-    inputs["mask"] = {{"array", "numpy"}, {"shape", {b.shape(0), b.shape(1)}}};
+    inputs["mask"] = {{"array", "numpy"}, {"shape", {b.shape[0], b.shape[1]}}};
   } else if (mask != "none") {
     throw input_error("mask: None, 'causal' or a boolean array");
   }
-  req.object = parse_layer_object(std::string(py::str(o["object"])));
-  req.formats = parse_formats(std::string(py::str(o["formats"])));
-  req.policies = parse_policies(std::string(py::str(o["policies"])));
+  req.object = python::named("object", [&] { return parse_layer_object(std::string(py::str(o["object"]))); });
+  req.formats = python::named("formats", [&] { return parse_formats(std::string(py::str(o["formats"]))); });
+  req.policies = python::named("policies", [&] { return parse_policies(std::string(py::str(o["policies"]))); });
   req.max_bits = o["max_bits"].cast<unsigned>();
   req.seed = o["seed"].cast<std::uint64_t>();
   req.formats_explicit = o["formats_explicit"].cast<bool>();
@@ -118,10 +122,10 @@ std::string read_claim_file(const std::string& path) { return io::read_file_boun
 std::pair<std::string, std::string> check_json(const std::vector<std::string>& ids, const std::string& formats,
                                                const std::string& policies, std::uint64_t seed, unsigned certify_bits,
                                                unsigned certify_max_bits) {
-  const std::vector<const checks::check_entry*> chosen = checks::select_checks(ids);
+  const std::vector<const checks::check_entry*> chosen = python::named("ids", [&] { return checks::select_checks(ids); });
   checks::run_settings rs;
-  rs.formats = parse_formats(formats);
-  rs.policies = parse_policies(policies);
+  rs.formats = python::named("formats", [&] { return parse_formats(formats); });
+  rs.policies = python::named("policies", [&] { return parse_policies(policies); });
   rs.seed = seed;
   if (certify_bits < min_precision_bits || certify_bits > certify_max_bits || certify_max_bits > max_precision_bits)
     throw input_error("--certify-bits must satisfy " + std::to_string(min_precision_bits) +
@@ -145,15 +149,15 @@ std::pair<std::string, std::string> check_json(const std::vector<std::string>& i
 // The drift request of the options the Python layer built (attncert.analysis.drift).
 drift_request drift_request_of(const py::dict& o) {
   drift_request r;
-  r.family = parse_drift_family(std::string(py::str(o["family"])));
+  r.family = python::named("family", [&] { return parse_drift_family(std::string(py::str(o["family"]))); });
   r.from = o["start"].cast<double>();
   r.to = o["stop"].cast<double>();
   const long long points = o["points"].cast<long long>();
   if (points < 2) throw input_error("--points must be >= 2");
   r.points = static_cast<std::size_t>(points);
   r.log = o["log"].cast<bool>();
-  r.recipes = parse_recipes(std::string(py::str(o["recipes"])));
-  r.policies = parse_policies(std::string(py::str(o["policies"])));
+  r.recipes = python::named("recipes", [&] { return parse_recipes(std::string(py::str(o["recipes"]))); });
+  r.policies = python::named("policies", [&] { return parse_policies(std::string(py::str(o["policies"]))); });
   const std::string object = o["object"].is_none() ? "" : std::string(py::str(o["object"]));
   if (object.empty()) r.object = r.family == drift_family::identical_values ? layer_object::output : layer_object::attention;
   else if (object == "attention") r.object = layer_object::attention;
@@ -175,6 +179,27 @@ drift_request drift_request_of(const py::dict& o) {
   return r;
 }
 
+// What a caller's diagnostic returned, as a rank of an m x n matrix: an int (Python's, or a NumPy integer; a
+// bool is not one) in [0, min(m, n)].  Anything else is an error that names the diagnostic and the value:
+// TypeError for another type (2.9, "2", True, a 0-d array), ValueError for an int out of range.  Called
+// with the GIL held.
+std::size_t diagnostic_rank(const py::object& k, const std::string& name, std::size_t rows, std::size_t cols) {
+  const std::size_t max_rank = std::min(rows, cols);
+  const std::string shown = one_line(py::str(py::repr(k)).cast<std::string>(), 60) + " (" +
+                            one_line(py::str(py::type::of(k).attr("__name__")).cast<std::string>(), 40) + ")";
+  const std::string who = "diagnostic '" + one_line(name, 60) + "' returned " + shown;
+  const py::object integer = py::module_::import("numpy").attr("integer");
+  if (PyBool_Check(k.ptr()) || !(PyLong_Check(k.ptr()) || py::isinstance(k, integer)))
+    throw py::type_error(who + ": a rank is an int in [0, min(m, n)] = [0, " + std::to_string(max_rank) + "]");
+  const py::int_ v(k);  // exact: an int, or a NumPy integer's value
+  int overflow = 0;
+  const long long x = PyLong_AsLongLongAndOverflow(v.ptr(), &overflow);
+  if (overflow != 0 || x < 0 || static_cast<unsigned long long>(x) > max_rank)
+    throw input_error(who + ": the rank of a " + std::to_string(rows) + " x " + std::to_string(cols) + " matrix is in [0, " +
+                      std::to_string(max_rank) + "]");
+  return static_cast<std::size_t>(x);
+}
+
 std::vector<double> drift_grid_py(const py::dict& o) {
   drift_request r = drift_request_of(o);
   validate(r);
@@ -186,7 +211,8 @@ std::string drift_json_py(const py::dict& o, const py::list& diagnostics) {
   for (const auto item : diagnostics) {
     const auto pair = item.cast<py::tuple>();
     PyObject* fn = pair[1].ptr();  // kept alive by `diagnostics` for the whole call
-    r.diagnostics.push_back({pair[0].cast<std::string>(), [fn](const matrix<double>& M, const recipe& rc) -> std::size_t {
+    const std::string name = pair[0].cast<std::string>();
+    r.diagnostics.push_back({name, [fn, name](const matrix<double>& M, const recipe& rc) -> std::size_t {
                                py::gil_scoped_acquire gil;
                                py::array_t<double> a({static_cast<py::ssize_t>(M.rows()), static_cast<py::ssize_t>(M.cols())});
                                for (Eigen::Index i = 0; i < M.rows(); ++i)
@@ -198,9 +224,7 @@ std::string drift_json_py(const py::dict& o, const py::list& diagnostics) {
                                py::object arr = a;
                                if (f == "binary32" || f == "binary16" || f == "bfloat16") arr = a.attr("astype")("float32");
                                const py::object k = py::reinterpret_borrow<py::object>(fn)(arr);
-                               const long long v = py::int_(k).cast<long long>();
-                               if (v < 0) throw input_error("diagnostic: returned a negative rank " + std::to_string(v));
-                               return static_cast<std::size_t>(v);
+                               return diagnostic_rank(k, name, static_cast<std::size_t>(M.rows()), static_cast<std::size_t>(M.cols()));
                              }});
   }
   validate(r);
@@ -214,6 +238,8 @@ std::string drift_json_py(const py::dict& o, const py::list& diagnostics) {
 }
 
 }  // namespace
+
+void attncert::python::exact_number(const std::string& text) { (void)number_traits<mpq_rational>::from_string(text); }
 
 void bind_analysis(py::module_& m) {
   m.def("rank_json", &rank_json, py::arg("options"), "attncert rank's JSON report for the arrays and options given");

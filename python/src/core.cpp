@@ -6,8 +6,10 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <memory>
 #include <optional>
 #include <random>
@@ -16,16 +18,25 @@
 
 #include "attncert/error.hpp"
 #include "attncert/io/npy.hpp"
+#include "attncert/attention/empty_rows.hpp"
 #include "attncert/oracle/backward.hpp"
+#include "attncert/oracle/oracle.hpp"
 #include "attncert/oracle/grading.hpp"
 #include "attncert/oracle/spec.hpp"
 #include "attncert/report/oracle.hpp"
+#include "arrays.hpp"
+
+#ifdef __linux__
+#include <sys/sysinfo.h>
+#endif
 
 namespace py = pybind11;
 using namespace attncert;
 
 // python/src/sampling.cpp: the row sampler of rows=N
 std::vector<std::size_t> sample_row_indices(std::size_t total, std::size_t n, std::uint64_t seed);
+
+using python::to_npy;
 
 namespace {
 
@@ -37,14 +48,44 @@ std::string shape_text(const std::vector<std::size_t>& s) {
 
 }  // namespace
 
-// A NumPy array as the library's npy_array (values copied to binary64, exactly: every supported dtype
-// embeds in binary64).  `what` names the argument in errors.
-io::npy_array to_npy(const py::handle& obj, const std::string& what, bool allow_nonfinite) {
+namespace {
+
+// "4398046511104 bytes (4 TiB)"
+std::string bytes_text(double bytes) {
+  const char* unit[] = {"bytes", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+  int u = 0;
+  double x = bytes;
+  while (x >= 1024 && u < 6) x /= 1024, ++u;
+  char buf[96];
+  std::snprintf(buf, sizeof buf, "%.0f bytes (%.3g %s)", bytes, x, unit[u]);
+  return buf;
+}
+
+// RAM and swap together (0 when unknown): an allocation larger than this cannot succeed, and under
+// overcommit it would succeed only to be killed while being filled.
+double memory_with_swap() {
+#ifdef __linux__
+  struct sysinfo si {};
+  if (sysinfo(&si) == 0) return (static_cast<double>(si.totalram) + static_cast<double>(si.totalswap)) * si.mem_unit;
+#endif
+  return 0;
+}
+
+[[noreturn]] void out_of_memory(const std::string& what, const std::vector<std::size_t>& shape, double bytes,
+                                const std::string& why) {
+  throw python::conversion_memory_error(what + ": out of memory converting the array of shape " + shape_text(shape) +
+                                        " to binary64: " + bytes_text(bytes) + " asked for" + why);
+}
+
+}  // namespace
+
+io::npy_array attncert::python::to_npy(const py::handle& obj, const std::string& what, bool allow_nonfinite) {
   py::array a = py::array::ensure(obj);
   if (!a) throw input_error(what + ": not an array");
   const py::dtype dt = a.dtype();
   const char kind = dt.kind();
   const auto size = static_cast<std::size_t>(dt.itemsize());
+  const std::string dtype_name = py::cast<std::string>(py::str(static_cast<const py::handle&>(dt)));
   io::npy_array out;
   if (kind == 'f' && size == 2) out.type = io::dtype::f2;
   else if (kind == 'f' && size == 4) out.type = io::dtype::f4;
@@ -53,11 +94,36 @@ io::npy_array to_npy(const py::handle& obj, const std::string& what, bool allow_
   else if (kind == 'u' && size == 1) out.type = io::dtype::u1;
   else if (kind == 'i' && size <= 4) out.type = io::dtype::i4;
   else if (kind == 'i' && size == 8) out.type = io::dtype::i8;
-  else throw input_error(what + ": unsupported dtype " + py::cast<std::string>(py::str(static_cast<const py::handle&>(dt))) + " (float16/32/64, bool, int, uint8)");
-  for (py::ssize_t i = 0; i < a.ndim(); ++i) out.shape.push_back(static_cast<std::size_t>(a.shape(i)));
-  const auto d = py::array_t<double, py::array::c_style | py::array::forcecast>::ensure(a);
-  if (!d) throw input_error(what + ": cannot be read as numbers");
-  out.values.assign(d.data(), d.data() + d.size());
+  else if (kind == 'c') throw input_error(what + ": complex values are not supported (dtype " + dtype_name + ")");
+  else throw input_error(what + ": unsupported dtype " + dtype_name + " (float16/32/64, bool, int, uint8)");
+  std::size_t elements = 1;
+  for (py::ssize_t i = 0; i < a.ndim(); ++i) {
+    const auto s = static_cast<std::size_t>(a.shape(i));
+    out.shape.push_back(s);
+    // capped at the limit + 1 on the way (a later 0 still makes it 0), so the product cannot overflow
+    constexpr std::size_t over = io::max_npy_elements + 1;
+    elements = s != 0 && elements > over / s ? over : std::min(elements * s, over);
+  }
+  if (elements > io::max_npy_elements)
+    throw input_error(what + ": the array of shape " + shape_text(out.shape) + " has more than 2^40 elements (the .npy limit)");
+  // the library's copy, and numpy's binary64 copy unless the array already is C-contiguous float64
+  const bool copies = !(kind == 'f' && size == 8 && (a.flags() & py::array::c_style));
+  const double bytes = 8.0 * static_cast<double>(elements) * (copies ? 2 : 1);
+  const double have = memory_with_swap();
+  if (have > 0 && bytes > have) out_of_memory(what, out.shape, bytes, ", more than this machine's memory (" + bytes_text(have) + " with swap)");
+  using binary64_array = py::array_t<double, py::array::c_style | py::array::forcecast>;
+  binary64_array d;
+  try {
+    d = binary64_array(py::reinterpret_borrow<py::object>(a));  // not ensure(): it would hide a MemoryError
+  } catch (py::error_already_set& e) {
+    if (e.matches(PyExc_MemoryError)) out_of_memory(what, out.shape, bytes, "");
+    throw input_error(what + ": cannot be read as numbers");
+  }
+  try {
+    out.values.assign(d.data(), d.data() + d.size());
+  } catch (const std::bad_alloc&) {
+    out_of_memory(what, out.shape, bytes, "");
+  }
   if (out.type == io::dtype::i8)
     for (double x : out.values)
       if (std::fabs(x) > 0x1p53) throw input_error(what + ": int64 values beyond 2^53 are not supported");
@@ -104,11 +170,18 @@ oracle::attention_spec make_spec(const py::handle& q, const py::handle& k, const
   s.target = text(o, "target", "binary64");
   s.window = text(o, "window");
   s.softcap = text(o, "softcap");
+  // the texts whose parsers' messages name no option, parsed once here to name the parameter (the
+  // library parses them again in build_request, with the same functions)
+  python::named("empty_rows", [&] { return parse_empty_row_policy(s.empty_rows); });
+  python::named("target", [&] { return oracle::parse_target(s.target); });
+  for (const auto& [name, t] : {std::pair<const char*, const std::string*>{"scale", &s.scale}, {"softcap", &s.softcap}})
+    if (!t->empty()) python::named(name, [&] { return python::exact_number(*t); });
   s.alibi_slopes = optional_array(o, "alibi_slopes", "--alibi-slopes", false);
   s.bias = optional_array(o, "bias", "--bias", true);
   s.sink = optional_array(o, "sink", "--sink", true);
   s.dropout_mask = optional_array(o, "dropout_mask", "--dropout-mask", false);
   s.dropout_p = text(o, "dropout_p");
+  if (!s.dropout_p.empty()) python::named("dropout_p", [&] { return python::exact_number(s.dropout_p); });
   s.want_lse = flag(o, "want_lse");
   s.lse_base = text(o, "lse_base", "e");
   s.empty_lse = text(o, "empty_lse", "-inf");
@@ -128,7 +201,7 @@ py::array_t<double> to_numpy(const std::vector<double>& values, const std::vecto
 }  // namespace
 
 // The rule settings from the dict attncert.testing._rules builds (shared with python/src/sampling.cpp).
-oracle::rule_settings make_rules(const py::dict& r) {
+oracle::rule_settings attncert::python::make_rules(const py::dict& r) {
   oracle::rule_settings s;
   s.rule = oracle::parse_grading_rule(text(r, "rule", "ulp"));
   if (r.contains("max_ulp") && !r["max_ulp"].is_none()) s.max_ulp = r["max_ulp"].cast<double>();
@@ -139,6 +212,8 @@ oracle::rule_settings make_rules(const py::dict& r) {
   oracle::validate_rule_settings(s);
   return s;
 }
+
+using python::make_rules;
 
 namespace {
 
@@ -254,16 +329,20 @@ class reference {
     return d;
   }
   // approx_grade of a candidate output (or LSE) in the caller's layout: the report's JSON of the grade.
-  std::string grade(const py::handle& cand, const py::object& baseline, const py::dict& rules, bool of_lse) const {
+  // names: the caller's names of the candidate and the baseline (attncert.testing: actual, baseline), or None.
+  std::string grade(const py::handle& cand, const py::object& baseline, const py::dict& rules, bool of_lse,
+                    const py::object& names) const {
     const oracle::rule_settings rs = make_rules(rules);
     const auto& shape = of_lse ? built_.olay.lse_shape : built_.olay.out_shape;
-    const std::string what = of_lse ? "the LSE candidate" : "the candidate";
+    const auto given = names.is_none() ? std::pair<std::string, std::string>{} : names.cast<std::pair<std::string, std::string>>();
+    const std::string what = !given.first.empty() ? given.first : of_lse ? "the LSE candidate" : "the candidate";
+    const std::string base_what = !given.second.empty() ? given.second : "the baseline";
     auto internal = [&](const std::vector<double>& x) {
       return of_lse ? built_.olay.lse_to_internal(x) : built_.olay.output_to_internal(x);
     };
     const std::vector<double> c = internal(candidate_values(cand, shape, what));
     std::optional<std::vector<double>> b;
-    if (!baseline.is_none()) b = internal(candidate_values(baseline, shape, "the baseline"));
+    if (!baseline.is_none()) b = internal(candidate_values(baseline, shape, base_what));
     if (oracle::rule_needs_baseline(rs.rule) && !b)
       throw input_error("rule " + oracle::to_string(rs.rule) + " compares with a baseline: give baseline=");
     oracle::truth_view t = of_lse ? oracle::lse_truth(result_) : oracle::output_truth(result_, built_.req.target);
@@ -475,6 +554,8 @@ PYBIND11_MODULE(_core, m) {
       if (p) std::rethrow_exception(p);
     } catch (const input_error& e) {
       PyErr_SetString(input_exc.ptr(), e.what());
+    } catch (const python::conversion_memory_error& e) {
+      PyErr_SetString(PyExc_MemoryError, e.what());
     } catch (const internal_error& e) {
       PyErr_SetString(PyExc_RuntimeError, (std::string("attncert internal error: ") + e.what()).c_str());
     }
@@ -489,6 +570,7 @@ PYBIND11_MODULE(_core, m) {
       .def("truth", &reference::truth, "The output's enclosures {hi, lo, rad, reference}, internal layout (B, H, nq, dv)")
       .def("summary", &reference::summary)
       .def("grade", &reference::grade, py::arg("candidate"), py::arg("baseline"), py::arg("rules"), py::arg("of_lse") = false,
+           py::arg("names") = py::none(),
            "The grade of a candidate (JSON text): errors from the exact values and the rule's verdict");
   py::class_<gradients>(m, "Gradients")
       .def(py::init<const py::handle&, const py::handle&, const py::handle&, const py::handle&, const py::object&,

@@ -20,13 +20,13 @@
 #include "attncert/io/npy.hpp"
 #include "attncert/oracle/grading.hpp"
 #include "attncert/report/oracle.hpp"
+#include "arrays.hpp"
 
 namespace py = pybind11;
 using namespace attncert;
 
-// python/src/core.cpp
-io::npy_array to_npy(const py::handle& obj, const std::string& what, bool allow_nonfinite);
-oracle::rule_settings make_rules(const py::dict& r);
+using python::make_rules;
+using python::to_npy;
 
 // `n` of the positions 0 .. total - 1 drawn without replacement by a partial Fisher-Yates shuffle driven by
 // std::mt19937_64(seed), in the order drawn; every position, in order, when total <= n.  The sampler of

@@ -213,7 +213,7 @@ def test_drift_diagnostic_errors_propagate():
 
     with pytest.raises(RuntimeError, match="my diagnostic failed"):
         attncert.drift("two-token", 0.1, 1.0, points=3, recipes="fp64", policies="numpy", diagnostic=broken)
-    with pytest.raises(ValueError, match="negative rank"):
+    with pytest.raises(ValueError, match="diagnostic '<lambda>' returned -1"):
         attncert.drift("two-token", 0.1, 1.0, points=3, recipes="fp64", policies="numpy", diagnostic=lambda M: -1)
     with pytest.raises(ValueError, match="callable"):
         attncert.drift("two-token", 0.1, 1.0, points=3, diagnostic=42)

@@ -1,0 +1,57 @@
+// python/src/arrays.hpp — what the binding's files (core.cpp, analysis.cpp, sampling.cpp) share: the one
+// conversion of a NumPy array into the library's npy_array, and the error it raises when memory runs out.
+#pragma once
+
+#include <pybind11/pybind11.h>
+
+#include <stdexcept>
+#include <string>
+
+#include "attncert/error.hpp"
+#include "attncert/io/npy.hpp"
+#include "attncert/oracle/grading.hpp"
+
+namespace attncert::python {
+
+/// An allocation failed while converting an argument: Python's MemoryError, with the argument's name, its
+/// shape and the bytes asked for (core.cpp's exception translator).  Never a ValueError: the input is not
+/// wrong, the machine is short of memory.
+class conversion_memory_error : public std::runtime_error {
+ public:
+  explicit conversion_memory_error(const std::string& what) : std::runtime_error(what) {}
+};
+
+/// A NumPy array as the library's npy_array: its values copied to binary64, exactly (every supported
+/// dtype embeds in binary64).  `what` names the argument in every error.
+/// Errors: input_error (ValueError) for what is not an array of a supported real dtype (complex values
+/// are refused, never cut to their real part), for more elements than the .npy limit (2^40, README
+/// "Limits on input"), for int64 values beyond 2^53 and, unless allow_nonfinite, for NaN / Inf;
+/// conversion_memory_error (MemoryError) when the copy needs more memory than the machine has (RAM and
+/// swap: refused before allocating) or an allocation fails.
+io::npy_array to_npy(const pybind11::handle& obj, const std::string& what, bool allow_nonfinite);
+
+/// f(), with an input_error it throws renamed for the Python parameter `name`: "name: " + the library's
+/// message, unless the message already names it (in Python's spelling or the command line's, --name).
+/// For the library's parsers whose messages name no option ("unknown format 'fp7'").
+template <class F>
+auto named(const std::string& name, F&& f) -> decltype(f()) {
+  try {
+    return f();
+  } catch (const input_error& e) {
+    const std::string m = e.what();
+    std::string cli = "--" + name;
+    for (auto& c : cli)
+      if (c == '_') c = '-';
+    if (m.rfind(name + ":", 0) == 0 || m.find(cli) != std::string::npos) throw;
+    throw input_error(name + ": " + m);
+  }
+}
+
+/// Throws the library's input_error when `text` is not an exact number (number_traits<mpq_rational>::
+/// from_string: the parser of scales, softcaps and dropout probabilities).  analysis.cpp.
+void exact_number(const std::string& text);
+
+/// The rule settings from the dict attncert.testing._rules builds.
+oracle::rule_settings make_rules(const pybind11::dict& r);
+
+}  // namespace attncert::python
