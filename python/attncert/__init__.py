@@ -9,18 +9,23 @@
 Every element returned is the exact value of the attention of the exact inputs, rounded to nearest
 (ties to even) in the target format (default: the inputs' dtype); the semantics of each keyword
 are those of `attncert oracle` (proofs/P14-oracle-variants.md, proofs/P15-oracle-backward.md).
-Bad input raises ValueError with the command line's one-line message.  The computation runs in
-the C++ library (attncert._core) with the GIL released; this layer converts arrays and nothing else.
+Bad input raises an exception whose one-line message names the parameter (README, "Python"): TypeError
+for a value of a type the parameter does not take, ValueError for a value out of the command line's range
+(or the command line's own message, where the library checks it), MemoryError for an array whose binary64
+copy does not fit, with the bytes asked for.  The computation runs in the C++ library (attncert._core)
+with the GIL released; this layer converts arguments (attncert._args) and arrays and nothing else.
 """
 from __future__ import annotations
 
 import collections
 import decimal
+import fractions
+import numbers
 import warnings
 
 import numpy as np
 
-from . import _core
+from . import _args, _core
 
 __version__ = _core.version
 __all__ = ["attention", "attention_vjp", "AttentionGrads", "rank", "certify", "check", "drift", "testing",
@@ -55,12 +60,29 @@ def _dtype_name(x):
 
 
 def _to_numpy(x, what):
-    """A NumPy view/copy of an array or tensor with exactly the same values (bfloat16 -> float32, exact)."""
+    """A NumPy view/copy of an array or tensor with exactly the same values (bfloat16 -> float32, exact).
+
+    Refused with ValueError naming `what`: complex values (never silently cut to their real part), meta
+    tensors (they hold no data), sparse, quantized and nested tensors, and anything NumPy cannot read as an
+    array.  A tensor that requires grad is detached (its values are what is read)."""
     global _cuda_warned
     if x is None:
         return None
     if _is_tensor(x):
         torch = _torch()
+        if x.device.type == "meta":
+            raise ValueError("%s: a meta tensor holds no data (shape %s); give a tensor with values"
+                             % (what, tuple(x.shape)))
+        if getattr(x, "is_nested", False):
+            raise ValueError("%s: a nested tensor is not supported; give a dense (strided) tensor" % what)
+        if x.layout != torch.strided:
+            raise ValueError("%s: a sparse tensor (%s) is not supported; give a dense one (x.to_dense())"
+                             % (what, str(x.layout).replace("torch.", "")))
+        if x.is_quantized:
+            raise ValueError("%s: a quantized tensor (%s) is not supported; give x.dequantize()"
+                             % (what, str(x.dtype).replace("torch.", "")))
+        if x.is_complex():
+            raise ValueError("%s: complex values are not supported (dtype %s)" % (what, str(x.dtype).replace("torch.", "")))
         if x.device.type != "cpu":
             if not _cuda_warned:
                 warnings.warn("attncert: copying %s tensors to the CPU (the oracle runs on the CPU)" % x.device.type,
@@ -68,29 +90,70 @@ def _to_numpy(x, what):
                 _cuda_warned = True
             x = x.cpu()
         x = x.detach()
-        if x.dtype == torch.bfloat16:
-            x = x.to(torch.float32)  # exact: every bfloat16 is a float32
-        return x.contiguous().numpy()
+        if x.dtype == torch.bfloat16:  # exact: every bfloat16 is a float32
+            _args.check_copy(4 * x.numel(), x.shape, what, "converting")
+            try:
+                x = x.to(torch.float32)
+            except RuntimeError as e:  # torch's allocator says "can't allocate memory" as a RuntimeError
+                if "alloc" not in str(e):
+                    raise
+                raise MemoryError("%s: out of memory converting the bfloat16 tensor of shape %s to float32: %d bytes "
+                                  "asked for" % (what, tuple(x.shape), 4 * x.numel())) from None
+        return x.resolve_conj().resolve_neg().numpy()  # a strided view: the conversion copies once
     if isinstance(x, np.ndarray):
-        return x
+        a = x
+    else:
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("error", np.ComplexWarning)
+                a = np.asarray(x)
+        except MemoryError:
+            raise
+        except Exception as e:  # numpy's own message (a ragged list, an object that is no array)
+            raise ValueError("%s: not an array (%s)" % (what, e)) from None
+    if a.dtype.kind == "c":
+        raise ValueError("%s: complex values are not supported (dtype %s)" % (what, a.dtype.name))
+    if a.dtype.kind in "OUSVMm":
+        raise ValueError("%s: not an array of numbers (dtype %s)" % (what, a.dtype))
+    return a
+
+
+def _is_dtype(x):
+    t = _torch()
+    return t is not None and isinstance(x, t.dtype)
+
+
+def _target_name(target):
+    """float64 / float32 / ... of a dtype (NumPy or torch) or a type (np.float32), or the text given."""
+    if isinstance(target, str):
+        return target
+    if _is_dtype(target):
+        return str(target).replace("torch.", "")
     try:
-        return np.asarray(x)
-    except Exception as e:  # pragma: no cover - numpy's own message
-        raise ValueError("%s: not an array (%s)" % (what, e)) from None
+        return np.dtype(target).name
+    except TypeError:
+        return str(target)
 
 
 def _exact_text(x, what):
-    """The exact value of a Python/NumPy number, or a string kept as given (an exact rational text)."""
+    """The exact value of a Python/NumPy number, or a string kept as given (an exact rational text).
+
+    TypeError for a bool, a complex number or an object that is not a number; ValueError for NaN and Inf."""
     if isinstance(x, str):
         return x
-    if isinstance(x, (bool, np.bool_)):
-        raise ValueError("%s: must be a number, got %r" % (what, x))
+    if isinstance(x, (bool, np.bool_)) or isinstance(x, (complex, np.complexfloating)) or \
+            not isinstance(x, (numbers.Real, np.integer, np.floating, decimal.Decimal)):
+        raise TypeError("%s: must be a real number or an exact rational text, got %s (%s)"
+                        % (what, _args._shown(x), _args._type_name(x)))
     if isinstance(x, (int, np.integer)):
         return str(int(x))
-    try:
-        f = float(x)
-    except (TypeError, ValueError):
-        raise ValueError("%s: must be a number or an exact rational text, got %r" % (what, x)) from None
+    if isinstance(x, decimal.Decimal):
+        if not x.is_finite():
+            raise ValueError("%s: must be finite, got %r" % (what, x))
+        x = fractions.Fraction(x)  # exactly
+    if isinstance(x, numbers.Rational):  # fractions.Fraction: exactly p/q
+        return "%d/%d" % (x.numerator, x.denominator)
+    f = float(x)
     if f != f or f in (float("inf"), float("-inf")):
         raise ValueError("%s: must be finite, got %r" % (what, x))
     return str(decimal.Decimal(f))  # the binary value exactly, as a decimal
@@ -98,28 +161,38 @@ def _exact_text(x, what):
 
 def _options(q, *, scale, causal, window, softcap, alibi_slopes, bias, sink, mask, dropout_mask, dropout_p, layout,
              cu_seqlens_q, cu_seqlens_k, seqlens_k, target, empty_rows, max_bits, threads, want_lse, lse_base):
-    o = {"layout": layout, "empty_rows": empty_rows, "max_bits": int(max_bits), "threads": int(threads),
-         "want_lse": bool(want_lse), "lse_base": lse_base}
+    o = {"layout": _args.text(layout, "layout"), "empty_rows": _args.text(empty_rows, "empty_rows"),
+         "max_bits": _args.limited(max_bits, "oracle.max_bits"), "threads": _args.limited(threads, "threads"),
+         "want_lse": _args.flag(want_lse, "return_lse"), "lse_base": _args.text(lse_base, "lse_base")}
+    if lse_base not in ("e", "2"):  # checked with or without the LSE, as every other keyword
+        raise ValueError("lse_base: must be 'e' or '2' (got %s)" % _args._shown(lse_base))
     if target is None:
         name = _dtype_name(q)
         if name not in _TARGETS:
             raise ValueError("target: the default target is the dtype of q, which is %s; give target= (float64, "
                              "float32, float16, bfloat16)" % name)
         target = name
-    o["target"] = _TARGETS.get(str(target).replace("torch.", ""), str(target))
+    elif not isinstance(target, (str, np.dtype, type)) and not (_is_dtype(target)):
+        raise TypeError("target: must be a format name or a dtype, got %s (%s)" % (_args._shown(target),
+                                                                                  _args._type_name(target)))
+    o["target"] = _TARGETS.get(_target_name(target), _target_name(target))
     if causal is not None:
-        if causal in ("top-left", True):
+        if causal is True or (isinstance(causal, str) and causal == "top-left"):
             o["causal"] = True
-        elif causal == "bottom-right":
+        elif isinstance(causal, str) and causal == "bottom-right":
             o["causal_bottom_right"] = True
         else:
-            raise ValueError("causal must be None, 'top-left' or 'bottom-right' (got %r)" % (causal,))
+            raise ValueError("causal must be None, 'top-left' or 'bottom-right' (got %s)" % (_args._shown(causal),))
     if window is not None:
         if isinstance(window, str):
             o["window"] = window
         else:
-            left, right = window
-            o["window"] = "%d,%d" % (int(left), int(right))
+            try:
+                left, right = window
+            except (TypeError, ValueError):
+                raise TypeError("window: must be (left, right) or a text 'LEFT,RIGHT', got %s" % (_args._shown(window),)) \
+                    from None
+            o["window"] = "%d,%d" % (_args.limited(left, "window", "window[0]"), _args.limited(right, "window", "window[1]"))
     if scale is not None:
         o["scale"] = _exact_text(scale, "scale")
     if softcap is not None and softcap != 0:
@@ -159,10 +232,10 @@ def _reference(q, k, v, want_lse=False, rows=None, seed=0, row_block=None, **kw)
     args.update(kw)
     opts = _options(q, want_lse=want_lse, **args)
     if rows is not None:
-        opts["rows"] = int(rows)
-        opts["seed"] = int(seed)
+        opts["rows"] = _args.limited(rows, "rows")
+        opts["seed"] = _args.limited(seed, "seed")
     if row_block is not None:  # internal rows [begin, end) only (attncert.distributed's tasks)
-        opts["row_block"] = (int(row_block[0]), int(row_block[1]))
+        opts["row_block"] = (_args.integer(row_block[0], "row_block", 0), _args.integer(row_block[1], "row_block", 0))
     return _core.Reference(_to_numpy(q, "q"), _to_numpy(k, "k"), _to_numpy(v, "v"), opts)
 
 

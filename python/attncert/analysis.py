@@ -11,7 +11,7 @@ import os
 
 import numpy as np
 
-from . import _core
+from . import _args, _core
 
 __all__ = ["rank", "certify", "check", "drift", "RankResult", "CertifyResult", "CheckResult", "DriftResult"]
 
@@ -177,12 +177,15 @@ def rank(scores=None, *, q=None, k=None, v=None, x=None, scale=None, mask=None, 
     from . import _exact_text
 
     o = {"scores": _matrix(scores, "--scores"), "q": _matrix(q, "--q"), "k": _matrix(k, "--k"), "v": _matrix(v, "--v"),
-         "x": _matrix(x, "--x"), "scale": None if scale is None else _exact_text(scale, "scale"), "object": object,
+         "x": _matrix(x, "--x"), "scale": None if scale is None else _exact_text(scale, "scale"),
+         "object": _args.text(object, "object"),
          "formats": _list_text("binary16,bfloat16,binary32,binary64,mpfr256" if formats is None else formats, "formats"),
          "formats_explicit": formats is not None, "policies": _list_text(policies, "policies"),
-         "max_bits": int(max_bits), "seed": int(seed), "max_seconds": float(max_seconds),
-         "sigma_rel_width": float(sigma_rel_width), "deflate_max_k": int(deflate_max_k),
-         "deflate_seconds": float(deflate_seconds)}
+         "max_bits": _args.limited(max_bits, "rank.max_bits", "max_bits"), "seed": _args.limited(seed, "seed"),
+         "max_seconds": _args.real(max_seconds, "max_seconds", 0), "sigma_rel_width": _args.real(sigma_rel_width,
+                                                                                                "sigma_rel_width", 0),
+         "deflate_max_k": _args.limited(deflate_max_k, "deflate_max_k"),
+         "deflate_seconds": _args.real(deflate_seconds, "deflate_seconds", 0)}
     if mask is None:
         o["mask_kind"] = "none"
     elif isinstance(mask, str):
@@ -205,7 +208,9 @@ def certify(claim, *, max_bits=4096, max_seconds=60):
         text, base = _core.read_claim_file(path), os.path.dirname(path) or "."
     else:
         raise ValueError("certify: claim must be a dict or a path to a claim file, got %s" % type(claim).__name__)
-    return CertifyResult(json.loads(_core.certify_json(text, base, int(max_bits), float(max_seconds))))
+    lo, hi = _args.LIMITS["certify.max_seconds"]
+    return CertifyResult(json.loads(_core.certify_json(text, base, _args.limited(max_bits, "certify.max_bits", "max_bits"),
+                                                       _args.real(max_seconds, "max_seconds", lo, hi))))
 
 
 def check(ids=None, *, formats=("binary64", "mpfr256"), policies="numpy,matlab,torch,lapack,eigen", seed=20261129,
@@ -214,8 +219,11 @@ def check(ids=None, *, formats=("binary64", "mpfr256"), policies="numpy,matlab,t
     (.passed, .totals, .text() for the command line's text report)."""
     if isinstance(ids, str):
         ids = [ids]
-    args = (list(ids or []), _list_text(formats, "formats"), _list_text(policies, "policies"), int(seed),
-            int(certify_bits), int(certify_max_bits))
+    if ids is not None and not (isinstance(ids, (list, tuple)) and all(isinstance(i, str) for i in ids)):
+        raise TypeError("ids: a check id (str) or a list of them, got %s" % _args._shown(ids))
+    args = (list(ids or []), _list_text(formats, "formats"), _list_text(policies, "policies"),
+            _args.limited(seed, "seed"), _args.limited(certify_bits, "certify_bits"),
+            _args.limited(certify_max_bits, "certify_bits", "certify_max_bits"))
     report, text = _core.check_report(*args)
     r = CheckResult(json.loads(report))
     r._text = text
@@ -224,11 +232,17 @@ def check(ids=None, *, formats=("binary64", "mpfr256"), policies="numpy,matlab,t
 
 def _drift_options(family, start, stop, points, log, recipes, policies, object, seed, resolution, enclosures, max_bits,
                    grid=None, n=None, d=None):
-    return {"family": family, "start": float(start), "stop": float(stop), "points": int(points), "log": bool(log),
-            "recipes": _list_text(recipes, "recipes"), "policies": _list_text(policies, "policies"), "object": object,
-            "seed": int(seed), "resolution": float(resolution), "enclosures": bool(enclosures),
-            "max_bits": int(max_bits), "grid": None if grid is None else [float(a) for a in grid],
-            "n": None if n is None else int(n), "d": None if d is None else int(d)}
+    lo, hi = _args.LIMITS["drift.a"]
+    return {"family": _args.text(family, "family"), "start": _args.real(start, "start", lo, hi),
+            "stop": _args.real(stop, "stop", lo, hi), "points": _args.limited(points, "points"), "log": _args.flag(log, "log"),
+            "recipes": _list_text(recipes, "recipes"), "policies": _list_text(policies, "policies"),
+            "object": None if object is None else _args.text(object, "object"), "seed": _args.limited(seed, "seed"),
+            "resolution": _args.real(resolution, "resolution", 0, 0.5, lo_open=True, hi_open=True),
+            "enclosures": _args.flag(enclosures, "enclosures"),
+            "max_bits": _args.limited(max_bits, "drift.max_bits", "max_bits"),
+            "grid": None if grid is None else [float(a) for a in grid],
+            "n": None if n is None else _args.limited(n, "drift.n", "n"),
+            "d": None if d is None else _args.limited(d, "drift.n", "d")}
 
 
 def _diagnostics(diagnostic):

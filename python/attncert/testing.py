@@ -24,6 +24,8 @@ import numpy as np
 
 import attncert as _a
 
+from . import _args
+
 __all__ = ["assert_attention_close", "assert_attention_grads_close", "clear_cache", "cache_info"]
 
 _CACHE_SIZE = 32
@@ -43,13 +45,20 @@ def cache_info():
     return dict(_stats, size=len(_cache))
 
 
-def _digest(parts):
+def _digest(parts, names=None):
     h = hashlib.sha256()
-    for p in parts:
+    for i, p in enumerate(parts):
         if p is None:
             h.update(b"<none>")
         elif isinstance(p, np.ndarray):
-            a = np.ascontiguousarray(p)
+            name = names[i] if names and names[i] else "an array"
+            if not p.flags.c_contiguous:
+                _args.check_copy(int(p.size) * int(p.itemsize), p.shape, name, "hashing")
+            try:
+                a = np.ascontiguousarray(p)
+            except MemoryError:
+                raise MemoryError("%s: out of memory hashing the array of shape %s: %d bytes asked for"
+                                  % (name, tuple(p.shape), int(p.size) * int(p.itemsize))) from None
             h.update(repr((a.dtype.str, a.shape)).encode())
             h.update(a.tobytes())
         else:
@@ -58,16 +67,18 @@ def _digest(parts):
     return h.hexdigest()
 
 
-def _key(kind, arrays, variant):
-    parts = [kind] + [_a._to_numpy(x, "input") if x is not None else None for x in arrays]
+def _key(kind, arrays, variant, names=("q", "k", "v", "do", "dlse")):
+    parts = [kind] + [_a._to_numpy(x, name) if x is not None else None for x, name in zip(arrays, names)]
+    labels = [None] + list(names[:len(arrays)])
     for name in sorted(variant):
         val = variant[name]
         if val is not None and not isinstance(val, (str, int, float, bool, tuple, list)):
             val = _a._to_numpy(val, name)
         parts += [name, val]
+        labels += [None, name]
     # the dtype of q decides the default target: part of the key
     parts.append(_a._dtype_name(arrays[0]))
-    return _digest(parts)
+    return _digest(parts, labels)
 
 
 def _cached(key, make):
@@ -84,6 +95,9 @@ def _cached(key, make):
 
 
 def _rules(rule, max_ulp, atol, rtol, flash_k=None, fudge=None):
+    rule = _args.text(rule, "rule")
+    max_ulp, atol, rtol, flash_k, fudge = (_args.optional_real(x, name, 0) for x, name in (
+        (max_ulp, "max_ulp"), (atol, "atol"), (rtol, "rtol"), (flash_k, "flash_k"), (fudge, "fudge")))
     if rule == "ulp" and max_ulp is None:
         max_ulp = _DEFAULT_MAX_ULP
     r = {"rule": rule, "max_ulp": max_ulp if rule == "ulp" else None, "atol": atol, "rtol": rtol, "flash_k": flash_k,
@@ -161,13 +175,14 @@ def assert_attention_close(actual, q, k, v, *, rule="ulp", max_ulp=None, baselin
     if "return_lse" in variant:
         raise TypeError("assert_attention_close: give the kernel's LSE as lse=, not return_lse")
     want_lse = lse is not None
+    rules = _rules(rule, max_ulp, atol, rtol, flash_k, fudge)  # checked before the reference is computed
     key = _key("fwd", (q, k, v), dict(variant, want_lse=want_lse, rows=rows, seed=seed if rows else 0))
     ref = _cached(key, lambda: _a._reference(q, k, v, want_lse=want_lse, rows=rows, seed=seed, **variant))
-    rules = _rules(rule, max_ulp, atol, rtol, flash_k, fudge)
-    g = _check(ref.grade(_a._to_numpy(actual, "actual"), _a._to_numpy(baseline, "baseline"), rules, False),
-               "attention output")
+    g = _check(ref.grade(_a._to_numpy(actual, "actual"), _a._to_numpy(baseline, "baseline"), rules, False,
+                         ("actual", "baseline")), "attention output")
     if want_lse:
-        _check(ref.grade(_a._to_numpy(lse, "lse"), _a._to_numpy(baseline_lse, "baseline_lse"), rules, True), "LSE")
+        _check(ref.grade(_a._to_numpy(lse, "lse"), _a._to_numpy(baseline_lse, "baseline_lse"), rules, True,
+                         ("lse", "baseline_lse")), "LSE")
     return g
 
 
@@ -193,9 +208,9 @@ def assert_attention_grads_close(actual, q, k, v, do, *, dlse=None, rule="ulp", 
     if extra:
         raise TypeError("unexpected keyword argument(s): %s" % ", ".join(sorted(extra)))
     args.update(variant)
+    rules = _rules(rule, max_ulp, atol, rtol, flash_k, fudge)  # checked before the gradients are computed
     key = _key("bwd", (q, k, v, do, dlse), variant)
     grads = _cached(key, lambda: _a._gradients(q, k, v, do, dlse, args))
-    rules = _rules(rule, max_ulp, atol, rtol, flash_k, fudge)
     names = ["dq", "dk", "dv"] + (["dbias"] if variant.get("bias") is not None else []) + \
         (["dsink"] if variant.get("sink") is not None else [])
     failures, grades = [], {}

@@ -155,7 +155,7 @@ def test_drift_at_layer_size_matches_cli():
                   "fp64,fp32", "--policies", "numpy", "--n", "80", "--d", "8", "--per-point"])
     assert strip(d.report) == strip(c)
     assert d.report["points"]["exact_rank_lo"] == [80] * len(d.report["points"]["a"])
-    with pytest.raises(ValueError, match="--n must be in"):
+    with pytest.raises(ValueError, match=r"n: must be an integer in \[1, 4096\], got 5000"):
         attncert.drift("random", 0.5, 1.0, points=2, recipes="fp64", policies="numpy", n=5000)
 
 
