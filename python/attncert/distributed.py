@@ -34,6 +34,8 @@ import numpy as np
 
 import attncert as _a
 
+from . import _args
+
 __all__ = ["attention", "attention_vjp", "grade", "assert_attention_close", "drift"]
 
 _PER_UNIT_4D = ("bias", "mask", "dropout_mask")
@@ -46,6 +48,36 @@ def _arr(x, what):
     if type(x).__module__.startswith("dask"):
         return x
     return _a._to_numpy(x, what)
+
+
+def _local(x):
+    """x for the single-process call: a dask array computed, anything else as given."""
+    if x is not None and type(x).__module__.startswith("dask"):
+        return np.asarray(x)
+    return x
+
+
+def _empty(*arrays):
+    """Does an input have no elements (a dimension 0)?  Such a call has nothing to split: it is handed to the
+    single-process call whole, which returns the same result, or raises the same exception, as it does."""
+    return any(x is not None and 0 in tuple(getattr(x, "shape", ())) for x in arrays)
+
+
+def _check_client(client):
+    if not (hasattr(client, "submit") and hasattr(client, "gather")):
+        raise TypeError("client: must be a dask.distributed Client, got %s" % _args._shown(client))
+
+
+def _check_variant(q, variant, want_lse=False):
+    """The keywords checked on the driver, as the single-process call checks them (attncert._options), before
+    any task is submitted: a bad value raises here, not in a worker."""
+    extra = set(variant) - set(_a._VARIANT_DEFAULTS)
+    if extra:
+        raise TypeError("unexpected keyword argument(s): %s" % ", ".join(sorted(extra)))
+    args = dict(_a._VARIANT_DEFAULTS)
+    args.update(variant)
+    args["target"] = _default_target(q, variant)
+    _a._options(None, want_lse=want_lse, **args)
 
 
 def _dims(x, what):
@@ -171,11 +203,15 @@ def attention(q, k, v, *, client, rows_per_task=1024, return_lse=False, progress
     """
     import uuid
 
+    _check_client(client)
+    per_task = _args.integer(rows_per_task, "rows_per_task", 1)
+    return_lse, progress = _args.flag(return_lse, "return_lse"), _args.flag(progress, "progress")
     q_, k_, v_ = _arr(q, "q"), _arr(k, "k"), _arr(v, "v")
+    if _empty(q_, k_, v_):
+        return _a.attention(_local(q), _local(k), _local(v), return_lse=return_lse, **variant)
+    _check_variant(q, variant, return_lse)
     B, H, Hk, r, nq = _units(q_, k_, variant)
-    if int(rows_per_task) < 1:
-        raise ValueError("rows_per_task must be >= 1 (got %r)" % (rows_per_task,))
-    opts = dict(variant, target=_default_target(q, variant), want_lse=bool(return_lse))
+    opts = dict(variant, target=_default_target(q, variant), want_lse=return_lse)
     token = uuid.uuid4().hex[:12]
     futures = []
     for b in range(B):
@@ -183,10 +219,10 @@ def attention(q, k, v, *, client, rows_per_task=1024, return_lse=False, progress
             rows = r * nq
             parts = (q_[b:b + 1, g * r:(g + 1) * r], k_[b:b + 1, g:g + 1], v_[b:b + 1, g:g + 1])
             # one task for the unit: its arrays go with it; several: held once on the cluster for all of them
-            args = [_put(client, x) if rows > int(rows_per_task) or not isinstance(x, np.ndarray) else x for x in parts]
+            args = [_put(client, x) if rows > per_task or not isinstance(x, np.ndarray) else x for x in parts]
             unit_opts = _unit_variant(opts, b, g, r, B, H)
-            for begin in range(0, rows, int(rows_per_task)):
-                end = min(rows, begin + int(rows_per_task))
+            for begin in range(0, rows, per_task):
+                end = min(rows, begin + per_task)
                 f = client.submit(_forward_task, *args, unit_opts, (begin, end), pure=False,
                                   key="attncert-fwd-%s-b%d-g%d-r%d" % (token, b, g, begin))
                 futures.append(((b, g, begin, end), f))
@@ -267,10 +303,19 @@ def attention_vjp(q, k, v, do, *, client, dlse=None, rows_per_task="auto", progr
     stats: a dict, filled with the counts of units, blocks and units redone whole."""
     import uuid
 
+    _check_client(client)
+    if not (isinstance(rows_per_task, str) and rows_per_task == "auto"):
+        if isinstance(rows_per_task, str):
+            raise ValueError("rows_per_task: must be \"auto\" or an integer >= 1, got %s" % _args._shown(rows_per_task))
+        rows_per_task = _args.integer(rows_per_task, "rows_per_task", 1)
+    progress = _args.flag(progress, "progress")
+    if stats is not None and not isinstance(stats, dict):
+        raise TypeError("stats: must be a dict (filled with the counts) or None, got %s" % _args._shown(stats))
     q_, k_, v_, do_, dlse_ = _arr(q, "q"), _arr(k, "k"), _arr(v, "v"), _arr(do, "do"), _arr(dlse, "dlse")
+    if _empty(q_, k_, v_, do_, dlse_):
+        return _a.attention_vjp(_local(q), _local(k), _local(v), _local(do), dlse=_local(dlse), **variant)
+    _check_variant(q, variant, dlse is not None)
     B, H, Hk, r, nq = _units(q_, k_, variant)
-    if rows_per_task != "auto" and (isinstance(rows_per_task, bool) or int(rows_per_task) < 1):
-        raise ValueError("rows_per_task must be \"auto\" or >= 1 (got %r)" % (rows_per_task,))
     bias = variant.get("bias")
     bias4 = None
     if bias is not None:
@@ -390,22 +435,29 @@ def _grade_json(actual, q, k, v, client, rows, seed, rows_per_task, progress, ru
     extra = set(variant) - set(_a._VARIANT_DEFAULTS)
     if extra:
         raise TypeError("unexpected keyword argument(s): %s" % ", ".join(sorted(extra)))
+    _check_client(client)
+    per = _args.integer(rows_per_task, "rows_per_task", 1)
+    progress = _args.flag(progress, "progress")
+    if rows is not None:
+        rows, seed = _args.limited(rows, "rows"), _args.limited(seed, "seed")
     q_, k_, v_ = _arr(q, "q"), _arr(k, "k"), _arr(v, "v")
+    if _empty(q_, k_, v_):  # the single-process grade (attncert.testing.assert_attention_close's), or its error
+        ref = _a._reference(_local(q), _local(k), _local(v), rows=rows, seed=seed, **variant)
+        return ref.grade(_a._to_numpy(actual, "actual"), _a._to_numpy(baseline, "baseline"), rules, False,
+                         ("actual", "baseline"))
+    _check_variant(q, variant)
     B, H, Hk, r, nq = _units(q_, k_, variant)
     shape = (B, H, nq, v_.shape[-1])
-    if int(rows_per_task) < 1:
-        raise ValueError("rows_per_task must be >= 1 (got %r)" % (rows_per_task,))
     if rules["rule"] in ("flash", "torch-sdpa", "torch_sdpa") and baseline is None:
         raise ValueError("rule %s compares with a baseline: give baseline=" % rules["rule"].replace("_", "-"))
     total = B * H * nq
     # the rows attncert.testing's rows=N draws (every row of a bhsd call is used), sorted; rows=None: all
-    sampled = np.arange(total, dtype=np.int64) if rows is None else _core.sample_rows(total, int(rows), int(seed))
-    cand = _candidate_rows(actual, "the candidate", shape, sampled)
-    base = _candidate_rows(baseline, "the baseline", shape, sampled)
+    sampled = np.arange(total, dtype=np.int64) if rows is None else _core.sample_rows(total, rows, seed)
+    cand = _candidate_rows(actual, "actual", shape, sampled)
+    base = _candidate_rows(baseline, "baseline", shape, sampled)
     opts = dict(variant, target=_default_target(q, variant))
     token = uuid.uuid4().hex[:12]
     futures = []
-    per = int(rows_per_task)
     for b in range(B):
         for g in range(Hk):
             start = (b * H + g * r) * nq  # the unit's internal rows are [start, start + r * nq)
@@ -527,6 +579,10 @@ def drift(family="two-token", start=0.0, stop=1.0, points=101, log=False, recipe
     picklable (Dask sends it to the workers; lambdas are, through cloudpickle)."""
     from . import _core, analysis
 
+    _check_client(client)
+    progress = _args.flag(progress, "progress")
+    if points_per_task is not None:
+        points_per_task = _args.integer(points_per_task, "points_per_task", 2)
     args = dict(family=family, start=start, stop=stop, points=points, log=log, recipes=recipes, policies=policies,
                 diagnostic=diagnostic, object=object, seed=seed, resolution=resolution, enclosures=enclosures,
                 max_bits=max_bits, n=n, d=d)
@@ -534,9 +590,7 @@ def drift(family="two-token", start=0.0, stop=1.0, points=101, log=False, recipe
     grid = _core.drift_grid(analysis._drift_options(family, start, stop, points, log, recipes, policies, object, seed,
                                                     resolution, enclosures, max_bits, None, n, d))
     workers = max(1, len(client.scheduler_info()["workers"]))
-    per = int(points_per_task) if points_per_task else max(2, -(-len(grid) // (4 * workers)))
-    if per < 2:
-        raise ValueError("points_per_task must be >= 2 (got %r)" % (points_per_task,))
+    per = points_per_task if points_per_task is not None else max(2, -(-len(grid) // (4 * workers)))
     runs, s = [], 0
     while s < len(grid) - 1:
         e = min(s + per - 1, len(grid) - 1)

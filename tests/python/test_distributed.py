@@ -14,6 +14,7 @@ import attncert
 distributed = pytest.importorskip("distributed")
 da = pytest.importorskip("dask.array")
 import attncert.distributed as ad  # noqa: E402
+from attncert import testing  # noqa: E402
 
 SEED = int(os.environ.get("ATTNCERT_SEED", "20261202"))
 
@@ -267,7 +268,7 @@ def test_grade_refusals(client):
     q, k, v, cand = grading_case()
     with pytest.raises(ValueError, match="shape"):
         ad.grade(cand[:, :2], q, k, v, client=client, rows=4)
-    with pytest.raises(ValueError, match="rows: must be >= 1"):
+    with pytest.raises(ValueError, match="rows: must be an integer >= 1"):
         ad.grade(cand, q, k, v, client=client, rows=0)
     with pytest.raises(ValueError, match="compares with a baseline"):
         ad.grade(cand, q, k, v, client=client, rows=4, rule="flash")
@@ -284,6 +285,48 @@ def test_grade_refusals(client):
 # ---- the backward split into blocks of query rows: partial dK/dV enclosures added, rounded once ----
 
 SPLIT_VARIANTS = [v for v in VARIANTS if "bias" not in v[1]]
+
+
+def outcome(call):
+    """("ok", result) or (exception type, message): what a call did."""
+    try:
+        return "ok", call()
+    except Exception as e:  # noqa: BLE001  (compared, not handled)
+        return type(e), str(e)
+
+
+EMPTY = [  # (name, how q, k, v become empty): every dimension of (b, h, n, d) in turn
+    ("b=0", lambda q, k, v: (q[:0], k[:0], v[:0])),
+    ("h=0", lambda q, k, v: (q[:, :0], k[:, :0], v[:, :0])),
+    ("h_kv=0", lambda q, k, v: (q, k[:, :0], v[:, :0])),
+    ("n_q=0", lambda q, k, v: (q[:, :, :0], k, v)),
+    ("n_k=0", lambda q, k, v: (q, k[:, :, :0], v[:, :, :0])),
+    ("d=0", lambda q, k, v: (q[..., :0], k[..., :0], v)),
+    ("d_v=0", lambda q, k, v: (q, k, v[..., :0])),
+]
+
+
+@pytest.mark.parametrize("name,make", EMPTY, ids=[e[0] for e in EMPTY])
+def test_empty_inputs_as_the_single_process_call(client, name, make):
+    # issue 28: an empty input raised StopIteration (forward) or ZeroDivisionError (backward, h_kv = 0) here,
+    # and another message than the single-process call's (grade): the same exception and message now, or
+    # the same result where the single-process call accepts the input
+    q, k, v = make(*qkv())
+    do = np.ones(q.shape[:3] + v.shape[-1:])
+    for single, dist in (
+            (lambda: attncert.attention(q, k, v), lambda: ad.attention(q, k, v, client=client)),
+            (lambda: attncert.attention_vjp(q, k, v, do), lambda: ad.attention_vjp(q, k, v, do, client=client)),
+            (lambda: testing.assert_attention_close(do, q, k, v, rows=3),
+             lambda: ad.assert_attention_close(do, q, k, v, client=client, rows=3))):
+        want, got = outcome(single), outcome(dist)
+        assert want[0] is got[0], (want, got)
+        if want[0] == "ok":
+            for a, b in zip(want[1] if isinstance(want[1], tuple) else [want[1]],
+                            got[1] if isinstance(got[1], tuple) else [got[1]]):
+                assert (a is None and b is None) or np.array_equal(a, b), (a, b)
+        else:
+            assert want == got
+            assert issubclass(want[0], (ValueError, TypeError)), want
 
 
 @pytest.mark.parametrize("name,kw", SPLIT_VARIANTS, ids=[v[0] for v in SPLIT_VARIANTS])
