@@ -20,6 +20,7 @@
 #include "attncert/rank/numerical.hpp"
 #include "attncert/rank/policy.hpp"
 #include "attncert/linalg/spectra.hpp"
+#include "attncert/number/decimal.hpp"
 #include "attncert/number/format.hpp"
 #include "attncert/report/model.hpp"
 
@@ -109,6 +110,42 @@ report::claim_row claim_close(const std::string& claim, const std::string& state
   r.result = judge_le(err, bound);
   return r;
 }
+
+/// A value certified in the enclosure tier: the true value lies in `enclosure` (computed at
+/// `bits`), or is exactly 0 (`exactly_zero`, decided exactly, e.g. a residual that vanishes by
+/// an identity).  What approx rows are judged against (claim_certified, measure_rank).
+struct certified_value {
+  mpfi_float enclosure;
+  unsigned bits = 0;
+  bool exactly_zero = false;
+};
+
+/// Filter, then escalate: evaluate `f` (an enclosure of a nonzero value) at `start` bits, doubling
+/// up to `cap`, until the enclosure is exactly [0, 0] (exactly_zero) or excludes 0 with relative width
+/// <= 2^-rel_width_log2 (or the cap is reached: the last enclosure is returned, still rigorous, only
+/// wider).  Pass the compared format's bits + 16, so the enclosure is far tighter than its ε.
+/// Tier: enclosure.
+certified_value certify_value(const std::function<mpfi_float()>& f, unsigned start, unsigned cap, int rel_width_log2);
+
+/// The rel_width_log2 for comparing values of T: its precision + 16 bits.
+template <class T>
+int certify_width_for() {
+  return static_cast<int>(number_traits<T>::bits() ? number_traits<T>::bits() : 64) + 16;
+}
+
+/// The one comparison of an approx value with a certified one (issue 28, item 6): the row's
+/// `expected` is the certified value (never a formula evaluated in the same format), the error is
+/// measured against the enclosure in MPFI, and the tolerance is RELATIVE, rel_tol·|truth|, with an
+/// absolute floor `zero_floor` only where the truth is exactly 0.  Verdicts: pass when every value
+/// of the enclosure is within the tolerance; fail when none is; undecided otherwise.  Where the
+/// caller's error model cannot resolve the value in this format (rel_tol > 1/4, decided from the
+/// certified value before computing), nothing is asserted: the row is SKIPPED, and its note starts
+/// with "DIVERGES" when the computed value is off by more than 1/4 relative (a measurement).
+/// Guarantee: a row passes only if |computed − truth| <= rel_tol·|truth| for the true value.
+template <class T>
+report::claim_row claim_certified(const std::string& claim, const std::string& statement, const std::string& instance,
+                                  const format_spec& fmt, const T& computed, const certified_value& truth,
+                                  const mpfr_float& rel_tol, const std::string& rule, const mpfr_float& zero_floor = 0);
 
 /// Claim "lhs ≤ rhs" with a rounding allowance (lhs − rhs ≤ allowance).
 template <class T>
@@ -212,17 +249,67 @@ inline report::claim_row claim_from_sign(const std::string& claim, const std::st
   return r;
 }
 
-/// Ranks measured on one matrix of one instance, in the format it was formed in.  Compiled once
-/// for the six format types, in checks/registry.cpp (the extern declarations below).
+/// The smallest singular value of a FORMED matrix (a matrix of binary numbers, exact in Q),
+/// certified: the reference a measured σ_min is judged by (issue 28, item 6).  Exact tier first:
+/// the rank of M over Q; if it is below min(m, n), σ_min = 0 exactly.  Otherwise Rump's enclosure
+/// (linalg/certified_svd.hpp) of M, escalating from `start_bits`, doubling up to `cap_bits`, until
+/// σ_min is certified > 0 with relative width <= 2^-(tau_log2 + 2), or the cap.
+struct sigma_min_reference {
+  std::size_t formed_rank = 0;  ///< rank of M over Q
+  bool exactly_zero = false;    ///< formed_rank < min(m, n)
+  bool positive = false;        ///< lower end certified > 0
+  bool hi_finite = false;       ///< the upper end is finite (else nothing bounds σ_min from above)
+  mpq_rational lo, hi;          ///< the enclosure's ends, exactly (lo = hi = 0 when exactly_zero)
+  unsigned bits = 0;            ///< precision of the deciding enclosure (0: exact)
+  std::string text;             ///< "0" or "[lo, hi]" (17 digits, rounded outward)
+};
+sigma_min_reference certify_formed_sigma_min(const matrix<mpq_rational>& M, unsigned start_bits, unsigned cap_bits,
+                                             int tau_log2);
+
+/// The verdict on one measured σ_min against its reference.  The declared tolerance, fixed before
+/// the SVD runs: relative τ = 2^-tau_log2 (about √ε of the SVD's arithmetic: ε = 2^(1-p), τ =
+/// 2^-floor((p-1)/2)), so a σ_min counts as agreeing when at least half its digits are right; an
+/// absolute floor 4·max(m, n)·ε·σ̂₁ (the backward error of the SVD) only where σ_min is exactly 0.
+/// `measured`, `measured_max`: the SVD's σ_min and σ₁, exactly as rationals.
+struct sigma_min_judgement {
+  bool diverges = false;
+  std::string rule;
+};
+sigma_min_judgement judge_sigma_min(const sigma_min_reference& ref, const mpq_rational& measured,
+                                    const mpq_rational& measured_max, std::size_t m, std::size_t n, unsigned svd_bits);
+
+/// Exactly as a rational: a value of a format (binary16 … binary64, mpfrN; mpfiN: its midpoint).
+template <class T>
+mpq_rational exact_rational_of(const T& x) {
+  if constexpr (std::is_same_v<T, mpq_rational>) {
+    return x;
+  } else if constexpr (std::is_same_v<T, mpfr_float>) {
+    mpq_rational q;
+    mpfr_get_q(q.backend().data(), x.backend().data());
+    return q;
+  } else if constexpr (std::is_same_v<T, mpfi_float>) {
+    return exact_rational_of(approx_mid(x));
+  } else {
+    return mpq_rational(number_traits<T>::to_double(x));  // exact: every such value is a binary64 number
+  }
+}
+
+/// Ranks measured on one matrix of one instance, in the format it was formed in, with the measured
+/// σ_min judged against the certified σ_min of the matrix as formed (sigma_min_reference; precision
+/// from rs.certify_bits to rs.certify_max_bits).  Compiled once for the six format types, in
+/// checks/registry.cpp (the extern declarations below).
 template <class T>
 report::rank_row measure_rank(const std::string& object, const std::string& instance, const format_spec& fmt,
                               const matrix<T>& M, std::size_t exact_rank, const std::string& exact_source,
-                              const std::vector<rank_policy>& policies);
+                              const run_settings& rs);
 
 #define ATTNCERT_CHECKS_MEASURE_RANK(EXTERN, T)                                                                   \
   EXTERN template report::rank_row measure_rank<T>(const std::string&, const std::string&, const format_spec&, \
                                                    const matrix<T>&, std::size_t, const std::string&,          \
-                                                   const std::vector<rank_policy>&);
+                                                   const run_settings&);                                        \
+  EXTERN template report::claim_row claim_certified<T>(const std::string&, const std::string&, const std::string&, \
+                                                       const format_spec&, const T&, const certified_value&,       \
+                                                       const mpfr_float&, const std::string&, const mpfr_float&);
 ATTNCERT_CHECKS_MEASURE_RANK(extern, binary16)
 ATTNCERT_CHECKS_MEASURE_RANK(extern, bfloat16)
 ATTNCERT_CHECKS_MEASURE_RANK(extern, float)
@@ -233,7 +320,8 @@ ATTNCERT_CHECKS_MEASURE_RANK(extern, mpfi_float)
 template <class T>
 report::rank_row measure_rank(const std::string& object, const std::string& instance, const format_spec& fmt,
                               const matrix<T>& M, std::size_t exact_rank, const std::string& exact_source,
-                              const std::vector<rank_policy>& policies) {
+                              const run_settings& rs) {
+  const std::vector<rank_policy>& policies = rs.policies;
   report::rank_row r;
   r.object = object;
   r.instance = instance;
@@ -258,6 +346,70 @@ report::rank_row measure_rank(const std::string& object, const std::string& inst
     r.numerical.push_back(nr);
   }
   r.diverges = m.any_diverges;
+  // σ_min against the certified σ_min of the matrix the SVD was given (exact in Q).
+  if (!m.sigma.empty()) {
+    using S = svd_scalar_t<T>;
+    const unsigned p = number_traits<S>::bits();
+    const int tau_log2 = static_cast<int>((p - 1) / 2);
+    matrix<mpq_rational> Q(M.rows(), M.cols());
+    for (Eigen::Index i = 0; i < M.rows(); ++i)
+      for (Eigen::Index j = 0; j < M.cols(); ++j) Q(i, j) = exact_rational_of(M(i, j));
+    const sigma_min_reference ref = certify_formed_sigma_min(Q, rs.certify_bits, rs.certify_max_bits, tau_log2);
+    const sigma_min_judgement jd = judge_sigma_min(ref, exact_rational_of(m.sigma.back()), exact_rational_of(m.sigma.front()),
+                                                   r.rows, r.cols, p);
+    r.sigma_min_certified = ref.text;
+    r.sigma_min_certified_how =
+        ref.exactly_zero ? "the formed matrix has rank " + std::to_string(ref.formed_rank) + " over Q (exact elimination)"
+                         : "Rump's enclosure of the formed matrix (exact in Q) at " + std::to_string(ref.bits) + " bits";
+    r.sigma_min_tolerance = jd.rule;
+    r.sigma_min_diverges = jd.diverges;
+  }
+  return r;
+}
+
+template <class T>
+report::claim_row claim_certified(const std::string& claim, const std::string& statement, const std::string& instance,
+                                  const format_spec& fmt, const T& computed, const certified_value& truth,
+                                  const mpfr_float& rel_tol, const std::string& rule, const mpfr_float& zero_floor) {
+  report::claim_row r = make_row(claim, statement, instance, fmt.name, tier_of<T>);
+  const unsigned tbits = number_traits<T>::bits() == 0 ? 64u : number_traits<T>::bits();
+  const std::string tol_text = number_traits<mpfr_float>::to_string(rel_tol, 6);
+  const mpfr_float tol_in = rel_tol, floor_in = zero_floor;  // read before the guard changes the precision
+  precision_guard g(std::max(truth.bits, tbits) + 64);
+  mpfi_float t, c, tol, floor_v;
+  mpfi_set(t.backend().data(), truth.enclosure.backend().data());
+  if constexpr (std::is_same_v<T, mpfi_float>) mpfi_set(c.backend().data(), computed.backend().data());
+  else if constexpr (std::is_same_v<T, mpfr_float>) mpfi_set_fr(c.backend().data(), computed.backend().data());
+  else mpfi_set_d(c.backend().data(), number_traits<T>::to_double(computed));  // exact
+  mpfi_set_fr(tol.backend().data(), tol_in.backend().data());
+  mpfi_set_fr(floor_v.backend().data(), floor_in.backend().data());
+  const int digits = digits_for<T>() > 0 ? digits_for<T>() : 20;
+  const mpfi_float err = abs_of(mpfi_float(c - t));
+  const mpfi_float at = abs_of(t);
+  const mpfi_float bound = truth.exactly_zero ? floor_v : mpfi_float(tol * at);
+  r.computed = str(computed);
+  r.expected = truth.exactly_zero ? std::string("0 (exactly)")
+                                  : number_traits<mpfr_float>::to_string(approx_mid(t), digits) + " (certified " +
+                                        interval_text(t, 6) + ", " + std::to_string(truth.bits) + " bits)";
+  r.abs_error = decimal_up(upper_of(err), 6);
+  r.rel_error = truth.exactly_zero ? (upper_of(err) == 0 ? std::string("0") : std::string("inf"))
+                                   : decimal_up(mpfr_float(upper_of(err) / lower_of(at)), 6);
+  r.tolerance = decimal_up(upper_of(bound), 6);
+  r.tolerance_rule = truth.exactly_zero ? "absolute (the true value is exactly 0) " + rule
+                                        : "relative " + tol_text + " = " + rule + ", against the certified value";
+  if (!truth.exactly_zero && tol_in > mpfr_float(0.25)) {
+    // The error model cannot resolve the value in this format: nothing is asserted.
+    const bool off = lower_of(err) > mpfr_float(lower_of(at) / 4);
+    r.result = verdict::skipped;
+    r.note = std::string(off ? "DIVERGES: " : "") + "not asserted in " + fmt.name + ": the error model's relative bound " +
+             tol_text + " exceeds 1/4 here (decided from the certified value before computing); " + fmt.name +
+             " computes " + r.computed + ", the certified value is " + interval_text(t, 6) + " (relative error " +
+             r.rel_error + ")";
+    return r;
+  }
+  r.result = upper_of(err) <= lower_of(bound) ? verdict::pass
+             : lower_of(err) > upper_of(bound) ? verdict::fail
+                                               : verdict::undecided;
   return r;
 }
 

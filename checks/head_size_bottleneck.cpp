@@ -235,7 +235,7 @@ void evaluate(report::check_report& rep, const format_spec& fmt, const exact_inf
                                      worst, T(0), T(T(factor) * e), false,
                                      "(2(n+4) max|log P| + 2n + 8) eps = " + std::to_string(factor) + " eps"));
     if (ex.rank[k] != 0)
-      rep.ranks.push_back(measure_rank("log P C", in.name, fmt, L, ex.rank[k], ex.source[k], rs.policies));
+      rep.ranks.push_back(measure_rank("log P C", in.name, fmt, L, ex.rank[k], ex.source[k], rs));
   }
 }
 

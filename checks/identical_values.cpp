@@ -113,9 +113,9 @@ void evaluate(report::check_report& rep, const format_spec& fmt, const instance&
     for (Eigen::Index k = 0; k < O.cols(); ++k) worst = max_of(worst, abs_of(T((O(i, k) - V(0, k)) / V(0, k))));
   rep.claims.push_back(claim_close("outputs-equal-v", "every output row equals v", in.name, fmt, worst, T(0),
                                    T(T(3 * static_cast<int>(m) + 6) * e), false, "(3n+6) eps (worst relative error per entry)"));
-  rep.ranks.push_back(measure_rank("A", in.name, fmt, A, rank_A, src_A, rs.policies));
-  rep.ranks.push_back(measure_rank("V", in.name, fmt, V, 1, "exact: all rows equal v != 0", rs.policies));
-  rep.ranks.push_back(measure_rank("AV", in.name, fmt, O, 1, src_AV, rs.policies));
+  rep.ranks.push_back(measure_rank("A", in.name, fmt, A, rank_A, src_A, rs));
+  rep.ranks.push_back(measure_rank("V", in.name, fmt, V, 1, "exact: all rows equal v != 0", rs));
+  rep.ranks.push_back(measure_rank("AV", in.name, fmt, O, 1, src_AV, rs));
 }
 
 report::check_report run(const run_settings& rs) {

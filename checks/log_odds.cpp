@@ -114,14 +114,14 @@ void evaluate(report::check_report& rep, const format_spec& fmt, const exact_inf
                                    false, "(2(n+2) max|S| + 2(n+3)) eps"));
   // Ranks: S, log A · P (= S·P exactly), and the rank-one-score instance's A.
   const matrix<T> L = multiply(masked_log_softmax(S), P);
-  rep.ranks.push_back(measure_rank("S", "QK^T, K[:,0] = 1", fmt, S, ex.rank_S, "exact elimination over Q", rs.policies));
+  rep.ranks.push_back(measure_rank("S", "QK^T, K[:,0] = 1", fmt, S, ex.rank_S, "exact elimination over Q", rs));
   rep.ranks.push_back(measure_rank("logA*P", "QK^T, K[:,0] = 1", fmt, L, ex.rank_SP,
-                                   "exact: log A * P = S P, rank over Q", rs.policies));
+                                   "exact: log A * P = S P, rank over Q", rs));
   matrix<T> q(3, 1);
   q << T(1), T(2), T(3);
   const matrix<T> Sv = scores(q, q, T(1));
-  rep.ranks.push_back(measure_rank("S", "q = k = (1,2,3)", fmt, Sv, 1, "exact: q k^T with q, k != 0", rs.policies));
-  rep.ranks.push_back(measure_rank("A", "q = k = (1,2,3)", fmt, masked_softmax(Sv), ex.rank_vdm, ex.src_vdm, rs.policies));
+  rep.ranks.push_back(measure_rank("S", "q = k = (1,2,3)", fmt, Sv, 1, "exact: q k^T with q, k != 0", rs));
+  rep.ranks.push_back(measure_rank("A", "q = k = (1,2,3)", fmt, masked_softmax(Sv), ex.rank_vdm, ex.src_vdm, rs));
 }
 
 report::check_report run(const run_settings& rs) {

@@ -120,9 +120,9 @@ void evaluate(report::check_report& rep, const format_spec& fmt, const data& d, 
     r.result = same ? verdict::pass : verdict::fail;
     rep.claims.push_back(r);
   }
-  rep.ranks.push_back(measure_rank("H1", "two identical heads", fmt, H1, ex.rank_H1, ex.src_H1, rs.policies));
+  rep.ranks.push_back(measure_rank("H1", "two identical heads", fmt, H1, ex.rank_H1, ex.src_H1, rs));
   rep.ranks.push_back(measure_rank("[H1,H1]", "two identical heads", fmt, C, ex.rank_H1,
-                                   "structure: duplicated columns, rank = rank H1", rs.policies));
+                                   "structure: duplicated columns, rank = rank H1", rs));
   // (2) W_O = [W1; 0] discards head 2.
   matrix<T> WO = matrix<T>::Zero(2 * dh, dm);
   WO.topRows(dh) = from_double_matrix<T>(d.W1);
@@ -135,7 +135,7 @@ void evaluate(report::check_report& rep, const format_spec& fmt, const data& d, 
   // (3) width-one head: numerical ranks against the certified rank 2.
   for (const auto& a : width_one_grid) {
     const matrix<T> A = width_one_attention(number_traits<T>::from_string(a));
-    rep.ranks.push_back(measure_rank("A (width-one head)", "a=" + a, fmt, A, ex.rank_w1.at(a), ex.src_w1.at(a), rs.policies));
+    rep.ranks.push_back(measure_rank("A (width-one head)", "a=" + a, fmt, A, ex.rank_w1.at(a), ex.src_w1.at(a), rs));
   }
 }
 

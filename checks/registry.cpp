@@ -2,6 +2,7 @@
 #include "checks/common.hpp"
 
 #include "attncert/error.hpp"
+#include "attncert/linalg/certified_svd.hpp"
 
 namespace attncert::checks {
 
@@ -69,6 +70,87 @@ certified_sign certify_sign(const std::function<mpfi_float()>& f, unsigned start
            return ziv_step<certified_sign>{std::move(out), decided};
          })
       .value;
+}
+
+certified_value certify_value(const std::function<mpfi_float()>& f, unsigned start, unsigned cap, int rel_width_log2) {
+  return ziv_escalate(precision_schedule{start, cap}, [&](unsigned bits) {
+           precision_guard g(bits);
+           certified_value out;
+           out.enclosure = f();
+           out.bits = g.bits();
+           const mpfi_float& x = out.enclosure;
+           if (mpfr_zero_p(&x.backend().data()->left) && mpfr_zero_p(&x.backend().data()->right)) {
+             out.exactly_zero = true;  // [0, 0]: the operations were exact on an exact zero
+             return ziv_step<certified_value>{std::move(out), true};
+           }
+           const mpfr_float a = abs(lower_of(x)), b = abs(upper_of(x));
+           const bool tight = !contains_zero(x) && mpfi_bounded_p(x.backend().data()) &&
+                              mpfr_float(upper_of(x) - lower_of(x)) <= ldexp(mpfr_float(a < b ? a : b), -rel_width_log2);
+           return ziv_step<certified_value>{std::move(out), tight};
+         })
+      .value;
+}
+
+namespace {
+mpq_rational rational_of(mpfr_srcptr x) {
+  mpq_rational q;
+  mpfr_get_q(q.backend().data(), x);
+  return q;
+}
+mpq_rational power_of_two(int k) {  // 2^k, exactly
+  mpq_rational q(1);
+  if (k >= 0) mpq_mul_2exp(q.backend().data(), q.backend().data(), static_cast<unsigned long>(k));
+  else mpq_div_2exp(q.backend().data(), q.backend().data(), static_cast<unsigned long>(-k));
+  return q;
+}
+}  // namespace
+
+sigma_min_reference certify_formed_sigma_min(const matrix<mpq_rational>& M, unsigned start_bits, unsigned cap_bits,
+                                             int tau_log2) {
+  sigma_min_reference ref;
+  const std::size_t k = static_cast<std::size_t>(std::min(M.rows(), M.cols()));
+  if (k == 0) return ref;
+  ref.formed_rank = rank(M);
+  if (ref.formed_rank < k) {
+    ref.exactly_zero = true;
+    ref.text = "0";
+    return ref;
+  }
+  const mpq_rational goal = power_of_two(-(tau_log2 + 2));
+  start_bits = std::min(start_bits, cap_bits);
+  for (unsigned bits = start_bits;; bits = std::min(cap_bits, 2 * bits)) {
+    const singular_value_enclosures e = certified_singular_values(M, bits, bits, k);
+    precision_guard g(e.bits);
+    const mpfi_float& s = e.sigma.back();
+    mpfr_srcptr left = &s.backend().data()->left, right = &s.backend().data()->right;
+    ref.bits = e.bits;
+    ref.positive = mpfr_sgn(left) > 0;
+    ref.hi_finite = mpfr_number_p(right) != 0;
+    ref.lo = mpfr_sgn(left) > 0 ? rational_of(left) : mpq_rational(0);
+    ref.hi = ref.hi_finite ? rational_of(right) : mpq_rational(0);
+    ref.text = interval_text(s, 17);
+    const bool tight = ref.positive && ref.hi_finite && mpq_rational(ref.hi - ref.lo) <= mpq_rational(goal * ref.lo);
+    if (tight || bits >= cap_bits) break;
+  }
+  return ref;
+}
+
+sigma_min_judgement judge_sigma_min(const sigma_min_reference& ref, const mpq_rational& measured,
+                                    const mpq_rational& measured_max, std::size_t m, std::size_t n, unsigned svd_bits) {
+  sigma_min_judgement jd;
+  const int tau_log2 = static_cast<int>((svd_bits - 1) / 2);
+  const mpq_rational eps = power_of_two(1 - static_cast<int>(svd_bits)), tau = power_of_two(-tau_log2);
+  if (ref.exactly_zero) {
+    const mpq_rational floor = mpq_rational(static_cast<long>(4 * std::max(m, n))) * eps * measured_max;
+    jd.diverges = measured > floor;
+    jd.rule = "sigma_min = 0 exactly: agrees when <= 4 max(m,n) eps sigma_1 (the SVD's backward error; eps = 2^" +
+              std::to_string(1 - static_cast<int>(svd_bits)) + ")";
+    return jd;
+  }
+  const mpq_rational lower_ok = ref.lo * (mpq_rational(1) - tau), upper_ok = ref.hi * (mpq_rational(1) + tau);
+  jd.diverges = measured < lower_ok || (ref.hi_finite && measured > upper_ok);
+  jd.rule = "relative 2^-" + std::to_string(tau_log2) + " (about sqrt(eps) of the SVD's arithmetic) of the certified enclosure";
+  return jd;
 }
 
 }  // namespace attncert::checks

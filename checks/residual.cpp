@@ -74,9 +74,9 @@ void evaluate(report::check_report& rep, const format_spec& fmt, const data& d, 
   rep.claims.push_back(claim_close("residual-equals-X-plus-1v", "X + AV = X + 1 v^T", "random X", fmt,
                                    max_abs_diff(R, expected), T(0), T(T(3 * n + 8) * e * scale), false,
                                    "(3n+8) eps (max|X| + max|v|)"));
-  rep.ranks.push_back(measure_rank("AV", "random X", fmt, AV, 1, ex.src_AV, rs.policies));
-  rep.ranks.push_back(measure_rank("X", "random X", fmt, X, ex.rank_X, "exact elimination over Q", rs.policies));
-  rep.ranks.push_back(measure_rank("X+AV", "random X", fmt, R, ex.rank_R, ex.src_R, rs.policies));
+  rep.ranks.push_back(measure_rank("AV", "random X", fmt, AV, 1, ex.src_AV, rs));
+  rep.ranks.push_back(measure_rank("X", "random X", fmt, X, ex.rank_X, "exact elimination over Q", rs));
+  rep.ranks.push_back(measure_rank("X+AV", "random X", fmt, R, ex.rank_R, ex.src_R, rs));
 }
 
 report::check_report run(const run_settings& rs) {

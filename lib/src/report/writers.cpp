@@ -349,6 +349,8 @@ std::string summary_line(const summary& s) {
      << s.undecided << " undecided, " << s.skipped << " skipped; " << s.rank_rows
      << " rank measurements, " << s.divergences
      << " divergences (numerical rank != exact rank; measured, not failures)";
+  if (s.sigma_min_divergences > 0)
+    os << "; " << s.sigma_min_divergences << " sigma_min off the certified sigma_min of the formed matrix (DIVERGES (sigma_min))";
   return os.str();
 }
 
@@ -403,6 +405,10 @@ ordered_json rank_json(const rank_row& r) {
   j["stable_rank"] = r.stable_rank;
   j["effective_rank"] = r.effective_rank;
   j["diverges"] = r.diverges;
+  j["sigma_min_certified"] = r.sigma_min_certified;
+  j["sigma_min_certified_how"] = r.sigma_min_certified_how;
+  j["sigma_min_tolerance"] = r.sigma_min_tolerance;
+  j["sigma_min_diverges"] = r.sigma_min_diverges;
   return j;
 }
 
@@ -438,6 +444,7 @@ ordered_json document_json(const document& doc) {
   sj["skipped"] = s.skipped;
   sj["rank_rows"] = s.rank_rows;
   sj["divergences"] = s.divergences;
+  sj["sigma_min_divergences"] = s.sigma_min_divergences;
   j["summary"] = std::move(sj);
   return j;
 }
@@ -643,7 +650,10 @@ void write_ranks_text(std::ostream& os, const check_report& c) {
     for (const auto& p : policies) row.push_back(rank_under(r, p));
     row.push_back(abbreviate(sigma_min(r)));
     rows.push_back(std::move(row));
-    markers.push_back(r.diverges ? "DIVERGES" : "");
+    std::string mark = r.diverges ? "DIVERGES" : "";
+    if (r.sigma_min_diverges)
+      mark += (mark.empty() ? "" : "; ") + std::string("DIVERGES (sigma_min; certified ") + abbreviate(r.sigma_min_certified) + ")";
+    markers.push_back(mark);
   }
   // numeric columns (exact rank, policies) are right-aligned
   std::vector<bool> right(header.size(), false);
@@ -769,7 +779,8 @@ void write_markdown(std::ostream& os, const document& doc) {
         header.push_back(md_escape(one_line(p)));
         right.push_back(true);
       }
-      for (const char* h : {"σ_min", "condition number", "stable rank", "effective rank", "diverges", "exact rank witness"}) {
+      for (const char* h : {"σ_min", "σ_min certified (formed matrix)", "condition number", "stable rank", "effective rank",
+                            "diverges", "exact rank witness"}) {
         header.emplace_back(md_escape(h));
         right.push_back(false);
       }
@@ -782,10 +793,12 @@ void write_markdown(std::ostream& os, const document& doc) {
                                         std::to_string(r.exact_rank)};
         for (const auto& p : policies) row.push_back(rank_under(r, p));
         row.push_back(md_cell(sigma_min(r)));
+        row.push_back(md_cell(r.sigma_min_certified));
         row.push_back(md_cell(r.condition_number));
         row.push_back(md_cell(r.stable_rank));
         row.push_back(md_cell(r.effective_rank));
-        row.push_back(r.diverges ? "**DIVERGES**" : "");
+        row.push_back(std::string(r.diverges ? "**DIVERGES**" : "") +
+                      (r.sigma_min_diverges ? std::string(r.diverges ? " " : "") + "**DIVERGES (σ_min)**" : ""));
         row.push_back(md_cell(r.exact_rank_source));
         md_row(os, row);
       }

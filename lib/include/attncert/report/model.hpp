@@ -51,6 +51,14 @@ struct rank_row {
   std::string stable_rank;        ///< ‖A‖_F² / ‖A‖₂² from the same singular values
   std::string effective_rank;     ///< exp(entropy of σᵢ/Σσ) (Roy & Vetterli)
   bool diverges = false;          ///< some numerical rank != exact_rank (a measurement, not a failure)
+  /// The smallest singular value of the matrix as formed (exact in Q), certified: "0" when the
+  /// formed matrix is rank-deficient over Q, else an enclosure "[lo, hi]"; empty when not computed.
+  std::string sigma_min_certified;
+  std::string sigma_min_certified_how;  ///< how it was decided (exact rank over Q, or Rump's enclosure at N bits)
+  std::string sigma_min_tolerance;      ///< the declared tolerance of the measured σ_min against it
+  /// The measured σ_min lies outside that tolerance of the certified value (a measurement, not a
+  /// failure; flagged "DIVERGES (sigma_min)").
+  bool sigma_min_diverges = false;
 };
 
 /// Everything one check produced.
@@ -68,6 +76,7 @@ struct check_report {
 struct summary {
   std::size_t claims = 0, pass = 0, fail = 0, undecided = 0, skipped = 0;
   std::size_t rank_rows = 0, divergences = 0;
+  std::size_t sigma_min_divergences = 0;  ///< rank rows whose σ_min is off its certified value
 };
 
 /// A whole report.
@@ -93,6 +102,7 @@ struct document {
       for (const auto& r : c.ranks) {
         ++s.rank_rows;
         if (r.diverges) ++s.divergences;
+        if (r.sigma_min_diverges) ++s.sigma_min_divergences;
       }
     }
     return s;
