@@ -23,10 +23,12 @@
 #include <algorithm>
 #include <iomanip>
 #include <iostream>
+#include <optional>
 #include <sstream>
 
 #include "attncert/deadline.hpp"
 #include "attncert/io/atomic_file.hpp"
+#include "attncert/linalg/exact.hpp"
 #include "attncert/number/decimal.hpp"
 #include "attncert/drift/sweep.hpp"
 #include "attncert/report/drift.hpp"
@@ -108,32 +110,89 @@ const char* recipe_styles[] = {"lc rgb '#d62728' pt 7", "lc rgb '#1f77b4' pt 5",
 std::string encl_lo(double x) { return decimal_down(x, 17, decimal_layout::general); }
 std::string encl_hi(double x) { return decimal_up(x, 17, decimal_layout::general); }
 
-// Data for the smallest-singular-value figure: one block per recipe, then the band.
-std::string sigma_min_data(const drift_request& r, const drift_result& res) {
+// The exact rank over Q of the object recipe rc forms on `in`: every formed entry is a binary number
+// (binary16 … binary64, or MPFR at N bits), hence exact in Q, so the rank is decided by exact
+// elimination (tier exact).  Nothing when the recipe cannot form it (overflow).  For the figures'
+// small matrices only (the cost grows as n^3 rational operations).
+std::optional<std::size_t> formed_exact_rank(const recipe& rc, const recipe_input& in) {
+  matrix<mpq_rational> Q;
+  if (rc.type != recipe::kind::mpfr) {
+    const auto M = approx_formed_object(rc, in);  // binary64 numbers: exact for every recipe but mpfrN
+    if (!M) return std::nullopt;
+    Q = from_double_matrix<mpq_rational>(*M);
+  } else {
+    precision_guard g(rc.result.requested_bits);
+    matrix<mpfr_float> M;
+    try {
+      M = recipe_form<mpfr_float, mpfr_float, mpfr_float, mpfr_float, mpfr_float>(in);
+    } catch (const input_error&) {
+      return std::nullopt;
+    }
+    Q.resize(M.rows(), M.cols());
+    for (Eigen::Index i = 0; i < M.rows(); ++i)
+      for (Eigen::Index j = 0; j < M.cols(); ++j) {
+        if (!mpfr_number_p(M(i, j).backend().data())) return std::nullopt;
+        mpfr_get_q(Q(i, j).backend().data(), M(i, j).backend().data());
+      }
+  }
+  return rank(Q);
+}
+
+// Data for the smallest-singular-value figure: one block per recipe, then the band.  With
+// `decide_zeros` (the figures' 2×2 family), each recipe's formed matrix gets its exact rank over Q:
+// where it is rank-deficient its σ_min is exactly 0, whatever the SVD printed, so the σ column is
+// NaN and the recipe's "exact zero" column is 1 (drawn apart, at the bottom); otherwise the SVD's
+// σ_min (NaN for a computed 0 or an unformed recipe).
+std::string sigma_min_data(const drift_request& r, const drift_result& res, bool decide_zeros = false) {
   std::ostringstream os;
-  os << "# a  sigma_min_enclosure_lo  sigma_min_enclosure_hi  then per recipe: sigma_min (NaN: zero or not formed)\n";
-  os << "# recipes:";
+  os << "# a  sigma_min_enclosure_lo  sigma_min_enclosure_hi  then per recipe: sigma_min (NaN: zero or not formed)";
+  if (decide_zeros) os << "; then per recipe: 1 where the formed matrix is rank-deficient over Q (sigma_min = 0 exactly)";
+  os << "\n# recipes:";
   for (const auto& rc : r.recipes) os << " " << rc.name;
   os << "\n";
   for (const auto& p : res.points) {
     os << n17(p.a) << " " << encl_lo(p.smin_lo_d) << " " << encl_hi(p.smin_hi_d);
-    for (const auto& m : p.recipes) os << " " << (m.formed && m.sigma_min > 0 ? n17(m.sigma_min) : std::string("NaN"));
+    std::vector<int> zero(p.recipes.size(), 0);
+    if (decide_zeros) {
+      const recipe_input in = drift_instance(r, p.a);
+      for (std::size_t i = 0; i < p.recipes.size(); ++i) {
+        const auto k = p.recipes[i].formed ? formed_exact_rank(r.recipes[i], in) : std::nullopt;
+        zero[i] = k && *k < static_cast<std::size_t>(std::min(in.Q.rows(), in.K.rows())) ? 1 : 0;
+      }
+    }
+    for (std::size_t i = 0; i < p.recipes.size(); ++i) {
+      const auto& m = p.recipes[i];
+      os << " " << (m.formed && m.sigma_min > 0 && !zero[i] ? n17(m.sigma_min) : std::string("NaN"));
+    }
+    if (decide_zeros)
+      for (int z : zero) os << " " << z;
     os << "\n";
   }
   return os.str();
 }
 
-std::string sigma_min_script(const drift_request& r, const std::string& data, const std::string& title) {
+// `zeros_at`: the y at which exact zeros are drawn (decide_zeros data), 0 for none.
+std::string sigma_min_script(const drift_request& r, const std::string& data, const std::string& title,
+                             double zeros_at = 0) {
   std::ostringstream gp;
   gp << "set title \"" << title << "\"\n"
      << "set logscale xy\nset format x '10^{%L}'\nset format y '10^{%L}'\n"
      << "set xlabel 'score scale a'\nset ylabel 'smallest singular value'\n"
-     << "set key left top box opaque\nset grid\nset datafile missing 'NaN'\n"
-     << "plot '" << data << "' using 1:2:3 with filledcurves lc rgb '#bbbbbb' title 'certified enclosure (exact {/Symbol s}_{min})', \\\n"
+     << "set key left top box opaque\nset grid\nset datafile missing 'NaN'\n";
+  if (zeros_at > 0)
+    gp << "set yrange [" << n17(zeros_at / 10) << ":*]\n"
+       << "set label 'exact 0 (formed matrix rank-deficient over Q)' at graph 0.99, first " << n17(zeros_at * 3)
+       << " right font ',9'\n";
+  gp << "plot '" << data << "' using 1:2:3 with filledcurves lc rgb '#bbbbbb' title 'certified enclosure (exact {/Symbol s}_{min})', \\\n"
      << "     '' using 1:(sqrt($2*$3)) with lines lc rgb 'black' lw 1 notitle";
   for (std::size_t i = 0; i < r.recipes.size(); ++i)
     gp << ", \\\n     '' using 1:" << (4 + i) << " with points " << recipe_styles[i % 8] << " ps 0.8 title '"
        << r.recipes[i].name << "'";
+  if (zeros_at > 0)
+    for (std::size_t i = 0; i < r.recipes.size(); ++i)
+      gp << ", \\\n     '' using 1:($" << (4 + r.recipes.size() + i) << " > 0 ? " << n17(zeros_at) << " / "
+         << n17(std::pow(1.6, static_cast<double>(i))) << " : NaN) with points " << recipe_styles[i % 8]
+         << " ps 0.5 notitle";
   gp << "\n";
   return gp.str();
 }
@@ -292,10 +351,13 @@ void figure4(const fs::path& dir, const std::vector<std::string>& exts) {
   r.to = 10;
   r.points = 85;
   const drift_result res = run_drift(r);
-  write_file(dir / "fig4-sigma-min.dat", sigma_min_data(r, res));
+  // Which points are exact zeros is decided from the exact rank over Q of each formed matrix (not from
+  // the SVD's value: an SVD of an exactly rank-1 matrix prints noise such as 1.7e-17 in fp64).
+  write_file(dir / "fig4-sigma-min.dat", sigma_min_data(r, res, true));
   render(dir, "fig4-sigma-min",
          sigma_min_script(r, "fig4-sigma-min.dat",
-                          "Figure 4. Two-token family: smallest singular value of A per recipe (a computed 0 is not drawn)"),
+                          "Figure 4. Two-token family: smallest singular value of A per recipe (exact zeros: bottom row)",
+                          1e-22),
          exts, 900, 560);
 }
 
