@@ -96,6 +96,14 @@ lines_in(b[0], two, "check two-token")
 verbose = run(["check", "--verbose"])
 lines_in(b[1], verbose, "check --verbose")
 prose_numbers(worked, pool(two, verbose), "worked example")
+# The table of checks: its numbers (2·10⁻⁴⁶⁸, 3.6·10⁻⁸⁶⁹, ...) and binary64's departure layer.
+table = section("## What `attncert check` reports", "## The guarantee")
+prose_numbers(table, pool(verbose), "check table")
+m = re.search(r"binary64's measurement departs from the truth at layer (\d+)", table)
+dep = re.search(r"departure-depth\s+pure attention\s+computed=(\d+)", verbose)  # binary64 comes first
+compared += 1
+if not m or not dep or m.group(1) != dep.group(1):
+    fail("check table: binary64's departure layer %s, the check reports %s" % (m and m.group(1), dep and dep.group(1)))
 
 # ---- `attncert drift`: the example --------------------------------------------------------------
 drift = section("## `attncert drift`", "- **Families.**")
