@@ -21,6 +21,7 @@ import collections
 import decimal
 import fractions
 import numbers
+import sys
 import warnings
 
 import numpy as np
@@ -47,8 +48,15 @@ def _torch():
         return None
 
 
+def _loaded_torch():
+    """torch if the process has imported it, else None: a tensor or a torch dtype exists only then, so
+    a NumPy caller never pays torch's import (seconds, and a Ctrl-C landing in it surfaced as torch's
+    RuntimeError instead of KeyboardInterrupt)."""
+    return sys.modules.get("torch")
+
+
 def _is_tensor(x):
-    t = _torch()
+    t = _loaded_torch()
     return t is not None and isinstance(x, t.Tensor)
 
 
@@ -119,7 +127,7 @@ def _to_numpy(x, what):
 
 
 def _is_dtype(x):
-    t = _torch()
+    t = _loaded_torch()
     return t is not None and isinstance(x, t.dtype)
 
 

@@ -12,6 +12,7 @@
 #include <sstream>
 #include <string>
 
+#include "interrupt.hpp"
 #include "attncert/error.hpp"
 #include "attncert/io/bounded_input.hpp"
 #include "attncert/linalg/matrix.hpp"
@@ -99,7 +100,7 @@ std::string rank_json(const py::dict& o) {
     throw input_error("deflate_max_k must be in [0, 4096] and deflate_seconds >= 0");
   req.deflation_max_k = static_cast<std::size_t>(dk);
   req.inputs = inputs;
-  py::gil_scoped_release nogil;
+  python::interruptible_nogil nogil;  // Ctrl-C: KeyboardInterrupt (interrupt.hpp)
   return to_json(analyse_rank(req), "attncert.rank (python)").dump();
 }
 
@@ -108,7 +109,7 @@ std::string rank_json(const py::dict& o) {
 std::string certify_json(const std::string& claim_text, const std::string& base_dir, unsigned max_bits, double max_seconds) {
   if (!(max_seconds >= 0) || max_seconds > 1e7) throw input_error("--max-seconds must be in [0, 1e7] (0: no limit)");
   const nlohmann::json claim = proofs::parse_claim_text(claim_text);
-  py::gil_scoped_release nogil;
+  python::interruptible_nogil nogil;  // Ctrl-C: KeyboardInterrupt (interrupt.hpp)
   const proofs::certify_result r = proofs::certify(claim, base_dir.empty() ? "." : base_dir, max_bits, max_seconds);
   nlohmann::json out = r.report;
   out["summary_text"] = r.summary;
@@ -136,7 +137,7 @@ std::pair<std::string, std::string> check_json(const std::vector<std::string>& i
   doc.version = ATTNCERT_VERSION;
   doc.command = "attncert.check (python)";
   {
-    py::gil_scoped_release nogil;
+    python::interruptible_nogil nogil;  // Ctrl-C: KeyboardInterrupt (interrupt.hpp)
     for (const auto* c : chosen) doc.checks.push_back(checks::run_check(*c, rs));
   }
   std::ostringstream os;
@@ -228,7 +229,7 @@ std::string drift_json_py(const py::dict& o, const py::list& diagnostics) {
                              }});
   }
   validate(r);
-  py::gil_scoped_release nogil;
+  python::interruptible_nogil nogil;  // Ctrl-C: KeyboardInterrupt (interrupt.hpp)
   const drift_result res = run_drift(r);
   std::ostringstream os;
   drift_write_options wo;

@@ -16,7 +16,9 @@
 #include <string>
 #include <vector>
 
+#include "interrupt.hpp"
 #include "attncert/error.hpp"
+#include "attncert/memory.hpp"
 #include "attncert/io/npy.hpp"
 #include "attncert/attention/empty_rows.hpp"
 #include "attncert/oracle/backward.hpp"
@@ -263,7 +265,7 @@ class reference {
       rows = static_cast<std::size_t>(n);
       seed = opts.contains("seed") ? opts["seed"].cast<std::uint64_t>() : 0;
     }
-    py::gil_scoped_release nogil;
+    python::interruptible_nogil nogil;  // Ctrl-C: KeyboardInterrupt (interrupt.hpp)
     built_ = oracle::build_request(spec_);
     if (rows) sample_rows(built_.req, rows, seed);
     if (block) {  // the internal rows [begin, end) only (attncert.distributed's tasks)
@@ -348,7 +350,7 @@ class reference {
     oracle::truth_view t = of_lse ? oracle::lse_truth(result_) : oracle::output_truth(result_, built_.req.target);
     oracle::candidate_grade g;
     {
-      py::gil_scoped_release nogil;
+      python::interruptible_nogil nogil;  // Ctrl-C: KeyboardInterrupt (interrupt.hpp)
       g = oracle::approx_grade(t, c, b ? &*b : nullptr, rs, of_lse ? "lse" : "c1");
     }
     return oracle::candidate_grade_json(g).dump();
@@ -389,7 +391,7 @@ class gradients {
     io::npy_array d = to_npy(dout, "do", true);
     std::optional<io::npy_array> dl;
     if (!dlse.is_none()) dl = to_npy(dlse, "dlse", true);
-    py::gil_scoped_release nogil;
+    python::interruptible_nogil nogil;  // Ctrl-C: KeyboardInterrupt (interrupt.hpp)
     built_ = oracle::build_request(spec_);
     glay_ = oracle::gradient_layouts(spec_, built_);
     result_ = oracle::run_oracle_backward(built_.req, cotangents(built_, d, dl));
@@ -437,7 +439,7 @@ class gradients {
     if (i < 3) oracle::skip_absent_rows(t, glay_[i]);
     oracle::candidate_grade g;
     {
-      py::gil_scoped_release nogil;
+      python::interruptible_nogil nogil;  // Ctrl-C: KeyboardInterrupt (interrupt.hpp)
       g = oracle::approx_grade(t, c, b ? &*b : nullptr, rs, name);
     }
     nlohmann::json j = oracle::candidate_grade_json(g);
@@ -487,7 +489,7 @@ py::dict backward_block(const py::handle& q, const py::handle& k, const py::hand
   if (!dlse.is_none()) dl = to_npy(dlse, "dlse", true);
   oracle::backward_block_result r;
   {
-    py::gil_scoped_release nogil;
+    python::interruptible_nogil nogil;  // Ctrl-C: KeyboardInterrupt (interrupt.hpp)
     const oracle::built_request built = oracle::build_request(spec);
     r = oracle::run_oracle_backward_block(built.req, cotangents(built, d, dl), static_cast<std::size_t>(rows.first),
                                           static_cast<std::size_t>(rows.second));
@@ -533,7 +535,7 @@ py::tuple reduce_blocks(const py::list& parts, const py::object& scale, const st
   }
   oracle::reduced_gradient r;
   {
-    py::gil_scoped_release nogil;
+    python::interruptible_nogil nogil;  // Ctrl-C: KeyboardInterrupt (interrupt.hpp)
     r = oracle::reduce_backward_blocks(ptr, has_scale ? sc : nullptr, oracle::parse_target(target));
   }
   std::vector<double> decided(r.decided.begin(), r.decided.end());
@@ -548,10 +550,13 @@ void bind_sampling(py::module_& m);  // python/src/sampling.cpp
 PYBIND11_MODULE(_core, m) {
   m.doc() = "attncert's C++ core: the certified attention oracle (forward, backward) and its grading rules";
   m.attr("version") = ATTNCERT_VERSION;
+  attncert::install_allocation_failure_handlers();  // GMP/FLINT out of memory: MemoryError, not an abort
   static py::exception<input_error> input_exc(m, "InputError", PyExc_ValueError);
   py::register_exception_translator([](std::exception_ptr p) {
     try {
       if (p) std::rethrow_exception(p);
+    } catch (const interrupted&) {
+      PyErr_SetNone(PyExc_KeyboardInterrupt);  // Ctrl-C seen by a poll inside the core (interrupt.hpp)
     } catch (const input_error& e) {
       PyErr_SetString(input_exc.ptr(), e.what());
     } catch (const python::conversion_memory_error& e) {

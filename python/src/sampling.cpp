@@ -16,6 +16,7 @@
 #include <utility>
 #include <vector>
 
+#include "interrupt.hpp"
 #include "attncert/error.hpp"
 #include "attncert/io/npy.hpp"
 #include "attncert/oracle/grading.hpp"
@@ -124,7 +125,7 @@ std::string grade_rows(const py::handle& cand, const py::object& baseline, const
   v.index_order = "b,h,i,k";
   oracle::candidate_grade g;
   {
-    py::gil_scoped_release nogil;
+    python::interruptible_nogil nogil;  // Ctrl-C: KeyboardInterrupt (interrupt.hpp)
     g = oracle::approx_grade(v, c, b ? &*b : nullptr, rs, "c1");
   }
   auto place = [&](std::array<std::size_t, 4>& ix) {

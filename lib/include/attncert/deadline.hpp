@@ -11,6 +11,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <limits>
 #include <stdexcept>
 #include <string>
 
@@ -36,8 +37,14 @@ inline deadline_state& current_deadline() {
 }
 }  // namespace detail
 
+/// The budget in force on this thread (to hand to worker threads: deadline_scope(state)).
+inline detail::deadline_state current_budget() { return detail::current_deadline(); }
+
 /// Sets a deadline `seconds` from now for this thread (seconds <= 0: none) and restores the
-/// previous one when it ends.  Nested scopes keep the earlier of the two deadlines.
+/// previous one when it ends.  Nested scopes keep the earlier of the two deadlines.  This is the
+/// one budget of a command: every stage of it polls check_deadline() / deadline_passed(), and a
+/// worker thread adopts its parent's budget with deadline_scope(current_budget()) taken on the
+/// parent.
 class deadline_scope {
  public:
   explicit deadline_scope(double seconds) : saved_(detail::current_deadline()) {
@@ -46,6 +53,10 @@ class deadline_scope {
     const auto at = std::chrono::steady_clock::now() +
                     std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(seconds));
     if (!s.active || at < s.at) s = {true, at, seconds};
+  }
+  explicit deadline_scope(const detail::deadline_state& parent) : saved_(detail::current_deadline()) {
+    auto& s = detail::current_deadline();
+    if (parent.active && (!s.active || parent.at < s.at)) s = parent;
   }
   deadline_scope(const deadline_scope&) = delete;
   deadline_scope& operator=(const deadline_scope&) = delete;
@@ -68,6 +79,24 @@ inline void request_interrupt() noexcept { detail::interrupt_flag().store(true, 
 
 /// True once request_interrupt() was called.
 inline bool interrupt_requested() noexcept { return detail::interrupt_flag().load(std::memory_order_relaxed); }
+
+/// Forgets an interruption (the Python bindings: one call's Ctrl-C must not stop the next call).
+inline void clear_interrupt() noexcept { detail::interrupt_flag().store(false, std::memory_order_relaxed); }
+
+/// True when this thread's deadline has passed (no exception: for loops that stop and report
+/// what they did not compute).
+inline bool deadline_passed() {
+  const auto& s = detail::current_deadline();
+  return s.active && std::chrono::steady_clock::now() > s.at;
+}
+
+/// Seconds of this thread's budget left (+inf without a deadline; 0 once passed).
+inline double seconds_left() {
+  const auto& s = detail::current_deadline();
+  if (!s.active) return std::numeric_limits<double>::infinity();
+  const double left = std::chrono::duration<double>(s.at - std::chrono::steady_clock::now()).count();
+  return left > 0 ? left : 0.0;
+}
 
 /// Throws `interrupted` once request_interrupt() was called.
 inline void check_interrupt() {

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "attncert/error.hpp"
+#include "attncert/deadline.hpp"
 #include "attncert/number/outward.hpp"
 #include "attncert/number/double_double.hpp"
 #include "attncert/oracle/oracle.hpp"
@@ -262,6 +263,7 @@ matrix<mpfi_float> enclose_scores_mpfi(const matrix<double>& Q, const matrix<dou
   matrix<mpfi_float> S(nq, nk);
   for (Eigen::Index i = 0; i < nq; ++i)
     for (Eigen::Index j = 0; j < nk; ++j) {
+      if (j == 0) check_deadline();  // the command's budget and interruption: one poll per row
       mpfi_ptr s = S(i, j).backend().data();
       if (!M.allows(i, j)) {
         mpfi_set_si(s, 0);

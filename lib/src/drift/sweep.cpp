@@ -7,6 +7,7 @@
 #include <random>
 
 #include "attncert/attention/binary64_enclosure.hpp"
+#include "attncert/deadline.hpp"
 #include "attncert/linalg/certified_svd.hpp"
 #include "attncert/linalg/fast_svd.hpp"
 #include "attncert/linalg/spectra.hpp"
@@ -498,6 +499,7 @@ drift_result run_drift(const drift_request& r) {
   // The instance does not depend on a except through the scale: build it once.
   recipe_input in = drift_instance(r, 0.0);
   for (std::size_t i = 0; i < res.grid.size(); ++i) {
+    check_deadline();  // one poll per point: the command's budget and interruption (deadline.hpp)
     drift_point p;
     p.a = res.grid[i];
     p.exact = drift_exact_rank(r, p.a);

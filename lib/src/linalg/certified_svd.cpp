@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "attncert/deadline.hpp"
 #include "attncert/linalg/spectra.hpp"
 #include "attncert/number/ziv.hpp"
 
@@ -29,6 +30,7 @@ mpfr_float orthogonality_defect(const matrix<mpfr_float>& Q) {
   mpfr_float lo, hi;
   for (Eigen::Index i = 0; i < k; ++i)
     for (Eigen::Index j = i; j < k; ++j) {
+      if (j == i) check_deadline();  // the command's budget and interruption: one poll per row
       mpfr_set_si(lo.backend().data(), i == j ? -1 : 0, MPFR_RNDN);  // exact
       mpfr_set_si(hi.backend().data(), i == j ? -1 : 0, MPFR_RNDN);
       for (Eigen::Index r = 0; r < Q.rows(); ++r) {
@@ -47,6 +49,7 @@ matrix<mpfi_float> point_transpose_times(const matrix<mpfr_float>& X, const matr
   mpfi_float t, s;
   for (Eigen::Index i = 0; i < X.cols(); ++i)
     for (Eigen::Index j = 0; j < Y.cols(); ++j) {
+      if (j == 0) check_deadline();
       mpfi_set_si(s.backend().data(), 0);
       for (Eigen::Index r = 0; r < X.rows(); ++r) {
         mpfi_mul_fr(t.backend().data(), Y(r, j).backend().data(), X(r, i).backend().data());
@@ -62,6 +65,7 @@ matrix<mpfi_float> times_point(const matrix<mpfi_float>& Y, const matrix<mpfr_fl
   mpfi_float t, s;
   for (Eigen::Index i = 0; i < Y.rows(); ++i)
     for (Eigen::Index j = 0; j < X.cols(); ++j) {
+      if (j == 0) check_deadline();
       mpfi_set_si(s.backend().data(), 0);
       for (Eigen::Index r = 0; r < Y.cols(); ++r) {
         mpfi_mul_fr(t.backend().data(), Y(i, r).backend().data(), X(r, j).backend().data());

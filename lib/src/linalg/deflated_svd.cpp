@@ -8,6 +8,7 @@
 #include <limits>
 
 #include "attncert/error.hpp"
+#include "attncert/deadline.hpp"
 #include "attncert/linalg/lapack.hpp"
 #include "attncert/linalg/spectra.hpp"
 #include "attncert/number/interval.hpp"
@@ -63,6 +64,7 @@ matrix<mpfr_float> approx_times(const matrix<mpfr_float>& A, const matrix<mpfr_f
   matrix<mpfr_float> Y(n, X.cols());
   mpfr_float t;
   for (Eigen::Index j = 0; j < X.cols(); ++j) {
+    check_deadline();  // n² MPFR operations per column: the command's budget and interruption
     for (Eigen::Index i = 0; i < n; ++i) mpfr_set_ui(raw(Y(i, j)), 0, MPFR_RNDN);
     if (tr) {
       for (Eigen::Index i = 0; i < n; ++i) {
@@ -237,6 +239,7 @@ trailing_triple refine(const mid_rad& A, const binary64_svd_factors& F, Eigen::I
   double previous = inf;
   bool last = false;
   for (int it = 0; it < max_steps; ++it) {
+    check_deadline();
     if (!rayleigh_ritz(A.mid, t)) return trailing_triple{};
     const matrix<mpfr_float> Rl = left_residual(A.mid, t);
     ++steps;

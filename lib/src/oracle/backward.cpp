@@ -23,6 +23,7 @@
 #include <string>
 #include <thread>
 
+#include "attncert/deadline.hpp"
 #include "attncert/error.hpp"
 #include "attncert/number/ziv.hpp"
 #include "attncert/oracle/request.hpp"
@@ -89,6 +90,7 @@ void for_each_parallel(const std::vector<std::size_t>& list, unsigned threads,
         const std::size_t k = next.fetch_add(1);
         if (k >= list.size() || k > limit.load(std::memory_order_relaxed)) break;
         try {
+          check_interrupt();  // Ctrl-C (CLI, Python): every worker stops at its next row
           fn(list[k], st);
         } catch (...) {
           record(k);

@@ -11,6 +11,7 @@
 #include <mutex>
 #include <thread>
 
+#include "attncert/deadline.hpp"
 #include "attncert/error.hpp"
 #include "attncert/number/double_double.hpp"
 #include "attncert/number/ziv.hpp"
@@ -364,6 +365,7 @@ class oracle_run {
         const std::size_t r = next_row_.fetch_add(1);
         if (r >= rows() || r > error_limit_.load(std::memory_order_relaxed)) break;
         try {
+          check_interrupt();  // Ctrl-C (CLI, Python): every worker stops at its next row
           process_row(r, w);
         } catch (...) {
           record_error(r);

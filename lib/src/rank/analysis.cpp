@@ -7,8 +7,11 @@
 #include <sstream>
 #include <unistd.h>
 
+#include <flint/nmod_mat.h>
+
 #include "attncert/attention/binary64_enclosure.hpp"
 #include "attncert/attention/heads.hpp"
+#include "attncert/deadline.hpp"
 #include "attncert/linalg/deflated_svd.hpp"
 #include "attncert/linalg/fast_svd.hpp"
 #include "attncert/number/ziv.hpp"
@@ -121,15 +124,15 @@ void describe(const rank_request& req, rank_analysis& a) {
   a.inputs = req.inputs;
 }
 
-// The stages' clock: max_seconds (0 = none) from the start of the analysis.
+// The stages' stopwatch.  Expiry is the command's one budget (deadline.hpp: --max-seconds set by
+// analyse_rank, polled inside the stages' own loops as well as between them).
 class stage_clock {
  public:
-  explicit stage_clock(double max_seconds) : max_(max_seconds), start_(std::chrono::steady_clock::now()) {}
+  stage_clock() : start_(std::chrono::steady_clock::now()) {}
   double elapsed() const { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count(); }
-  bool expired() const { return max_ > 0 && elapsed() >= max_; }
+  bool expired() const { return deadline_passed(); }
 
  private:
-  double max_;
   std::chrono::steady_clock::time_point start_;
 };
 
@@ -313,10 +316,21 @@ void escalate_deflated(const rank_request& req, rank_analysis& a, const binary64
       req.progress("singular values: the " + std::to_string(k) + " smallest on a deflated subspace at " + std::to_string(bits) + " bits");
     const double t0 = clock.elapsed();
     std::vector<mpfi_float> trailing;
-    {
+    try {
+      // --deflate-seconds bounds every level, the first included: the level stops inside when
+      // the earlier of it and --max-seconds passes (time_limit_reached; nothing of it is kept).
+      deadline_scope level_budget(req.deflation_seconds > 0 ? std::max(0.001, req.deflation_seconds - (clock.elapsed() - start)) : 0.0);
       precision_guard g(bits);
       const matrix<mpfi_float> A = form_object_mpfi(req);
       trailing = deflated_trailing_singular_values(A, F, k, vectors, last);
+    } catch (const time_limit_reached&) {
+      std::ostringstream os;
+      os.precision(3);
+      os << "stopped inside the " << bits << "-bit level after " << clock.elapsed() - t0 << " s, at "
+         << (clock.expired() ? "--max-seconds" : "--deflate-seconds");
+      if (clock.expired()) a.partial = true;
+      stopped = os.str();
+      break;
     }
     level_seconds = clock.elapsed() - t0;
     reached = bits;
@@ -351,6 +365,22 @@ void escalate_deflated(const rank_request& req, rank_analysis& a, const binary64
   a.notes.push_back(os.str());
 }
 
+// Seconds the binary64 path (linalg/fast_svd.hpp) would take on an m×n object: a 256×256
+// instance timed here, scaled by m·n·min(m, n) (dgesdd and the products are cubic).
+double estimate_binary64_path_seconds(long m, long n) {
+  const Eigen::Index s = 256;
+  binary64_enclosure A;
+  A.mid.resize(s, s);
+  A.rad = matrix<double>::Zero(s, s);
+  std::mt19937_64 rng(1);
+  std::normal_distribution<double> N(0, 1);
+  for (Eigen::Index i = 0; i < A.mid.size(); ++i) A.mid.data()[i] = N(rng);
+  const auto t0 = std::chrono::steady_clock::now();
+  (void)certified_singular_values_binary64(A);
+  const double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return t * (static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(std::min(m, n))) / (256.0 * 256.0 * 256.0);
+}
+
 // Certified singular values, filter then escalate: the binary64 path (LAPACK + residual bound,
 // proofs/P16) first; where it is unavailable or undecided (fewer certified > 0 than the exact
 // rank's lower bound, or wider than sigma_rel_width), Rump's bound in MPFI escalating (Ziv) up
@@ -367,6 +397,21 @@ void enclose_singular_values(const rank_request& req, rank_analysis& a, const st
     return true;
   };
   auto finish = [&] { a.singular_value_max_rel_width = max_relative_width(a.singular_values); };
+  const long dim0 = std::max(a.rows, a.cols);
+  if (std::isfinite(seconds_left()) && dim0 > 512) {
+    // One LAPACK SVD and its BLAS products cannot stop inside: the path does not start past the
+    // budget (a 256x256 instance timed here, scaled by the cube of the size).
+    const double est = estimate_binary64_path_seconds(a.rows, a.cols), left = seconds_left();
+    if (est > left) {
+      std::ostringstream os;
+      os.precision(2);
+      os << "singular values: not computed (the binary64 path would take about " << est << " s here, past the " << left
+         << " s left of --max-seconds)";
+      a.partial = true;
+      a.notes.push_back(os.str());
+      return finish();
+    }
+  }
   binary64_svd_factors factors;
   std::string why_not_binary64;
   if (auto enc = enclose_object_binary64(req, why_not_binary64)) {
@@ -424,6 +469,19 @@ double estimate_mpfr_svd_seconds(const format_spec& f, long m, long n) {
   return t * (static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(std::min(m, n))) / (48.0 * 48.0 * 48.0);
 }
 
+// Seconds LAPACK's SVD (the binary formats') of an m×n matrix would take here: a 256×256
+// binary64 sample timed now, scaled by m·n·min(m, n).
+double estimate_lapack_svd_seconds(long m, long n) {
+  matrix<double> S(256, 256);
+  std::mt19937_64 rng(1);
+  std::normal_distribution<double> N(0, 1);
+  for (Eigen::Index i = 0; i < S.size(); ++i) S.data()[i] = N(rng);
+  const auto t0 = std::chrono::steady_clock::now();
+  (void)approx_singular_values(S);
+  const double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return t * (static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(std::min(m, n))) / (256.0 * 256.0 * 256.0);
+}
+
 std::string duration_text(double s) {
   std::ostringstream os;
   os.precision(2);
@@ -449,6 +507,8 @@ void count_exact(const rank_analysis& a, const rank_policy& P, const format_spec
 }
 
 // Numerical ranks of the object formed in each format, under each policy.
+void numerical_in_format(const rank_request& req, rank_analysis& a, const format_spec& f);
+
 void measure_numerical(const rank_request& req, rank_analysis& a, const stage_clock& clock) {
   for (const auto& f : req.formats) {
     if (clock.expired()) {
@@ -462,28 +522,51 @@ void measure_numerical(const rank_request& req, rank_analysis& a, const stage_cl
                         duration_text(estimate_mpfr_svd_seconds(f, a.rows, a.cols)) + " here; name it in --formats to run it");
       continue;
     }
-    if (req.progress) req.progress("numerical ranks: " + f.name);
-    with_format(f, [&]<class T>() {
-      if constexpr (tier_of<T> == tier::approx) {
-        const matrix<T> M = form_object<T>(req);
-        const auto m = approx_numerical_rank(M, f, req.policies, a.exact.lo, a.exact.hi);
-        using S = typename decltype(m.sigma)::value_type;
-        for (std::size_t k = 0; k < req.policies.size(); ++k) {
-          numerical_rank_entry e;
-          e.format = f.name;
-          e.policy = req.policies[k].name();
-          e.rank = m.ranks[k];
-          e.threshold = m.sigma.empty() ? std::string("0") : number_traits<S>::to_string(m.thresholds[k], 17);
-          e.diverges = m.diverges[k];
-          count_exact(a, req.policies[k], f, e);
-          a.divergences += e.diverges;
-          a.numerical.push_back(std::move(e));
-        }
-      } else {
-        throw input_error("format '" + f.name + "' is an enclosure format: numerical ranks need binary16, bfloat16, binary32, binary64 or mpfrN");
+    if (std::isfinite(seconds_left()) && (f.type == format_spec::kind::mpfr || std::max(a.rows, a.cols) > 512)) {
+      // An SVD (Eigen's Jacobi in MPFR, LAPACK's otherwise) cannot stop inside: it does not start
+      // past the budget.  (Forming the object polls the budget itself.)
+      const double est = f.type == format_spec::kind::mpfr ? estimate_mpfr_svd_seconds(f, a.rows, a.cols)
+                                                           : estimate_lapack_svd_seconds(a.rows, a.cols),
+                   left = seconds_left();
+      if (est > left) {
+        a.partial = true;
+        a.notes.push_back("numerical ranks in " + f.name + ": not computed (its SVD would take about " + duration_text(est) +
+                          " here, past the " + duration_text(left) + " left of --max-seconds)");
+        continue;
       }
-    });
+    }
+    if (req.progress) req.progress("numerical ranks: " + f.name);
+    try {
+      numerical_in_format(req, a, f);
+    } catch (const time_limit_reached&) {
+      a.partial = true;
+      a.notes.push_back("numerical ranks in " + f.name + ": not computed (stopped at --max-seconds)");
+    }
   }
+}
+
+// One format's numerical ranks under every policy (measure_numerical).
+void numerical_in_format(const rank_request& req, rank_analysis& a, const format_spec& f) {
+  with_format(f, [&]<class T>() {
+    if constexpr (tier_of<T> == tier::approx) {
+      const matrix<T> M = form_object<T>(req);
+      const auto m = approx_numerical_rank(M, f, req.policies, a.exact.lo, a.exact.hi);
+      using S = typename decltype(m.sigma)::value_type;
+      for (std::size_t k = 0; k < req.policies.size(); ++k) {
+        numerical_rank_entry e;
+        e.format = f.name;
+        e.policy = req.policies[k].name();
+        e.rank = m.ranks[k];
+        e.threshold = m.sigma.empty() ? std::string("0") : number_traits<S>::to_string(m.thresholds[k], 17);
+        e.diverges = m.diverges[k];
+        count_exact(a, req.policies[k], f, e);
+        a.divergences += e.diverges;
+        a.numerical.push_back(std::move(e));
+      }
+    } else {
+      throw input_error("format '" + f.name + "' is an enclosure format: numerical ranks need binary16, bfloat16, binary32, binary64 or mpfrN");
+    }
+  });
 }
 
 // Memory before any stage allocates: each stage's largest working set, estimated from the
@@ -530,6 +613,56 @@ void plan_memory(const rank_request& req, rank_analysis& a) {
   }
 }
 
+// Seconds one elimination mod p of an m×n word matrix would take here: a 384×384 determinant
+// timed now, scaled by (size/384)^2.8 (FLINT's elimination multiplies blocks by Strassen).
+double estimate_elimination_seconds(long m, long n) {
+  const slong s = 384;
+  nmod_mat_t A;
+  nmod_mat_init(A, s, s, 1000003);
+  flint_rand_t st;
+  flint_randinit(st);
+  nmod_mat_randfull(A, st);
+  const auto t0 = std::chrono::steady_clock::now();
+  (void)nmod_mat_det(A);
+  const double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  flint_randclear(st);
+  nmod_mat_clear(A);
+  const double size = std::cbrt(static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(std::min(m, n)));
+  return t * std::pow(size / static_cast<double>(s), 2.8);
+}
+
+// The exact rank (transcendence method, proofs/P08) within the budget: not started when its
+// eliminations (up to three: rank, pivots, witness) are estimated past the time left, and stopped
+// if a polled loop (the polynomial method's) passes the deadline.  Not computed, the interval is
+// the trivial [0, min(rows, cols)] and the note says why.
+void exact_stage(const rank_request& req, const score_factors& F, const rank_options& opt, rank_analysis& a) {
+  const long m = a.rows, nk = req.S ? static_cast<long>(req.S->cols()) : static_cast<long>(req.K->rows());
+  auto not_computed = [&](const std::string& why) {
+    a.partial = true;
+    a.exact = {};
+    a.exact.hi = static_cast<std::size_t>(std::min(a.rows, a.cols));
+    a.exact.lo_witness = "trivial (rank >= 0): the exact rank was not computed";
+    a.exact.hi_witness = "structure: min(rows, cols) = " + std::to_string(a.exact.hi);
+    a.notes.push_back("exact rank: not computed (" + why + ")");
+  };
+  const double left = seconds_left();
+  if (std::isfinite(left) && static_cast<double>(m) * static_cast<double>(nk) > 256.0 * 256.0) {
+    const double est = 3 * estimate_elimination_seconds(m, nk);
+    if (est > left) {
+      std::ostringstream os;
+      os.precision(2);
+      os << "its eliminations mod p would take about " << est << " s here, past the " << left
+         << " s left of --max-seconds";
+      return not_computed(os.str());
+    }
+  }
+  try {
+    a.exact = layer_rank_from_factors(F, req.M, req.object, req.V, req.X, opt);
+  } catch (const time_limit_reached&) {
+    not_computed("stopped at --max-seconds");
+  }
+}
+
 }  // namespace
 
 rank_analysis analyse_rank(const rank_request& req) {
@@ -537,7 +670,8 @@ rank_analysis analyse_rank(const rank_request& req) {
   rank_analysis a;
   describe(req, a);
   plan_memory(req, a);
-  const stage_clock clock(req.max_seconds);
+  deadline_scope budget(req.max_seconds);  // the one budget of the whole analysis (deadline.hpp)
+  const stage_clock clock;
   double t = 0;
   auto stage_done = [&](const char* name) {
     const double now = clock.elapsed();
@@ -558,14 +692,22 @@ rank_analysis analyse_rank(const rank_request& req) {
     if (!req.inv_sqrt_d && req.scale) F.scale = *req.scale;
   }
   a.algebraic_factor = algebraic_factor(req);
-  a.exact = layer_rank_from_factors(F, req.M, req.object, req.V, req.X, opt);
+  exact_stage(req, F, opt, a);
   stage_done("exact rank");
   if (clock.expired()) {
     a.partial = true;
     a.notes.push_back("singular values: not computed (stopped at --max-seconds)");
   } else {
     if (req.progress) req.progress("singular values: binary64 SVD + residual bound");
-    enclose_singular_values(req, a, clock);
+    try {
+      enclose_singular_values(req, a, clock);
+    } catch (const time_limit_reached&) {
+      // Stopped inside (an MPFI escalation step): what an earlier step certified stays.
+      a.partial = true;
+      a.singular_values_decided = false;
+      a.notes.push_back("singular values: stopped at --max-seconds inside the " + a.singular_value_method +
+                        " stage; what is not certified stays UNDECIDED");
+    }
     stage_done("singular values");
   }
   measure_numerical(req, a, clock);

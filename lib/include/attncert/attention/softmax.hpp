@@ -9,6 +9,7 @@
 
 #include "attncert/attention/empty_rows.hpp"
 #include "attncert/attention/mask.hpp"
+#include "attncert/deadline.hpp"
 #include "attncert/linalg/matrix.hpp"
 
 namespace attncert {
@@ -66,6 +67,7 @@ matrix<T> masked_softmax(const matrix<T>& S, const mask& M = mask::none(),
   M.check_shape(S.rows(), S.cols());
   matrix<T> A(S.rows(), S.cols());
   for (Eigen::Index i = 0; i < S.rows(); ++i) {
+    check_deadline();  // the command's budget and interruption (deadline.hpp): one poll per row
     T shift(0);
     if (!detail::row_shift(S, M, i, shift)) {
       detail::empty_row(A, i, empty);

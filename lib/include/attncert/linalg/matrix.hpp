@@ -4,6 +4,7 @@
 #include <Eigen/Core>
 #include <string>
 
+#include "attncert/deadline.hpp"
 #include "attncert/error.hpp"
 #include "attncert/number/eigen_support.hpp"
 #include "attncert/number/format.hpp"
@@ -78,6 +79,7 @@ matrix<T> multiply(const matrix<T>& a, const matrix<T>& b) {
   // a product formed in T); the loops run column by column, down the rows, for the cache.
   matrix<T> c(a.rows(), b.cols());
   for (Eigen::Index j = 0; j < b.cols(); ++j) {
+    check_deadline();  // one poll per column: the command's budget and interruption (deadline.hpp)
     for (Eigen::Index i = 0; i < a.rows(); ++i) c(i, j) = T(0);
     for (Eigen::Index k = 0; k < a.cols(); ++k) {
       const T& bkj = b(k, j);

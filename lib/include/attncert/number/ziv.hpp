@@ -7,11 +7,15 @@
 // Tier: whatever the step's is.  The primitive adds no claim of its own: it returns the last
 // step's value, whether that step decided, the precision it ran at, and how many steps ran.
 // A result that is not decided at the cap is returned as such (`decided == false`), never as
-// decided — the caller reports it UNDECIDED or escalates by other means.
+// decided — the caller reports it UNDECIDED or escalates by other means.  Every step is preceded
+// by check_deadline(): past the command's budget it throws time_limit_reached, after an
+// interruption `interrupted`.
 #pragma once
 
 #include <algorithm>
 #include <utility>
+
+#include "attncert/deadline.hpp"
 
 namespace attncert {
 
@@ -66,6 +70,7 @@ auto ziv_escalate(const precision_schedule& schedule, Step&& step) {
   using Value = decltype(step(0u).value);
   ziv_outcome<Value> out;
   for (unsigned bits = schedule.start;; bits = schedule.next(bits)) {
+    check_deadline();  // before every step: the command's budget and interruption (deadline.hpp)
     ziv_step<Value> s = step(bits);
     ++out.steps;
     out.bits = bits;
