@@ -455,32 +455,29 @@ void enclose_singular_values(const rank_request& req, rank_analysis& a, const st
   finish();
 }
 
-// Seconds a Jacobi SVD in mpfrN of an m×n matrix would take: a 48×48 sample timed here, scaled
-// by m·n·min(m, n) (Jacobi's sweeps cost that each; their number grows slowly).
-double estimate_mpfr_svd_seconds(const format_spec& f, long m, long n) {
-  precision_guard g(f.requested_bits);
-  matrix<mpfr_float> S(48, 48);
+// Seconds an SVD of an m×n matrix in T would take here: an s×s sample of N(0, 1) entries timed
+// now, scaled by m·n·min(m, n) (cubic: LAPACK's SVD; Jacobi's sweeps, whose number grows slowly).
+template <class T>
+double estimate_svd_seconds(Eigen::Index s, long m, long n) {
+  matrix<T> S(s, s);
   std::mt19937_64 rng(1);
   std::normal_distribution<double> N(0, 1);
-  for (Eigen::Index i = 0; i < S.size(); ++i) S.data()[i] = N(rng);
+  for (Eigen::Index i = 0; i < S.size(); ++i) S.data()[i] = T(N(rng));
   const auto t0 = std::chrono::steady_clock::now();
   (void)approx_singular_values(S);
   const double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  return t * (static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(std::min(m, n))) / (48.0 * 48.0 * 48.0);
+  const double c = static_cast<double>(s);
+  return t * (static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(std::min(m, n))) / (c * c * c);
 }
 
-// Seconds LAPACK's SVD (the binary formats') of an m×n matrix would take here: a 256×256
-// binary64 sample timed now, scaled by m·n·min(m, n).
-double estimate_lapack_svd_seconds(long m, long n) {
-  matrix<double> S(256, 256);
-  std::mt19937_64 rng(1);
-  std::normal_distribution<double> N(0, 1);
-  for (Eigen::Index i = 0; i < S.size(); ++i) S.data()[i] = N(rng);
-  const auto t0 = std::chrono::steady_clock::now();
-  (void)approx_singular_values(S);
-  const double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  return t * (static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(std::min(m, n))) / (256.0 * 256.0 * 256.0);
+// Eigen's Jacobi SVD in mpfrN: a 48×48 sample.
+double estimate_mpfr_svd_seconds(const format_spec& f, long m, long n) {
+  precision_guard g(f.requested_bits);
+  return estimate_svd_seconds<mpfr_float>(48, m, n);
 }
+
+// LAPACK's SVD (the binary formats'): a 256×256 binary64 sample.
+double estimate_lapack_svd_seconds(long m, long n) { return estimate_svd_seconds<double>(256, m, n); }
 
 std::string duration_text(double s) {
   std::ostringstream os;
