@@ -231,7 +231,7 @@ def check(ids=None, *, formats=("binary64", "mpfr256"), policies="numpy,matlab,t
 
 
 def _drift_options(family, start, stop, points, log, recipes, policies, object, seed, resolution, enclosures, max_bits,
-                   grid=None, n=None, d=None):
+                   grid=None, n=None, d=None, max_seconds=0):
     lo, hi = _args.LIMITS["drift.a"]
     return {"family": _args.text(family, "family"), "start": _args.real(start, "start", lo, hi),
             "stop": _args.real(stop, "stop", lo, hi), "points": _args.limited(points, "points"), "log": _args.flag(log, "log"),
@@ -242,7 +242,8 @@ def _drift_options(family, start, stop, points, log, recipes, policies, object, 
             "max_bits": _args.limited(max_bits, "drift.max_bits", "max_bits"),
             "grid": None if grid is None else [float(a) for a in grid],
             "n": None if n is None else _args.limited(n, "drift.n", "n"),
-            "d": None if d is None else _args.limited(d, "drift.n", "d")}
+            "d": None if d is None else _args.limited(d, "drift.n", "d"),
+            "max_seconds": _args.real(max_seconds, "max_seconds", 0, 1e7)}
 
 
 def _diagnostics(diagnostic):
@@ -262,7 +263,7 @@ def _diagnostics(diagnostic):
 
 def drift(family="two-token", start=0.0, stop=1.0, points=101, log=False, recipes="fp16,bf16-fp32acc,fp32,fp64,mpfr256",
           policies="numpy,absolute:1e-6,relative:1e-3", diagnostic=None, *, object=None, seed=20261129,
-          resolution=1e-9, enclosures=False, max_bits=4096, n=None, d=None, _grid=None):
+          resolution=1e-9, enclosures=False, max_bits=4096, n=None, d=None, max_seconds=0, _grid=None):
     """Where numerical ranks leave the exact rank over the score scale a (`attncert drift`).
 
     diagnostic: a callable taking the formed matrix and returning a rank (e.g. numpy.linalg.matrix_rank), or a
@@ -273,8 +274,10 @@ def drift(family="two-token", start=0.0, stop=1.0, points=101, log=False, recipe
     next to the policies, as policy "diagnostic:NAME", with its own bisected divergence intervals.  This is
     the map of *your* tool, not of attncert's reading of its threshold formula.  enclosures=True adds the
     certified smallest singular values per point (slower).  n, d: tokens and head width (`--n`, `--d`; up to
-    4096; None: the family's), as the CLI's.  Returns a DriftResult.
+    4096; None: the family's), as the CLI's.  max_seconds > 0 bounds the grid points (`--max-seconds`): past it
+    no point is started and .report["summary"]["partial"] is True, the sweep covering the grid's first points.
+    Returns a DriftResult.
     """
     o = _drift_options(family, start, stop, points, log, recipes, policies, object, seed, resolution, enclosures,
-                       max_bits, _grid, n, d)
+                       max_bits, _grid, n, d, max_seconds)
     return DriftResult(json.loads(_core.drift_json(o, _diagnostics(diagnostic))))

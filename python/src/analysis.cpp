@@ -166,6 +166,7 @@ drift_request drift_request_of(const py::dict& o) {
   else throw input_error("unknown --object '" + object + "' (expected attention or output)");
   r.seed = o["seed"].cast<std::uint64_t>();
   r.resolution = o["resolution"].cast<double>();
+  if (o.contains("max_seconds")) r.max_seconds = o["max_seconds"].cast<double>();
   r.enclosures = o["enclosures"].cast<bool>();
   r.max_bits = o["max_bits"].cast<unsigned>();
   if (o.contains("grid") && !o["grid"].is_none()) r.grid = o["grid"].cast<std::vector<double>>();

@@ -75,3 +75,18 @@ def test_rank_max_seconds_bounds_every_stage():
     assert float(elapsed) < 2 + 1, p.stdout
     assert partial == "True", p.stdout
     assert "not computed" in notes and "max-seconds" in notes, notes
+
+
+def test_drift_max_seconds_gives_a_partial_sweep():
+    code = textwrap.dedent("""
+        import time, attncert
+        t0 = time.monotonic()
+        r = attncert.drift("causal", 0, 5, points=40, enclosures=True, n=32, max_seconds=2)
+        s = r.report["summary"]
+        print(time.monotonic() - t0, s["partial"], s["points"], s["points_planned"])
+    """)
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr[-2000:]
+    elapsed, partial, points, planned = p.stdout.split()
+    assert float(elapsed) < 2 + 1, p.stdout
+    assert partial == "True" and 2 <= int(points) < int(planned) == 40, p.stdout

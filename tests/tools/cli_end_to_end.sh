@@ -140,6 +140,24 @@ d = json.load(open(sys.argv[1]))
 assert d["partial"] is True, d["partial"]
 assert any("mpfr256: not computed" in n and "--max-seconds" in n for n in d["notes"]), d["notes"]
 PY
+# drift --max-seconds (issue 28, item 5): 40 points with enclosures take about 50 s; under a 2 s budget the
+# report is PARTIAL and names the part of the grid it covers.
+t0=$(date +%s%N)
+expect_exit 0 "drift --max-seconds 2" timeout 120 "$BIN" drift --family causal --from 0 --to 5 --points 40 --n 32 --max-seconds 2 --format json --out "$TMP/dpart.json"
+t1=$(date +%s%N)
+[ $(( (t1 - t0) / 1000000 )) -lt 3000 ] && ok || bad "drift --max-seconds 2 took $(( (t1 - t0) / 1000000 )) ms"
+python3 - "$TMP/dpart.json" <<'PY' && ok || bad "drift --max-seconds: a PARTIAL summary naming what it covers"
+import json, sys
+d = json.load(open(sys.argv[1]))
+s = d["summary"]
+assert s["partial"] is True and s["points_planned"] == 40 and 2 <= s["points"] < 40, s
+assert "stopped at --max-seconds" in s["not_computed"], s
+assert d["settings"]["max_seconds"] == 2
+PY
+expect_usage_error "drift --max-seconds -1" "$BIN" drift --from 0 --to 1 --max-seconds -1
+# The enclosure method states what ran: above 64 tokens the binary64 path, not MPFI.
+expect_exit 0 "drift --n 66" "$BIN" drift --family causal --from 0 --to 1 --points 2 --n 66 --recipes fp64 --format json
+python3 -c "import json,sys; m = json.load(open(sys.argv[1]))['settings']['enclosure_method']; assert m.startswith('binary64 path'), m" "$TMP/out" && ok || bad "drift --n 66: enclosure_method names the binary64 path"
 # A note states what ran (issue 28, item 4): binary64 inputs whose scores overflow at --scale 1e308
 # are not enclosed because the binary64 bound does not apply, not because they are not binary64.
 expect_exit 0 "rank 260 tokens at scale 1e308" "$BIN" rank --q "$TMP/Q260.json" --k "$TMP/K260.json" --scale 1e308 --object scores --formats binary64 --format json --out "$TMP/r260s.json"

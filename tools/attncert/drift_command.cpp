@@ -210,7 +210,7 @@ void render(const fs::path& dir, const std::string& stem, const std::string& bod
 struct drift_args {
   std::string family = "two-token", param = "a", recipes = "fp16,bf16-fp32acc,fp32,fp64,mpfr256",
               policies = "numpy,absolute:1e-6,relative:1e-3", object, format = "text", out, plot;
-  double from = 0, to = 1, resolution = 1e-9;
+  double from = 0, to = 1, resolution = 1e-9, max_seconds = 0;
   std::size_t points = 101;
   bool log = false, no_enclosures = false, per_point = false;
   std::uint64_t seed = 20261129;
@@ -380,6 +380,7 @@ drift_request make_drift_request(const drift_args& a) {
   r.n = a.n;  // 0 (option not given): the family's default
   r.d = a.d;
   r.resolution = a.resolution;
+  r.max_seconds = a.max_seconds;
   r.enclosures = !a.no_enclosures;
   r.max_bits = a.max_bits;
   validate(r);
@@ -434,6 +435,11 @@ void add_drift_options(CLI::App* drift, drift_args& a) {
   drift->add_option("--d", a.d, "Head width, in [1, 4096] (identical-values, random; default: the family's d)")
       ->check(CLI::Range(1L, drift_max_n));
   drift->add_option("--resolution", a.resolution, "Bisection resolution, in (0, 0.5) (relative; see the report)")
+      ->capture_default_str();
+  drift->add_option("--max-seconds", a.max_seconds,
+                    "Budget for the grid points, in [0, 1e7] (0: none): past it no point is started, and the report is\n"
+                    "PARTIAL, covering the grid's first points (the bisection of their intervals then runs unbudgeted)")
+      ->check(CLI::Range(0.0, 1e7))
       ->capture_default_str();
   add_max_precision_option(drift, a.max_bits, 128, max_precision_bits, "Cap (bits) of the singular-value enclosures");
   drift->add_flag("--no-enclosures", a.no_enclosures, "Skip the certified singular-value enclosures");

@@ -498,21 +498,36 @@ drift_result run_drift(const drift_request& r) {
   res.points.reserve(res.grid.size());
   // The instance does not depend on a except through the scale: build it once.
   recipe_input in = drift_instance(r, 0.0);
-  for (std::size_t i = 0; i < res.grid.size(); ++i) {
-    check_deadline();  // one poll per point: the command's budget and interruption (deadline.hpp)
-    drift_point p;
-    p.a = res.grid[i];
-    p.exact = drift_exact_rank(r, p.a);
-    if (r.enclosures) enclose(r, p.a, p);
-    in.scale = p.a;
-    p.recipes.reserve(r.recipes.size());
-    for (const auto& rc : r.recipes) {
-      p.recipes.push_back(measure_recipe(rc, in, r.policies, p.exact));
-      measure_diagnostics(r, rc, in, p.exact, p.recipes.back());
-      p.diverges = p.diverges || p.recipes.back().diverges;
+  res.points_planned = res.grid.size();
+  {
+    deadline_scope budget(r.max_seconds);  // the points' budget (deadline.hpp), polled inside each point too
+    for (std::size_t i = 0; i < res.grid.size(); ++i) {
+      drift_point p;
+      try {
+        check_deadline();  // one poll per point, and more inside (escalation steps, products, softmax rows)
+        p.a = res.grid[i];
+        p.exact = drift_exact_rank(r, p.a);
+        if (r.enclosures) enclose(r, p.a, p);
+        in.scale = p.a;
+        p.recipes.reserve(r.recipes.size());
+        for (const auto& rc : r.recipes) {
+          p.recipes.push_back(measure_recipe(rc, in, r.policies, p.exact));
+          measure_diagnostics(r, rc, in, p.exact, p.recipes.back());
+          p.diverges = p.diverges || p.recipes.back().diverges;
+        }
+      } catch (const time_limit_reached&) {
+        res.partial = true;  // the point under way is dropped: every reported point is complete
+        break;
+      }
+      res.points.push_back(std::move(p));
+      if (r.progress && (i % 64 == 63 || i + 1 == res.grid.size())) r.progress(i + 1, res.grid.size());
     }
-    res.points.push_back(std::move(p));
-    if (r.progress && (i % 64 == 63 || i + 1 == res.grid.size())) r.progress(i + 1, res.grid.size());
+  }
+  if (res.partial) {
+    if (res.points.size() < 2)
+      throw time_limit_reached("--max-seconds " + std::to_string(r.max_seconds) + " passed before two grid points were computed (" +
+                               std::to_string(res.points.size()) + " of " + std::to_string(res.points_planned) + ")");
+    res.grid.resize(res.points.size());
   }
   for (std::size_t ri = 0; ri < r.recipes.size(); ++ri) {
     const recipe& rc = r.recipes[ri];

@@ -75,6 +75,7 @@ nlohmann::json settings_json(const drift_request& r) {
           {"policy_epsilon", "eps = 2^(1-p) of the recipe's result format"},
           {"svd", "Eigen JacobiSVD in the result format (binary32 for binary16/bfloat16 results)"},
           {"resolution", r.resolution},
+          {"max_seconds", r.max_seconds},
           {"resolution_rule", drift_resolution_rule(r)},
           {"bisection_assumption", "the divergence status changes at most once between adjacent grid points"},
           {"exact_rank_method", fast ? "closed form: det A = tanh a (proofs/P01-two-token.md)"
@@ -247,7 +248,12 @@ nlohmann::json drift_json(const drift_request& r, const drift_result& res, const
                    {"bisection_evaluations", d.bisection_evaluations}});
   }
   j["divergence"] = div;
-  j["summary"] = {{"points", res.points.size()}, {"diverging_points", diverging_points(res)}, {"intervals", nint}};
+  j["summary"] = {{"points", res.points.size()}, {"diverging_points", diverging_points(res)}, {"intervals", nint},
+                  {"partial", res.partial}, {"points_planned", res.points_planned}};
+  if (res.partial)
+    j["summary"]["not_computed"] = "stopped at --max-seconds " + num17(r.max_seconds) + " after " + std::to_string(res.points.size()) +
+                                   " of " + std::to_string(res.points_planned) + " grid points: the sweep and its intervals cover a in [" +
+                                   num17(res.grid.front()) + ", " + num17(res.grid.back()) + "] only";
   return j;
 }
 
@@ -288,6 +294,10 @@ void write_drift_text(std::ostream& os, const drift_request& r, const drift_resu
   }
   os << "summary: " << res.points.size() << " points, " << diverging_points(res) << " diverging, " << nint
      << " divergence intervals\n";
+  if (res.partial)
+    os << "PARTIAL: stopped at --max-seconds " << num17(r.max_seconds) << " after " << res.points.size() << " of "
+       << res.points_planned << " grid points; the sweep and its intervals cover a in [" << num17(res.grid.front()) << ", "
+       << num17(res.grid.back()) << "] only\n";
   if (!opt.per_point) return;
   os << "\nper point (numerical rank per recipe and policy; * = some rank outside the exact rank):\n";
   const auto order = policies_by_name(r);
