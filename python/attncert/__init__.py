@@ -232,7 +232,7 @@ _VARIANT_DEFAULTS = dict(scale=None, causal=None, window=None, softcap=None, ali
                          seqlens_k=None, target=None, empty_rows="error", max_bits=4096, threads=2, lse_base="e")
 
 
-def _reference(q, k, v, want_lse=False, rows=None, seed=0, row_block=None, **kw):
+def _reference(q, k, v, want_lse=False, rows=None, seed=0, row_block=None, max_seconds=0, **kw):
     extra = set(kw) - set(_VARIANT_DEFAULTS)
     if extra:
         raise TypeError("unexpected keyword argument(s): %s" % ", ".join(sorted(extra)))
@@ -242,6 +242,8 @@ def _reference(q, k, v, want_lse=False, rows=None, seed=0, row_block=None, **kw)
     if rows is not None:
         opts["rows"] = _args.limited(rows, "rows")
         opts["seed"] = _args.limited(seed, "seed")
+    if max_seconds:
+        opts["max_seconds"] = _args.real(max_seconds, "max_seconds", 0, 1e7)
     if row_block is not None:  # internal rows [begin, end) only (attncert.distributed's tasks)
         opts["row_block"] = (_args.integer(row_block[0], "row_block", 0), _args.integer(row_block[1], "row_block", 0))
     return _core.Reference(_to_numpy(q, "q"), _to_numpy(k, "k"), _to_numpy(v, "v"), opts)
@@ -250,7 +252,7 @@ def _reference(q, k, v, want_lse=False, rows=None, seed=0, row_block=None, **kw)
 def attention(q, k, v, *, scale=None, causal=None, window=None, softcap=None, alibi_slopes=None, bias=None, sink=None,
               mask=None, dropout_mask=None, dropout_p=0.0, layout="bhsd", cu_seqlens_q=None, cu_seqlens_k=None,
               target=None, return_lse=False, seqlens_k=None, empty_rows="error", max_bits=4096, threads=2,
-              lse_base="e"):
+              lse_base="e", max_seconds=0):
     """The correctly rounded attention output (and the LSE with return_lse=True), as the caller's type.
 
     q (..., n_q, d), k (..., n_k, d), v (..., n_k, d_v) in `layout` (bhsd, bshd, or thd with cu_seqlens_q/k);
@@ -260,13 +262,17 @@ def attention(q, k, v, *, scale=None, causal=None, window=None, softcap=None, al
     sink (h_q,), mask (bool, True = attend), dropout_mask (keep-mask) with dropout_p.  target: float64,
     float32, float16 or bfloat16 (default: q's dtype; bfloat16 with NumPy inputs comes back as float32
     holding bfloat16 values).  The LSE is natural-log (lse_base="2" for log2), in float64 for a float64
-    target and float32 otherwise.
+    target and float32 otherwise.  max_seconds > 0 bounds the computation (`oracle --max-seconds`): when rows
+    are left undecided past it, TimeoutError (never a partial or a wrong answer).
     """
     ref = _reference(q, k, v, want_lse=return_lse, scale=scale, causal=causal, window=window, softcap=softcap,
                      alibi_slopes=alibi_slopes, bias=bias, sink=sink, mask=mask, dropout_mask=dropout_mask,
                      dropout_p=dropout_p, layout=layout, cu_seqlens_q=cu_seqlens_q, cu_seqlens_k=cu_seqlens_k,
                      seqlens_k=seqlens_k, target=target, empty_rows=empty_rows, max_bits=max_bits, threads=threads,
-                     lse_base=lse_base)
+                     lse_base=lse_base, max_seconds=max_seconds)
+    undecided = ref.summary()["undecided_rows"]
+    if undecided:
+        raise TimeoutError("attention: %d rows not computed within max_seconds=%s" % (undecided, max_seconds))
     out = _like(ref.output(), q, ref.target)
     if not return_lse:
         return out

@@ -190,6 +190,7 @@ oracle::attention_spec make_spec(const py::handle& q, const py::handle& k, const
   s.lse_target = text(o, "lse_target");
   if (o.contains("max_bits")) s.max_bits = o["max_bits"].cast<unsigned>();
   if (o.contains("threads")) s.threads = o["threads"].cast<unsigned>();
+  if (o.contains("max_seconds")) s.max_seconds = o["max_seconds"].cast<double>();
   return s;
 }
 
@@ -327,6 +328,7 @@ class reference {
     d["empty_rows"] = result_.empty_rows;
     d["ieee_nonfinite"] = result_.ieee_nonfinite;
     d["rows_not_computed"] = result_.padding_rows;
+    d["undecided_rows"] = result_.undecided_rows;  // not computed within max_seconds (NaN)
     d["oracle_seconds"] = seconds_;  // run_oracle alone (the binding's overhead is the rest of the call)
     return d;
   }

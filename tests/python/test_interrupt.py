@@ -2,11 +2,17 @@
 second, and max_seconds= bounds rank (issue 28, item 5).  Each case runs in a child interpreter
 (a SIGINT sent to ourselves 0.5 s into the call), so a regression shows as a timeout or a late
 return, never as a hung test run."""
+import os
 import subprocess
 import sys
 import textwrap
 
 import pytest
+
+# One BLAS thread in the children: OpenBLAS's worker threads spin (sched_yield) when the machine's
+# cores are busy (CTest runs two tests at once), which made one 300x300 dgesdd take seconds and would
+# measure the machine's load, not the budget.
+ENV = dict(os.environ, OPENBLAS_NUM_THREADS="1")
 
 CHILD = textwrap.dedent("""
     import os, signal, sys, threading, time
@@ -46,7 +52,7 @@ CASES = {
 def test_ctrl_c_returns_keyboard_interrupt_within_a_second(name):
     setup, call = CASES[name]
     p = subprocess.run([sys.executable, "-c", CHILD.format(setup=setup, call=call)], capture_output=True, text=True,
-                       timeout=120)
+                       timeout=120, env=ENV)
     assert p.returncode == 0, p.stderr[-2000:]
     lines = p.stdout.split("\n")
     status = [ln for ln in lines if ln.startswith(("RETURNED", "INTERRUPTED"))]
@@ -68,7 +74,7 @@ def test_rank_max_seconds_bounds_every_stage():
         print(time.monotonic() - t0, r.report["partial"])
         print([n for n in r.report["notes"] if "mpfr256" in n])
     """)
-    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=ENV)
     assert p.returncode == 0, p.stderr[-2000:]
     first, notes = p.stdout.split("\n")[:2]
     elapsed, partial = first.split()
@@ -85,8 +91,56 @@ def test_drift_max_seconds_gives_a_partial_sweep():
         s = r.report["summary"]
         print(time.monotonic() - t0, s["partial"], s["points"], s["points_planned"])
     """)
-    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=ENV)
     assert p.returncode == 0, p.stderr[-2000:]
     elapsed, partial, points, planned = p.stdout.split()
     assert float(elapsed) < 2 + 1, p.stdout
     assert partial == "True" and 2 <= int(points) < int(planned) == 40, p.stdout
+
+
+def test_attention_max_seconds_raises_timeout_error():
+    code = textwrap.dedent("""
+        import time, numpy as np, attncert
+        rng = np.random.default_rng(0)
+        q = rng.standard_normal((1, 4, 2048, 64))
+        t0 = time.monotonic()
+        try:
+            attncert.attention(q, q, q, max_seconds=0.2, threads=1)
+            print("RETURNED", time.monotonic() - t0)
+        except TimeoutError as e:
+            print("TIMEOUT", time.monotonic() - t0, e)
+    """)
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=ENV)
+    assert p.returncode == 0, p.stderr[-2000:]
+    assert p.stdout.startswith("TIMEOUT"), p.stdout
+    assert float(p.stdout.split()[1]) < 0.2 + 1.0, p.stdout
+    assert "rows not computed within max_seconds=0.2" in p.stdout
+
+
+def test_oracle_max_seconds_partial_reference_has_no_wrong_bit(tmp_path):
+    # The CLI under a budget: exit 3, PARTIAL, undecided rows NaN; every decided row equal bit for
+    # bit to the unbudgeted reference.
+    import json
+    import os
+
+    import numpy as np
+
+    cli = os.environ.get("ATTNCERT_CLI")
+    if not cli:
+        pytest.skip("ATTNCERT_CLI (the attncert binary) is set by CTest")
+    rng = np.random.default_rng(1)
+    for name in ("q", "k", "v"):
+        np.save(tmp_path / f"{name}.npy", rng.standard_normal((1, 2, 2048, 64)))
+    base = [cli, "oracle", "--q", str(tmp_path / "q.npy"), "--k", str(tmp_path / "k.npy"), "--v", str(tmp_path / "v.npy"),
+            "--threads", "1", "--format", "json"]
+    p = subprocess.run(base + ["--max-seconds", "0.3", "--write-reference", str(tmp_path / "part.npy")], capture_output=True,
+                       text=True, timeout=300)
+    assert p.returncode == 3, (p.returncode, p.stderr)
+    s = json.loads(p.stdout)["summary"]
+    assert s["partial"] is True and s["undecided_rows"] > 0, s
+    full = subprocess.run(base + ["--write-reference", str(tmp_path / "full.npy")], capture_output=True, text=True, timeout=300)
+    assert full.returncode == 0, full.stderr
+    part, ref = np.load(tmp_path / "part.npy"), np.load(tmp_path / "full.npy")
+    undecided = np.isnan(part).all(axis=-1)
+    assert int(undecided.sum()) == s["undecided_rows"]
+    assert np.array_equal(part[~undecided], ref[~undecided])

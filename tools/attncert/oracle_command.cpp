@@ -134,7 +134,8 @@ CLI::App* add_oracle_subcommand(CLI::App& app, oracle_args& a) {
       "      --candidate-grads torch32 --rule flash --baseline-grads torch32_reordered --rerun-grads torch32_run2\n" +
       exit_codes_text({{exit_ok, "done (every graded candidate passes its rule)"},
                        {exit_failed, "a candidate, LSE candidate or gradient fails its rule (NaN/Inf where the truth "
-                                     "is finite fails every rule), or the output bound is refuted"}}));
+                                     "is finite fails every rule), or the output bound is refuted"},
+                       {3, "undecided: rows not computed within --max-seconds (PARTIAL), and nothing failed"}}));
   o->add_option("--q", a.q, "Queries Q (.npy: float16/32/64 or int)")->required();
   o->add_option("--k", a.k, "Keys K (.npy)")->required();
   o->add_option("--v", a.v, "Values V (.npy)")->required();
@@ -155,6 +156,12 @@ CLI::App* add_oracle_subcommand(CLI::App& app, oracle_args& a) {
   o->add_option("--max-ulp", a.max_ulp, "Exit 1 when a candidate's max error exceeds N ulps (or it has NaN/Inf where the truth is finite)");
   add_max_precision_option(o, a.max_precision, 128, 1u << 16, "Precision cap of the MPFI stage, bits");
   add_threads_option(o, a.threads);
+  o->add_option("--max-seconds", a.max_seconds,
+                "Budget of the forward pass, in [0, 1e7] (0: none): past it no row is started and a row under way stops\n"
+                "at its next escalation step; those rows are undecided (NaN in the reference, not graded), the report\n"
+                "is PARTIAL and lists them, and the exit status is 3 unless something failed")
+      ->check(CLI::Range(0.0, 1e7))
+      ->capture_default_str();
   o->add_flag("--allow-nonfinite", a.allow_nonfinite,
               "Accept NaN/Inf inputs: rows touching them follow IEEE binary64 semantics (not certified, counted)");
   add_variant_options(o, a);
@@ -228,6 +235,7 @@ oracle::attention_spec make_spec(const oracle_args& a, nlohmann::json& inputs) {
   s.lse_target = a.lse_target;
   s.max_bits = a.max_precision;
   s.threads = a.threads;
+  s.max_seconds = a.max_seconds;
   s.allow_nonfinite = a.allow_nonfinite;
   return s;
 }
@@ -240,6 +248,7 @@ nlohmann::json settings(const oracle_args& a, const oracle::oracle_request& req)
                       {"empty_rows", a.empty_rows},
                       {"max_precision_bits", req.max_bits},
                       {"threads", req.threads},
+                      {"max_seconds", req.max_seconds},
                       {"allow_nonfinite", req.allow_nonfinite},
                       {"rounding", "to nearest, ties to even"},
                       {"softmax", "exact: weights e^{s(q.k_j - q.k_r)} with an exactly computed difference; no overflow"}};

@@ -23,6 +23,7 @@ struct oracle_args {
   std::string attention_candidate, out_format = "text", out_path;
   double max_ulp = -1;
   unsigned max_precision = 4096, threads = 2;
+  double max_seconds = 0;
   bool allow_nonfinite = false;
   // variants (proofs/P14-oracle-variants.md)
   std::vector<std::string> masks;  ///< --mask, repeatable (AND)

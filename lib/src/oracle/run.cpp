@@ -9,6 +9,7 @@
 #include <limits>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include "attncert/deadline.hpp"
@@ -31,7 +32,8 @@ namespace {
 
 /// What one worker counts; merged into the result at the end.
 struct decision_counts {
-  std::size_t double_double = 0, faithful = 0, policy = 0, ieee = 0, escalated = 0, fast_failed = 0, empty = 0, padding = 0;
+  std::size_t double_double = 0, faithful = 0, policy = 0, ieee = 0, escalated = 0, fast_failed = 0, empty = 0, padding = 0,
+              undecided = 0;
   std::vector<std::pair<unsigned, std::size_t>> by_mpfi;  ///< (bits, elements decided there)
 
   void add_mpfi(unsigned bits, std::size_t n) {
@@ -49,6 +51,7 @@ struct decision_counts {
     fast_failed += o.fast_failed;
     empty += o.empty;
     padding += o.padding;
+    undecided += o.undecided;
     for (const auto& pr : o.by_mpfi) add_mpfi(pr.first, pr.second);
   }
 };
@@ -149,6 +152,19 @@ class oracle_run {
   }
 
   // A row outside its sequence (seqlens_q) or left out of the row sample: not an output.
+  // A row not computed within the budget: NaN, no enclosure, decided_by::undecided (padding rows
+  // stay padding).
+  void fill_undecided_row(std::size_t r, worker_space& w) {
+    row_job job;
+    src_.locate(r, job);
+    if (!req_.row_used(job.row, job.b, job.i)) return fill_padding_row(job, w.counts);
+    fill_padding_row(job, w.counts);
+    --w.counts.padding;
+    ++w.counts.undecided;
+    for (std::size_t k = 0; k < dv_; ++k) res_.how[job.base + k] = decided_by::undecided;
+    if (res_.has_lse) res_.lse_how[job.row] = decided_by::undecided;
+  }
+
   void fill_padding_row(const row_job& job, decision_counts& c) {
     const double nan = std::numeric_limits<double>::quiet_NaN();
     for (std::size_t k = 0; k < dv_; ++k) {
@@ -357,16 +373,28 @@ class oracle_run {
     }
   }
 
-  void worker(bool main_thread) {
+  void worker(bool main_thread, const attncert::detail::deadline_state& budget) {
     try {
+      deadline_scope adopt(budget);  // the run's budget on this thread too
       worker_space w(dv_);
       std::size_t last_report = 0;
       for (;;) {
         const std::size_t r = next_row_.fetch_add(1);
         if (r >= rows() || r > error_limit_.load(std::memory_order_relaxed)) break;
+        // With a budget, the counts before the row: a row stopped inside is undecided as a whole,
+        // so what it had counted is taken back.
+        std::optional<decision_counts> before;
         try {
           check_interrupt();  // Ctrl-C (CLI, Python): every worker stops at its next row
-          process_row(r, w);
+          if (deadline_passed()) {
+            fill_undecided_row(r, w);
+          } else {
+            if (budget.active) before = w.counts;
+            process_row(r, w);
+          }
+        } catch (const time_limit_reached&) {
+          if (before) w.counts = *before;
+          fill_undecided_row(r, w);  // stopped inside the row: all of it is undecided
         } catch (...) {
           record_error(r);
           break;
@@ -387,13 +415,15 @@ class oracle_run {
   void run_workers() {
     const unsigned nthreads =
         std::max(1u, std::min<unsigned>(req_.threads, static_cast<unsigned>(std::min<std::size_t>(rows(), 64))));
+    deadline_scope run_budget(req_.max_seconds);
+    const attncert::detail::deadline_state budget = current_budget();
     std::vector<std::thread> pool;
     for (unsigned t = 1; t < nthreads; ++t)
-      pool.emplace_back([this] {
-        worker(false);
+      pool.emplace_back([this, budget] {
+        worker(false, budget);
         mpfr_free_cache2(MPFR_FREE_LOCAL_CACHE);  // MPFR's caches are thread-local: free them before the thread ends
       });
-    worker(true);
+    worker(true, budget);
     for (auto& th : pool) th.join();
     if (first_error_) std::rethrow_exception(first_error_);
     if (req_.progress) req_.progress(rows(), rows());
@@ -410,6 +440,7 @@ class oracle_run {
     res_.fast_path_rows_failed = totals_.fast_failed;
     res_.empty_rows = totals_.empty;
     res_.padding_rows = totals_.padding;
+    res_.undecided_rows = totals_.undecided;
     std::size_t by_mpfi = 0;
     for (const auto& pr : totals_.by_mpfi) by_mpfi += pr.second;
     res_.correctly_rounded = totals_.double_double + by_mpfi;

@@ -128,6 +128,9 @@ built_request build_request(const attention_spec& s) {
   set_variant(s, req);
   req.max_bits = s.max_bits;
   req.threads = s.threads;
+  if (!(s.max_seconds >= 0) || s.max_seconds > 1e7)
+    throw input_error("--max-seconds must be in [0, 1e7] (0: no limit), got " + std::to_string(s.max_seconds));
+  req.max_seconds = s.max_seconds;
   req.allow_nonfinite = s.allow_nonfinite;
   validate_request(req);
   b.olay = make_output_layout(req, b.lay, s.q.shape);

@@ -293,6 +293,19 @@ nlohmann::json oracle_report(const oracle_report_input& in) {
                   {"fast_path_vectorized", r.fast_kernel_vectorized},
                   {"seconds", in.seconds}};
   if (r.padding_rows) j["summary"]["padding_rows"] = r.padding_rows;
+  j["summary"]["partial"] = r.undecided_rows > 0;
+  if (r.undecided_rows) {
+    // Which rows: the first few (b, h, i); all of them are NaN in the reference.
+    nlohmann::json first = nlohmann::json::array();
+    for (std::size_t e = 0; e < r.how.size() && first.size() < 10; e += r.dv)
+      if (r.how[e] == decided_by::undecided) {
+        const std::size_t row = e / r.dv;
+        first.push_back({row / (r.H * r.nq), (row / r.nq) % r.H, row % r.nq});
+      }
+    j["summary"]["undecided_rows"] = r.undecided_rows;
+    j["summary"]["undecided_rows_first"] = first;
+    j["summary"]["undecided"] = "rows not computed within --max-seconds: NaN in the reference, not graded";
+  }
   if (r.has_lse) j["lse"] = lse_summary(r, in.lse_file);
   j["output_shape"] = {r.B, r.H, r.nq, r.dv};
   if (in.backward) {
@@ -362,7 +375,12 @@ nlohmann::json oracle_report(const oracle_report_input& in) {
                         {"rows_skipped", g.rows_skipped}}}};
     if (g.bound_refuted) reasons.push_back("the output bound was refuted on " + std::to_string(g.bound_refuted) + " rows");
   }
-  j["verdict"] = {{"exit_code", reasons.empty() ? 0 : 1}, {"reasons", reasons}};
+  int code = reasons.empty() ? 0 : 1;
+  if (code == 0 && r.undecided_rows) {
+    code = 3;  // nothing failed, but not everything was computed: undecided
+    reasons.push_back(std::to_string(r.undecided_rows) + " rows undecided: not computed within --max-seconds");
+  }
+  j["verdict"] = {{"exit_code", code}, {"reasons", reasons}};
   return j;
 }
 
@@ -502,6 +520,9 @@ void write_oracle_text(std::ostream& os, const nlohmann::json& j) {
   for (auto it = s.at("decided_by").begin(); it != s.at("decided_by").end(); ++it) os << " " << it.key() << " " << it.value();
   os << "\n  rows " << s.at("rows") << " (escalated " << s.at("rows_escalated") << ", fast path declined "
      << s.at("rows_fast_path_declined") << "), " << fmt(s.at("seconds").get<double>(), 3) << " s\n";
+  if (s.contains("undecided_rows"))
+    os << "PARTIAL: " << s.at("undecided_rows") << " rows not computed within --max-seconds (NaN in the reference, not "
+       << "graded); the first (b, h, i): " << s.at("undecided_rows_first").dump() << "\n";
   if (!j.at("reference").is_null()) os << "  reference written to " << j.at("reference").value("file", "?") << "\n";
   if (j.contains("backward")) {
     const auto& b = j.at("backward");
@@ -535,7 +556,8 @@ void write_oracle_text(std::ostream& os, const nlohmann::json& j) {
        << b.at("certified") << " of " << a.at("rows") << " rows (undecided " << b.at("undecided") << ", refuted "
        << b.at("refuted") << ", skipped " << b.at("rows_skipped") << ")\n";
   }
-  for (const auto& r : j.at("verdict").at("reasons")) os << "FAIL: " << r.get<std::string>() << "\n";
+  const char* word = j.at("verdict").at("exit_code").get<int>() == 3 ? "UNDECIDED: " : "FAIL: ";
+  for (const auto& r : j.at("verdict").at("reasons")) os << word << r.get<std::string>() << "\n";
 }
 
 }  // namespace attncert::oracle

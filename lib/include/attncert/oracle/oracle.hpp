@@ -125,6 +125,10 @@ struct oracle_request {
   target_format target = target_format::binary64;
   unsigned max_bits = 4096;  ///< precision cap of the MPFI stage (>= 128)
   unsigned threads = 2;      ///< worker threads (rows are split between them)
+  /// Budget in seconds (0: none; deadline.hpp).  Past it no row is started, and a row under way
+  /// stops at its next escalation step: such rows are undecided — NaN in the reference, no
+  /// enclosure (grading skips them), counted in oracle_result::undecided_rows.  Never a wrong bit.
+  double max_seconds = 0;
   /// With NaN/±Inf in a value an allowed score uses: false = input_error; true = such rows are
   /// computed in plain IEEE binary64 (approx tier) and counted as ieee_nonfinite.  Non-finite
   /// values that no allowed score uses are ignored either way.
@@ -151,7 +155,7 @@ struct oracle_request {
 
 /// Which stage decided an element.
 /// padding: a row outside its sequence (seqlens_q), not an output; its values are NaN.
-enum class decided_by : std::uint8_t { double_double, mpfi, faithful_only, exact_policy, ieee_nonfinite, padding };
+enum class decided_by : std::uint8_t { double_double, mpfi, faithful_only, exact_policy, ieee_nonfinite, padding, undecided };
 
 /// Result of the oracle.  Element (b, h, i, k) is at index ((b·H + h)·nq + i)·dv + k.
 struct oracle_result {
@@ -171,6 +175,7 @@ struct oracle_result {
   std::size_t empty_rows = 0;         ///< fully masked rows (handled per the policy)
   bool fast_kernel_vectorized = false;  ///< the fast path ran the AVX2+FMA build of the kernel
   std::size_t padding_rows = 0;       ///< rows outside their sequence (not outputs)
+  std::size_t undecided_rows = 0;     ///< rows not computed within max_seconds (NaN, decided_by::undecided)
   /// The LSE of each row (b, h, i) at index (b·H + h)·nq + i, when requested: the rounded value in
   /// lse_target, an enclosure |lse - (hi + lo)| <= rad as for the outputs, and who decided it.
   bool has_lse = false;
