@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# tests/fuzz/run.sh SECONDS — build the four libFuzzer harnesses of tests/fuzz/ with clang
+# tests/fuzz/run.sh SECONDS — build the five libFuzzer harnesses of tests/fuzz/ with clang
 # (ASan + UBSan, -DATTNCERT_FUZZ=ON) in a separate build directory, then run each for SECONDS
 # seconds on a temporary copy of its seed corpus tests/fuzz/corpus/<harness>/ (the repository
 # is not modified).  A build directory configured with ATTNCERT_FUZZ=ON is reused.  Exits non-zero if any harness finds a crash, a sanitizer error, a leak,
@@ -8,19 +8,20 @@
 #
 #   ATTNCERT_FUZZ_BUILD_DIR  build directory (default: build-fuzz)
 #   ATTNCERT_JOBS            parallel build jobs (default: number of cores)
-#   ATTNCERT_FUZZ_HARNESSES  the harnesses to run (default: "npy matrix_input certify verify")
+#   ATTNCERT_FUZZ_HARNESSES  the harnesses to run (default: "npy matrix_input certify verify oracle_variants")
 #   ATTNCERT_FUZZ_SEED       libFuzzer's -seed (default 0: a random seed, printed in the log);
 #                            CI sets 1 so that its smoke explores the same inputs first
 #
 # Input sizes per harness (-max_len): npy and matrix_input 64 KiB, certify 512 bytes,
-# verify 4 KiB; certify and verify also skip large claims (see their header comments).
+# verify 4 KiB, oracle_variants 2 KiB (its tensors stay tiny whatever the length); certify and verify also
+# skip large claims (see their header comments).
 set -euo pipefail
 secs="${1:?usage: tests/fuzz/run.sh SECONDS}"
 cd "$(dirname "$0")/../.."
 root="$(pwd)"
 build="${ATTNCERT_FUZZ_BUILD_DIR:-build-fuzz}"
 case "$build" in /*) ;; *) build="$root/$build" ;; esac
-harnesses=(${ATTNCERT_FUZZ_HARNESSES:-npy matrix_input certify verify})
+harnesses=(${ATTNCERT_FUZZ_HARNESSES:-npy matrix_input certify verify oracle_variants})
 
 # clang and its libFuzzer / sanitizer runtimes (Debian 12: clang-14, libclang-rt-14-dev)
 missing=()
@@ -54,6 +55,7 @@ for h in "${harnesses[@]}"; do
   case "$h" in
     certify) len=512 ;;
     verify) len=4096 ;;
+    oracle_variants) len=2048 ;;
     *) len=65536 ;;
   esac
   mkdir -p "$work/$h"
