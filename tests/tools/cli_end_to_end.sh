@@ -131,10 +131,15 @@ PY
 # --max-seconds holds inside the stages (issue 28, item 5): mpfr256 named at 260 tokens (an SVD of
 # minutes in Eigen's Jacobi, which cannot stop inside) does not start past a 4 s budget (the spec: within 1 s of it).
 # (One BLAS thread: OpenBLAS's threads spin when CTest keeps both cores busy, which times the load.)
+# A sanitizer build runs our own code about five times slower: the budgets and the 1 s allowed past
+# them (the work between two polls) scale with it; the release build checks the rule as stated.
+slow=1
+grep -qa __asan_init "$BIN" && slow=5
+budget=$((4 * slow))
 t0=$(date +%s%N)
-expect_exit 0 "rank --max-seconds 4 with mpfr256 at 260 tokens" env OPENBLAS_NUM_THREADS=1 timeout 120 "$BIN" rank --q "$TMP/Q260.json" --k "$TMP/K260.json" --formats binary64,mpfr256 --max-seconds 4 --format json --out "$TMP/r260t.json"
+expect_exit 0 "rank --max-seconds $budget with mpfr256 at 260 tokens" env OPENBLAS_NUM_THREADS=1 timeout 300 "$BIN" rank --q "$TMP/Q260.json" --k "$TMP/K260.json" --formats binary64,mpfr256 --max-seconds $budget --format json --out "$TMP/r260t.json"
 t1=$(date +%s%N)
-[ $(( (t1 - t0) / 1000000 )) -lt 5000 ] && ok || bad "rank --max-seconds 4 took $(( (t1 - t0) / 1000000 )) ms"
+[ $(( (t1 - t0) / 1000000 )) -lt $(( (budget + slow) * 1000 )) ] && ok || bad "rank --max-seconds $budget took $(( (t1 - t0) / 1000000 )) ms"
 python3 - "$TMP/r260t.json" <<'PY' && ok || bad "rank --max-seconds: PARTIAL, and the note names the stage not started"
 import json, sys
 d = json.load(open(sys.argv[1]))
@@ -143,17 +148,18 @@ assert any("mpfr256: not computed" in n and "--max-seconds" in n for n in d["not
 PY
 # drift --max-seconds (issue 28, item 5): 40 points with enclosures take about 50 s; under a 2 s budget the
 # report is PARTIAL and names the part of the grid it covers.
+budget=$((2 * slow))
 t0=$(date +%s%N)
-expect_exit 0 "drift --max-seconds 2" env OPENBLAS_NUM_THREADS=1 timeout 120 "$BIN" drift --family causal --from 0 --to 5 --points 40 --n 32 --max-seconds 2 --format json --out "$TMP/dpart.json"
+expect_exit 0 "drift --max-seconds $budget" env OPENBLAS_NUM_THREADS=1 timeout 300 "$BIN" drift --family causal --from 0 --to 5 --points 40 --n 32 --max-seconds $budget --format json --out "$TMP/dpart.json"
 t1=$(date +%s%N)
-[ $(( (t1 - t0) / 1000000 )) -lt 3000 ] && ok || bad "drift --max-seconds 2 took $(( (t1 - t0) / 1000000 )) ms"
+[ $(( (t1 - t0) / 1000000 )) -lt $(( (budget + slow) * 1000 )) ] && ok || bad "drift --max-seconds $budget took $(( (t1 - t0) / 1000000 )) ms"
 python3 - "$TMP/dpart.json" <<'PY' && ok || bad "drift --max-seconds: a PARTIAL summary naming what it covers"
 import json, sys
 d = json.load(open(sys.argv[1]))
 s = d["summary"]
 assert s["partial"] is True and s["points_planned"] == 40 and 2 <= s["points"] < 40, s
 assert "stopped at --max-seconds" in s["not_computed"], s
-assert d["settings"]["max_seconds"] == 2
+assert d["settings"]["max_seconds"] in (2, 10)
 PY
 expect_usage_error "drift --max-seconds -1" "$BIN" drift --from 0 --to 1 --max-seconds -1
 # The enclosure method states what ran: above 64 tokens the binary64 path, not MPFI.

@@ -373,13 +373,19 @@ bool close_enough(double x, double y, const drift_request& r) {
 // Bisect between `quiet` (not diverging) and `loud` (diverging) with the predicate `diverges_at`;
 // returns the diverging end.
 template <class Pred>
-double bisect(const drift_request& r, Pred&& diverges_at, double quiet, double loud, std::size_t& evals) {
+double bisect(const drift_request& r, Pred&& diverges_at, double quiet, double loud, std::size_t& evals, bool& stopped) {
   while (!close_enough(quiet, loud, r)) {
     const double m = midpoint(quiet, loud, r.log);
     if (m == quiet || m == loud) break;  // adjacent binary64 numbers
     ++evals;
-    if (diverges_at(m)) loud = m;
-    else quiet = m;
+    try {
+      if (stopped || deadline_passed()) throw time_limit_reached("bisection");
+      if (diverges_at(m)) loud = m;
+      else quiet = m;
+    } catch (const time_limit_reached&) {
+      stopped = true;  // past --max-seconds: the end is the last point seen diverging, not bisected further
+      break;
+    }
   }
   return loud;
 }
@@ -409,7 +415,7 @@ void measure_diagnostics(const drift_request& r, const recipe& rc, const recipe_
 
 // The divergence intervals of one status column (grid point i -> diverges?), ends bisected with `pred`.
 template <class Status, class Pred>
-void divergence_intervals(const drift_request& r, const drift_result& res, Status&& status, Pred&& pred, drift_intervals& di) {
+void divergence_intervals(const drift_request& r, drift_result& res, Status&& status, Pred&& pred, drift_intervals& di) {
   const std::size_t N = res.points.size();
   for (std::size_t i = 0; i < N;) {
     if (!status(i)) {
@@ -417,11 +423,11 @@ void divergence_intervals(const drift_request& r, const drift_result& res, Statu
       continue;
     }
     double start = res.grid[i];
-    if (i > 0) start = bisect(r, pred, res.grid[i - 1], res.grid[i], di.bisection_evaluations);
+    if (i > 0) start = bisect(r, pred, res.grid[i - 1], res.grid[i], di.bisection_evaluations, res.bisection_stopped);
     std::size_t j = i;
     while (j + 1 < N && status(j + 1)) ++j;
     double end = res.grid[j];
-    if (j + 1 < N) end = bisect(r, pred, res.grid[j + 1], res.grid[j], di.bisection_evaluations);
+    if (j + 1 < N) end = bisect(r, pred, res.grid[j + 1], res.grid[j], di.bisection_evaluations, res.bisection_stopped);
     di.intervals.emplace_back(start, end);
     i = j + 1;
   }
@@ -499,8 +505,8 @@ drift_result run_drift(const drift_request& r) {
   // The instance does not depend on a except through the scale: build it once.
   recipe_input in = drift_instance(r, 0.0);
   res.points_planned = res.grid.size();
+  deadline_scope budget(r.max_seconds);  // the sweep's budget (deadline.hpp): points, then bisection
   {
-    deadline_scope budget(r.max_seconds);  // the points' budget (deadline.hpp), polled inside each point too
     for (std::size_t i = 0; i < res.grid.size(); ++i) {
       drift_point p;
       try {

@@ -93,9 +93,9 @@ struct drift_request {
   /// keep their meaning (the bisection's midpoints and stopping rule), so a sweep split into runs that
   /// share their end points evaluates exactly what the whole sweep does (attncert.distributed.drift).
   std::vector<double> grid;
-  /// Budget (--max-seconds; 0 = none) for the grid points: past it no further point is started
-  /// (a point under way stops at its next poll) and the result is partial, covering the grid's first
-  /// points.  The bisection of the divergence ends then runs on those points without a budget.
+  /// Budget (--max-seconds; 0 = none) of the sweep: past it no further point is started (a point
+  /// under way stops at its next poll) and the result is partial, covering the grid's first points;
+  /// a bisection under way stops too, its end then the last point seen diverging (bisection_stopped).
   double max_seconds = 0;
   /// The caller's diagnostics, measured on every recipe next to the policies ("diagnostic:NAME").
   std::vector<user_diagnostic> diagnostics;
@@ -169,6 +169,7 @@ struct drift_result {
   std::vector<drift_point> points;
   bool partial = false;            ///< stopped at max_seconds: grid and points are the first ones
   std::size_t points_planned = 0;  ///< the whole grid's size
+  bool bisection_stopped = false;  ///< past max_seconds during the bisection: some ends not to the resolution
   std::vector<drift_intervals> divergence;  ///< recipe-major, policy-minor
 };
 
