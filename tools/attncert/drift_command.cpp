@@ -438,7 +438,7 @@ void add_drift_options(CLI::App* drift, drift_args& a) {
       ->capture_default_str();
   drift->add_option("--max-seconds", a.max_seconds,
                     "Budget for the grid points, in [0, 1e7] (0: none): past it no point is started, and the report is\n"
-                    "PARTIAL, covering the grid's first points (the bisection of their intervals then runs unbudgeted)")
+                    "PARTIAL, covering the grid's first points (a bisection under way stops at the last point seen diverging)")
       ->check(CLI::Range(0.0, 1e7))
       ->capture_default_str();
   add_max_precision_option(drift, a.max_bits, 128, max_precision_bits, "Cap (bits) of the singular-value enclosures");
