@@ -565,7 +565,8 @@ def _merge_drift(reports, bounds):
         entry["intervals"] = intervals
         entry["bisection_evaluations"] = evals
     base["summary"] = {"points": len(merged["a"]), "diverging_points": int(sum(bool(x) for x in merged["diverges"])),
-                       "intervals": sum(len(e["intervals"]) for e in base["divergence"])}
+                       "intervals": sum(len(e["intervals"]) for e in base["divergence"]),
+                       "partial": False, "points_planned": len(merged["a"])}  # the tasks run unbudgeted
     return base
 
 
