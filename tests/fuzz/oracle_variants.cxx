@@ -82,25 +82,19 @@ npy_array ints(bytes& b, std::vector<std::size_t> shape, const std::vector<long 
   return a;
 }
 
-npy_array bools(bytes& b, std::vector<std::size_t> shape) {
+// A bool array (true 3 times in 4) or the bytes of an FP8 tensor (uint8), as the reader yields them.
+npy_array byte_array(bytes& b, std::vector<std::size_t> shape, dtype type) {
   npy_array a;
-  a.type = dtype::b1;
+  a.type = type;
   a.shape = std::move(shape);
   std::size_t n = 1;
   for (std::size_t s : a.shape) n *= s;
-  for (std::size_t i = 0; i < n; ++i) a.values.push_back(b.below(4) == 0 ? 0.0 : 1.0);
+  for (std::size_t i = 0; i < n; ++i)
+    a.values.push_back(type == dtype::b1 ? (b.below(4) == 0 ? 0.0 : 1.0) : static_cast<double>(b.next()));
   return a;
 }
-
-npy_array fp8_bytes(bytes& b, std::vector<std::size_t> shape) {
-  npy_array a;
-  a.type = dtype::u1;
-  a.shape = std::move(shape);
-  std::size_t n = 1;
-  for (std::size_t s : a.shape) n *= s;
-  for (std::size_t i = 0; i < n; ++i) a.values.push_back(static_cast<double>(b.next()));
-  return a;
-}
+npy_array bools(bytes& b, std::vector<std::size_t> shape) { return byte_array(b, std::move(shape), dtype::b1); }
+npy_array fp8_bytes(bytes& b, std::vector<std::size_t> shape) { return byte_array(b, std::move(shape), dtype::u1); }
 
 // b + 1 offsets 0 = c_0 <= c_1 <= ... <= c_b = t, usually; at times one is off by one.
 std::vector<long long> offsets(bytes& b, std::size_t batch, std::size_t t) {

@@ -265,6 +265,90 @@ void add_backward_grading(nlohmann::json& j, const oracle_report_input& in, nloh
 
 nlohmann::json candidate_grade_json(const candidate_grade& g) { return grade_json(g, ""); }
 
+namespace {
+
+// The summary counts, with the rows left undecided past --max-seconds (the first ten as (b, h, i)).
+nlohmann::json summary_json(const oracle_report_input& in) {
+  const oracle_result& r = *in.result;
+  nlohmann::json decided = {{"double_double", r.by_double_double}};
+  for (const auto& [bits, count] : r.by_mpfi) decided["mpfi_" + std::to_string(bits)] = count;
+  if (r.faithful_only) decided["faithful_at_cap"] = r.faithful_only;
+  nlohmann::json j = {{"elements", r.elements},
+                      {"correctly_rounded", r.correctly_rounded},
+                      {"faithful_only", r.faithful_only},
+                      {"empty_row_policy", r.exact_policy},
+                      {"ieee_nonfinite", r.ieee_nonfinite},
+                      {"decided_by", decided},
+                      {"rows", r.B * r.H * r.nq},
+                      {"rows_escalated", r.rows_escalated},
+                      {"rows_fast_path_declined", r.fast_path_rows_failed},
+                      {"empty_rows", r.empty_rows},
+                      {"fast_path_vectorized", r.fast_kernel_vectorized},
+                      {"seconds", in.seconds}};
+  if (r.padding_rows) j["padding_rows"] = r.padding_rows;
+  j["partial"] = r.undecided_rows > 0;
+  if (r.undecided_rows) {
+    // Which rows: the first few (b, h, i); all of them are NaN in the reference.
+    nlohmann::json first = nlohmann::json::array();
+    for (std::size_t e = 0; e < r.how.size() && first.size() < 10; e += r.dv)
+      if (r.how[e] == decided_by::undecided) {
+        const std::size_t row = e / r.dv;
+        first.push_back({row / (r.H * r.nq), (row / r.nq) % r.H, row % r.nq});
+      }
+    j["undecided_rows"] = r.undecided_rows;
+    j["undecided_rows_first"] = first;
+    j["undecided"] = "rows not computed within --max-seconds: NaN in the reference, not graded";
+  }
+  return j;
+}
+
+// FlashAttention's acceptance test between two candidates.
+void add_comparison(nlohmann::json& j, const oracle_report_input& in) {
+  if (in.candidates.size() < 2) return;
+  const auto& a = in.candidates[0];
+  const auto& b = in.candidates[1];
+  const bool pass = a.nonfinite_where_finite == 0 && a.max_ulp <= 2 * b.max_ulp;
+  j["comparison"] = {{"rule", "max error of candidate 1 <= 2 x max error of candidate 2 (FlashAttention's acceptance test)"},
+                     {"candidate", a.name},
+                     {"baseline", b.name},
+                     {"candidate_max_ulp", num(a.max_ulp)},
+                     {"baseline_max_ulp", num(b.max_ulp)},
+                     {"ratio", b.max_ulp > 0 ? num(a.max_ulp / b.max_ulp) : nlohmann::json(nullptr)},
+                     {"verdict", pass ? "pass" : "fail"}};
+}
+
+// The attention candidate's row errors and the article's output bound (section 11).
+void add_attention(nlohmann::json& j, const oracle_report_input& in, nlohmann::json& reasons) {
+  if (!in.attention) return;
+  const auto& g = *in.attention;
+  nlohmann::json rows = nlohmann::json::array();
+  for (double x : g.row_l1) rows.push_back(num(x));
+  j["attention"] = {{"rows", g.rows},
+                    {"max_row_l1_error", num(g.max_row_l1)},
+                    {"max_row_l1_error_is", "an upper bound: the largest upper end of the per-row enclosures"},
+                    {"row_l1_error", rows},
+                    {"row_l1_error_is", "per row, the midpoint of a rigorous enclosure (approx, not a bound)"},
+                    {"output_bound",
+                     {{"statement", "||((A_hat - A) V)_i||_2 <= ||A_hat_i - A_i||_1 * max_j ||v_j||_2 (article section 11)"},
+                      {"certified", g.bound_certified},
+                      {"undecided", g.bound_undecided},
+                      {"refuted", g.bound_refuted},
+                      {"rows_skipped", g.rows_skipped}}}};
+  if (g.bound_refuted) reasons.push_back("the output bound was refuted on " + std::to_string(g.bound_refuted) + " rows");
+}
+
+// The exit code: 1 when something failed, else 3 when rows are undecided, else 0.
+void add_verdict(nlohmann::json& j, const oracle_result& r, nlohmann::json reasons) {
+  int code = reasons.empty() ? 0 : 1;
+  if (code == 0 && r.undecided_rows) {
+    code = 3;  // nothing failed, but not everything was computed: undecided
+    reasons.push_back(std::to_string(r.undecided_rows) + " rows undecided: not computed within --max-seconds");
+  }
+  j["verdict"] = {{"exit_code", code}, {"reasons", reasons}};
+}
+
+}  // namespace
+
 nlohmann::json oracle_report(const oracle_report_input& in) {
   const oracle_result& r = *in.result;
   nlohmann::json j;
@@ -277,35 +361,7 @@ nlohmann::json oracle_report(const oracle_report_input& in) {
       "Each correctly_rounded element of the reference is the exact value of softmax(s*Q*K^T + mask)*V, computed from "
       "the exact input values, rounded to nearest (ties to even) in the target format. A faithful_only element is one "
       "of the two target numbers adjacent to the exact value. The sign of a zero result is not certified.";
-  nlohmann::json decided = {{"double_double", r.by_double_double}};
-  for (const auto& [bits, count] : r.by_mpfi) decided["mpfi_" + std::to_string(bits)] = count;
-  if (r.faithful_only) decided["faithful_at_cap"] = r.faithful_only;
-  j["summary"] = {{"elements", r.elements},
-                  {"correctly_rounded", r.correctly_rounded},
-                  {"faithful_only", r.faithful_only},
-                  {"empty_row_policy", r.exact_policy},
-                  {"ieee_nonfinite", r.ieee_nonfinite},
-                  {"decided_by", decided},
-                  {"rows", r.B * r.H * r.nq},
-                  {"rows_escalated", r.rows_escalated},
-                  {"rows_fast_path_declined", r.fast_path_rows_failed},
-                  {"empty_rows", r.empty_rows},
-                  {"fast_path_vectorized", r.fast_kernel_vectorized},
-                  {"seconds", in.seconds}};
-  if (r.padding_rows) j["summary"]["padding_rows"] = r.padding_rows;
-  j["summary"]["partial"] = r.undecided_rows > 0;
-  if (r.undecided_rows) {
-    // Which rows: the first few (b, h, i); all of them are NaN in the reference.
-    nlohmann::json first = nlohmann::json::array();
-    for (std::size_t e = 0; e < r.how.size() && first.size() < 10; e += r.dv)
-      if (r.how[e] == decided_by::undecided) {
-        const std::size_t row = e / r.dv;
-        first.push_back({row / (r.H * r.nq), (row / r.nq) % r.H, row % r.nq});
-      }
-    j["summary"]["undecided_rows"] = r.undecided_rows;
-    j["summary"]["undecided_rows_first"] = first;
-    j["summary"]["undecided"] = "rows not computed within --max-seconds: NaN in the reference, not graded";
-  }
+  j["summary"] = summary_json(in);
   if (r.has_lse) j["lse"] = lse_summary(r, in.lse_file);
   j["output_shape"] = {r.B, r.H, r.nq, r.dv};
   if (in.backward) {
@@ -346,41 +402,9 @@ nlohmann::json oracle_report(const oracle_report_input& in) {
   nlohmann::json reasons = nlohmann::json::array();
   add_grading(j, in, reasons);
   add_backward_grading(j, in, reasons);
-  if (in.candidates.size() >= 2) {
-    const auto& a = in.candidates[0];
-    const auto& b = in.candidates[1];
-    const bool pass = a.nonfinite_where_finite == 0 && a.max_ulp <= 2 * b.max_ulp;
-    j["comparison"] = {{"rule", "max error of candidate 1 <= 2 x max error of candidate 2 (FlashAttention's acceptance test)"},
-                       {"candidate", a.name},
-                       {"baseline", b.name},
-                       {"candidate_max_ulp", num(a.max_ulp)},
-                       {"baseline_max_ulp", num(b.max_ulp)},
-                       {"ratio", b.max_ulp > 0 ? num(a.max_ulp / b.max_ulp) : nlohmann::json(nullptr)},
-                       {"verdict", pass ? "pass" : "fail"}};
-  }
-  if (in.attention) {
-    const auto& g = *in.attention;
-    nlohmann::json rows = nlohmann::json::array();
-    for (double x : g.row_l1) rows.push_back(num(x));
-    j["attention"] = {{"rows", g.rows},
-                      {"max_row_l1_error", num(g.max_row_l1)},
-                      {"max_row_l1_error_is", "an upper bound: the largest upper end of the per-row enclosures"},
-                      {"row_l1_error", rows},
-                      {"row_l1_error_is", "per row, the midpoint of a rigorous enclosure (approx, not a bound)"},
-                      {"output_bound",
-                       {{"statement", "||((A_hat - A) V)_i||_2 <= ||A_hat_i - A_i||_1 * max_j ||v_j||_2 (article section 11)"},
-                        {"certified", g.bound_certified},
-                        {"undecided", g.bound_undecided},
-                        {"refuted", g.bound_refuted},
-                        {"rows_skipped", g.rows_skipped}}}};
-    if (g.bound_refuted) reasons.push_back("the output bound was refuted on " + std::to_string(g.bound_refuted) + " rows");
-  }
-  int code = reasons.empty() ? 0 : 1;
-  if (code == 0 && r.undecided_rows) {
-    code = 3;  // nothing failed, but not everything was computed: undecided
-    reasons.push_back(std::to_string(r.undecided_rows) + " rows undecided: not computed within --max-seconds");
-  }
-  j["verdict"] = {{"exit_code", code}, {"reasons", reasons}};
+  add_comparison(j, in);
+  add_attention(j, in, reasons);
+  add_verdict(j, r, reasons);
   return j;
 }
 
