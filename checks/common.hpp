@@ -38,6 +38,8 @@ struct run_settings {
   /// sides (a theorem for any A, Â) are multiplied by (1 − fault).  Tests set it to show
   /// that each check's tolerances can fail (tests/checks/checks.cpp).  0 in every real run.
   double fault = 0;
+  /// Budget of the whole run in seconds (0: none; deadline.hpp), used by run_checks.
+  double max_seconds = 0;
 };
 
 /// A registered check.
@@ -55,6 +57,12 @@ const check_entry* find_check(const std::string& id);
 std::vector<const check_entry*> select_checks(const std::vector<std::string>& ids);
 /// Run one check and fill its identity fields.
 report::check_report run_check(const check_entry& c, const run_settings& rs);
+/// Run the checks in order within rs.max_seconds: a check under way when the budget passes stops
+/// at its next poll, and it and every check after it are reported as not computed (one undecided
+/// "not-computed" claim each, check_report::not_computed); never a claim from a half-run check.
+/// `on_start(k)` is called before check k (progress); Ctrl-C throws `interrupted`.
+std::vector<report::check_report> run_checks(const std::vector<const check_entry*>& chosen, const run_settings& rs,
+                                             const std::function<void(std::size_t)>& on_start = {});
 
 // ---- helpers -----------------------------------------------------------------------
 

@@ -1,6 +1,11 @@
 // checks/registry.cpp — the list of checks and the shared escalation helper.
 #include "checks/common.hpp"
 
+#include <chrono>
+#include <sstream>
+
+#include "attncert/deadline.hpp"
+
 #include "attncert/error.hpp"
 #include "attncert/linalg/certified_svd.hpp"
 
@@ -164,5 +169,54 @@ report::check_report run_check(const check_entry& c, const run_settings& rs) {
   rep.proof = c.proof;
   rep.error_model = c.error_model;
   return rep;
+}
+
+namespace {
+report::check_report not_computed(const check_entry& c, const std::string& why) {
+  report::check_report rep;
+  rep.id = c.id;
+  rep.title = c.title;
+  rep.section = c.section;
+  rep.proof = c.proof;
+  rep.error_model = c.error_model;
+  rep.not_computed = true;
+  report::claim_row row;
+  row.claim = "not-computed";
+  row.statement = "every claim of this check";
+  row.instance = "-";
+  row.format = "-";
+  row.tier = "-";
+  row.result = verdict::undecided;
+  row.note = why;
+  rep.claims.push_back(row);
+  return rep;
+}
+}  // namespace
+
+std::vector<report::check_report> run_checks(const std::vector<const check_entry*>& chosen, const run_settings& rs,
+                                             const std::function<void(std::size_t)>& on_start) {
+  deadline_scope budget(rs.max_seconds);
+  const auto t0 = std::chrono::steady_clock::now();
+  auto elapsed = [&] {
+    std::ostringstream os;
+    os.precision(3);
+    os << std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    return os.str();
+  };
+  std::vector<report::check_report> out;
+  for (std::size_t k = 0; k < chosen.size(); ++k) {
+    check_interrupt();
+    if (on_start) on_start(k);
+    if (deadline_passed()) {
+      out.push_back(not_computed(*chosen[k], "not started: the budget (--max-seconds) had passed at " + elapsed() + " s"));
+      continue;
+    }
+    try {
+      out.push_back(run_check(*chosen[k], rs));
+    } catch (const time_limit_reached&) {
+      out.push_back(not_computed(*chosen[k], "stopped at " + elapsed() + " s: the budget (--max-seconds) passed while it ran"));
+    }
+  }
+  return out;
 }
 }  // namespace attncert::checks

@@ -282,25 +282,28 @@ def attention(q, k, v, *, scale=None, causal=None, window=None, softcap=None, al
 def attention_vjp(q, k, v, do, *, dlse=None, scale=None, causal=None, window=None, softcap=None, alibi_slopes=None,
                   bias=None, sink=None, mask=None, dropout_mask=None, dropout_p=0.0, layout="bhsd", cu_seqlens_q=None,
                   cu_seqlens_k=None, target=None, seqlens_k=None, empty_rows="error", max_bits=4096, threads=2,
-                  lse_base="e"):
+                  lse_base="e", max_seconds=0):
     """The correctly rounded gradients of attention(q, k, v, ...) for the output cotangent `do` (and `dlse`).
 
     Returns AttentionGrads(dq, dk, dv, dbias, dsink): dq, dk, dv in the layouts of q, k, v; dbias in the bias's
     shape (summed over its broadcast dimensions) when a bias is given, else None; dsink (h_q,) when a sink is
-    given, else None.  Exact zeros (keys no query attends) are exact zeros.
+    given, else None.  Exact zeros (keys no query attends) are exact zeros.  max_seconds > 0 bounds the
+    computation: past it, TimeoutError (dK and dV sum over every row, so there is no partial answer).
     """
     args = dict(_VARIANT_DEFAULTS)
     args.update(scale=scale, causal=causal, window=window, softcap=softcap, alibi_slopes=alibi_slopes, bias=bias,
                 sink=sink, mask=mask, dropout_mask=dropout_mask, dropout_p=dropout_p, layout=layout,
                 cu_seqlens_q=cu_seqlens_q, cu_seqlens_k=cu_seqlens_k, seqlens_k=seqlens_k, target=target,
                 empty_rows=empty_rows, max_bits=max_bits, threads=threads, lse_base=lse_base)
-    g = _gradients(q, k, v, do, dlse, args)
+    g = _gradients(q, k, v, do, dlse, args, max_seconds)
     return AttentionGrads(*[None if g.get(n) is None else _like(g.get(n), q, g.target)
                             for n in ("dq", "dk", "dv", "dbias", "dsink")])
 
 
-def _gradients(q, k, v, do, dlse, args):
+def _gradients(q, k, v, do, dlse, args, max_seconds=0):
     opts = _options(q, want_lse=dlse is not None, **args)
+    if max_seconds:
+        opts["max_seconds"] = _args.real(max_seconds, "max_seconds", 0, 1e7)
     return _core.Gradients(_to_numpy(q, "q"), _to_numpy(k, "k"), _to_numpy(v, "v"), _to_numpy(do, "do"),
                            _to_numpy(dlse, "dlse"), opts)
 

@@ -113,6 +113,11 @@ class CheckResult(Result):
         t = self.totals
         return t.get("fail", 0) == 0 and t.get("undecided", 0) == 0
 
+    @property
+    def partial(self):
+        """True when checks were not computed within max_seconds."""
+        return bool(self.totals.get("partial", False))
+
     def text(self):
         """The command line's text report of the same checks."""
         return self._text
@@ -214,16 +219,19 @@ def certify(claim, *, max_bits=4096, max_seconds=60):
 
 
 def check(ids=None, *, formats=("binary64", "mpfr256"), policies="numpy,matlab,torch,lapack,eigen", seed=20261129,
-          certify_bits=128, certify_max_bits=4096):
+          certify_bits=128, certify_max_bits=4096, max_seconds=0):
     """Run the article's constructions (`attncert check`): all, or the ids given.  Returns a CheckResult
-    (.passed, .totals, .text() for the command line's text report)."""
+    (.passed, .totals, .text() for the command line's text report).  max_seconds > 0 bounds the run
+    (`check --max-seconds`): checks not finished within it are one undecided "not-computed" claim each,
+    .partial is True and .passed False."""
     if isinstance(ids, str):
         ids = [ids]
     if ids is not None and not (isinstance(ids, (list, tuple)) and all(isinstance(i, str) for i in ids)):
         raise TypeError("ids: a check id (str) or a list of them, got %s" % _args._shown(ids))
     args = (list(ids or []), _list_text(formats, "formats"), _list_text(policies, "policies"),
             _args.limited(seed, "seed"), _args.limited(certify_bits, "certify_bits"),
-            _args.limited(certify_max_bits, "certify_bits", "certify_max_bits"))
+            _args.limited(certify_max_bits, "certify_bits", "certify_max_bits"),
+            _args.real(max_seconds, "max_seconds", 0, 1e7))
     report, text = _core.check_report(*args)
     r = CheckResult(json.loads(report))
     r._text = text

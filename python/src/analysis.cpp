@@ -12,6 +12,7 @@
 #include <sstream>
 #include <string>
 
+#include "child.hpp"
 #include "interrupt.hpp"
 #include "attncert/error.hpp"
 #include "attncert/io/bounded_input.hpp"
@@ -33,41 +34,43 @@ namespace {
 
 // A 2-D float/int array as an exact rational matrix (every binary64 value is a rational), read by the
 // binding's one conversion (arrays.hpp: complex, unsupported dtypes, int64 beyond 2^53 refused).
-matrix<mpq_rational> exact_matrix(const py::handle& obj, const std::string& what) {
-  const io::npy_array a = python::to_npy(obj, what, true);
+// Checked here (the GIL held); exact_values makes the rationals (in the computation's process).
+io::npy_array checked_matrix(const py::handle& obj, const std::string& what) {
+  io::npy_array a = python::to_npy(obj, what, true);
   if (a.shape.size() != 2) throw input_error(what + ": must be a 2-D array, got " + std::to_string(a.shape.size()) + " dimensions");
   if (a.values.empty())  // as the command line's matrix reader
     throw input_error(what + ": empty matrix (shape (" + std::to_string(a.shape[0]) + ", " + std::to_string(a.shape[1]) + "))");
+  const std::size_t cols = a.shape[1];
+  for (std::size_t e = 0; e < a.values.size(); ++e)
+    if (!std::isfinite(a.values[e]))
+      throw input_error(what + ": contains NaN or Inf at (" + std::to_string(e / cols) + ", " + std::to_string(e % cols) + ")");
+  return a;
+}
+
+matrix<mpq_rational> exact_values(const io::npy_array& a) {
   const auto rows = static_cast<Eigen::Index>(a.shape[0]), cols = static_cast<Eigen::Index>(a.shape[1]);
   matrix<double> m(rows, cols);
   for (Eigen::Index i = 0; i < rows; ++i)
-    for (Eigen::Index j = 0; j < cols; ++j) {
-      const double x = a.values[static_cast<std::size_t>(i * cols + j)];
-      if (!std::isfinite(x)) throw input_error(what + ": contains NaN or Inf at (" + std::to_string(i) + ", " + std::to_string(j) + ")");
-      m(i, j) = x;
-    }
+    for (Eigen::Index j = 0; j < cols; ++j) m(i, j) = a.values[static_cast<std::size_t>(i * cols + j)];
   return from_double_matrix<mpq_rational>(m);
 }
 
 std::string rank_json(const py::dict& o) {
   rank_request req;
   nlohmann::json inputs;
-  auto get = [&](const char* key) -> std::optional<matrix<mpq_rational>> {
-    if (!o.contains(key) || o[key].is_none()) return std::nullopt;
-    matrix<mpq_rational> m = exact_matrix(o[key], key);
-    inputs[key] = {{"array", "numpy"}, {"shape", {m.rows(), m.cols()}}};
-    return m;
-  };
-  req.S = get("scores");
-  req.Q = get("q");
-  req.K = get("k");
-  req.V = get("v");
-  req.X = get("x");
-  if (req.S && (req.Q || req.K)) throw input_error("give either --scores or --q/--k, not both");
-  if (!req.S && !(req.Q && req.K)) throw input_error("give --scores S, or --q Q and --k K");
+  std::optional<io::npy_array> arrays[5];  // scores, q, k, v, x: made exact in the child (the long part at n = 10^4)
+  const char* keys[5] = {"scores", "q", "k", "v", "x"};
+  for (int t = 0; t < 5; ++t) {
+    if (!o.contains(keys[t]) || o[keys[t]].is_none()) continue;
+    arrays[t] = checked_matrix(o[keys[t]], keys[t]);
+    inputs[keys[t]] = {{"array", "numpy"}, {"shape", {arrays[t]->shape[0], arrays[t]->shape[1]}}};
+  }
+  const bool has_s = arrays[0].has_value(), has_q = arrays[1].has_value(), has_k = arrays[2].has_value();
+  if (has_s && (has_q || has_k)) throw input_error("give either --scores or --q/--k, not both");
+  if (!has_s && !(has_q && has_k)) throw input_error("give --scores S, or --q Q and --k K");
   const std::string scale = o.contains("scale") && !o["scale"].is_none() ? std::string(py::str(o["scale"])) : "";
-  if (!scale.empty() && req.S) throw input_error("--scale applies to --q/--k (scores given with --scores are used as they are)");
-  if (!req.S) {
+  if (!scale.empty() && has_s) throw input_error("--scale applies to --q/--k (scores given with --scores are used as they are)");
+  if (!has_s) {
     if (scale.empty()) req.inv_sqrt_d = true;
     else req.scale = python::named("scale", [&] { return number_traits<mpq_rational>::from_string(scale); });
   }
@@ -100,8 +103,13 @@ std::string rank_json(const py::dict& o) {
     throw input_error("deflate_max_k must be in [0, 4096] and deflate_seconds >= 0");
   req.deflation_max_k = static_cast<std::size_t>(dk);
   req.inputs = inputs;
-  python::interruptible_nogil nogil;  // Ctrl-C: KeyboardInterrupt (interrupt.hpp)
-  return to_json(analyse_rank(req), "attncert.rank (python)").dump();
+  // In a child process: Ctrl-C stops it at once, inside an Eigen/LAPACK SVD or a FLINT elimination too (child.hpp).
+  return python::run_in_child([&] {
+    std::optional<matrix<mpq_rational>>* fields[5] = {&req.S, &req.Q, &req.K, &req.V, &req.X};
+    for (int t = 0; t < 5; ++t)
+      if (arrays[t]) *fields[t] = exact_values(*arrays[t]);
+    return to_json(analyse_rank(req), "attncert.rank (python)").dump();
+  });
 }
 
 // certify(claim): the claim as JSON text (a dict dumped by the caller, numbers kept exact by
@@ -122,7 +130,7 @@ std::string read_claim_file(const std::string& path) { return io::read_file_boun
 
 std::pair<std::string, std::string> check_json(const std::vector<std::string>& ids, const std::string& formats,
                                                const std::string& policies, std::uint64_t seed, unsigned certify_bits,
-                                               unsigned certify_max_bits) {
+                                               unsigned certify_max_bits, double max_seconds) {
   const std::vector<const checks::check_entry*> chosen = python::named("ids", [&] { return checks::select_checks(ids); });
   checks::run_settings rs;
   rs.formats = python::named("formats", [&] { return parse_formats(formats); });
@@ -133,12 +141,14 @@ std::pair<std::string, std::string> check_json(const std::vector<std::string>& i
                       " <= certify-bits <= certify-max-bits <= " + std::to_string(max_precision_bits));
   rs.certify_bits = certify_bits;
   rs.certify_max_bits = certify_max_bits;
+  if (!(max_seconds >= 0) || max_seconds > 1e7) throw input_error("max_seconds must be in [0, 1e7] (0: no limit)");
+  rs.max_seconds = max_seconds;
   report::document doc;
   doc.version = ATTNCERT_VERSION;
   doc.command = "attncert.check (python)";
   {
     python::interruptible_nogil nogil;  // Ctrl-C: KeyboardInterrupt (interrupt.hpp)
-    for (const auto* c : chosen) doc.checks.push_back(checks::run_check(*c, rs));
+    doc.checks = checks::run_checks(chosen, rs);  // within max_seconds; the rest are not-computed rows
   }
   std::ostringstream os;
   report::write_text(os, doc);
@@ -252,6 +262,6 @@ void bind_analysis(py::module_& m) {
   m.def("drift_grid", &drift_grid_py, py::arg("options"), "the grid points of a drift sweep");
   m.def("read_claim_file", &read_claim_file, py::arg("path"));
   m.def("check_report", &check_json, py::arg("ids"), py::arg("formats"), py::arg("policies"), py::arg("seed"),
-        py::arg("certify_bits"), py::arg("certify_max_bits"),
+        py::arg("certify_bits"), py::arg("certify_max_bits"), py::arg("max_seconds"),
         "attncert check's report: (JSON text, the text report)");
 }

@@ -21,6 +21,7 @@
 #include "attncert/memory.hpp"
 #include "attncert/io/npy.hpp"
 #include "attncert/attention/empty_rows.hpp"
+#include "attncert/deadline.hpp"
 #include "attncert/oracle/backward.hpp"
 #include "attncert/oracle/oracle.hpp"
 #include "attncert/oracle/grading.hpp"
@@ -559,6 +560,8 @@ PYBIND11_MODULE(_core, m) {
       if (p) std::rethrow_exception(p);
     } catch (const interrupted&) {
       PyErr_SetNone(PyExc_KeyboardInterrupt);  // Ctrl-C seen by a poll inside the core (interrupt.hpp)
+    } catch (const time_limit_reached& e) {
+      PyErr_SetString(PyExc_TimeoutError, e.what());  // past max_seconds (deadline.hpp): nothing returned
     } catch (const input_error& e) {
       PyErr_SetString(input_exc.ptr(), e.what());
     } catch (const python::conversion_memory_error& e) {

@@ -162,6 +162,25 @@ assert "stopped at --max-seconds" in s["not_computed"], s
 assert d["settings"]["max_seconds"] in (2, 10)
 PY
 expect_usage_error "drift --max-seconds -1" "$BIN" drift --from 0 --to 1 --max-seconds -1
+# check --max-seconds (issue 28, item 5): a run past its budget is PARTIAL, exit 3, each check not
+# finished one undecided "not-computed" claim, and no claim of a half-run check.
+budget=0.05
+t0=$(date +%s%N)
+expect_exit 3 "check --max-seconds $budget" "$BIN" check --max-seconds $budget --format json --out "$TMP/cpart.json"
+t1=$(date +%s%N)
+[ $(( (t1 - t0) / 1000000 )) -lt $(( slow * 1000 + 50 )) ] && ok || bad "check --max-seconds $budget took $(( (t1 - t0) / 1000000 )) ms"
+python3 - "$TMP/cpart.json" <<'PY' && ok || bad "check --max-seconds: PARTIAL, not-computed rows"
+import json, sys
+d = json.load(open(sys.argv[1]))
+s = d["summary"]
+assert s["partial"] is True and s["not_computed_checks"] >= 1 and s["fail"] == 0, s
+nc = [c for c in d["checks"] if any(r["claim"] == "not-computed" for r in c["claims"])]
+assert len(nc) == s["not_computed_checks"] and all(len(c["claims"]) == 1 for c in nc), nc
+assert all(c["claims"][0]["verdict"] == "undecided" and "--max-seconds" in c["claims"][0]["note"] for c in nc), nc
+PY
+"$BIN" check two-token --max-seconds 0.000001 >"$TMP/out" 2>&1
+grep -q "^PARTIAL: 1 checks not computed" "$TMP/out" && ok || bad "check --max-seconds: no PARTIAL line in the text report"
+expect_usage_error "check --max-seconds -1" "$BIN" check --max-seconds -1
 # The enclosure method states what ran: above 64 tokens the binary64 path, not MPFI.
 expect_exit 0 "drift --n 66" "$BIN" drift --family causal --from 0 --to 1 --points 2 --n 66 --recipes fp64 --format json
 python3 -c "import json,sys; m = json.load(open(sys.argv[1]))['settings']['enclosure_method']; assert m.startswith('binary64 path'), m" "$TMP/out" && ok || bad "drift --n 66: enclosure_method names the binary64 path"

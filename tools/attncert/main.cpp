@@ -32,6 +32,7 @@ struct check_args {
   std::uint64_t seed = 20261129;
   unsigned certify_bits = 128, certify_max_bits = 4096;
   bool verbose = false;
+  double max_seconds = 0;
 };
 
 int run_check_command(const check_args& a, const std::string& command) {
@@ -55,6 +56,7 @@ int run_check_command(const check_args& a, const std::string& command) {
                       " <= certify-bits <= certify-max-bits <= " + std::to_string(max_precision_bits));
   rs.certify_bits = a.certify_bits;
   rs.certify_max_bits = a.certify_max_bits;
+  rs.max_seconds = a.max_seconds;
   const auto fmt = report::parse_output_format(a.out_format);
 
   report::document doc;
@@ -76,17 +78,18 @@ int run_check_command(const check_args& a, const std::string& command) {
                   {"softmax", "row maximum subtracted; masks applied before normalization; fully masked rows: error"},
                   {"tolerances", "fixed per claim from each check's error model before computing (see error_model)"}};
   const bool tty = ::isatty(2);
-  for (std::size_t k = 0; k < chosen.size(); ++k) {
+  if (a.max_seconds > 0) doc.settings["max_seconds"] = a.max_seconds;
+  doc.checks = checks::run_checks(chosen, rs, [&](std::size_t k) {
     if (tty) std::cerr << "\r[" << (k + 1) << "/" << chosen.size() << "] " << chosen[k]->id << "            " << std::flush;
-    doc.checks.push_back(checks::run_check(*chosen[k], rs));
-  }
+  });
   if (tty) std::cerr << "\r" << std::string(40, ' ') << "\r" << std::flush;
   std::ostringstream os;
   report::write(os, doc, fmt, report::write_options{a.verbose});
   out.report(a.out_path, os.str());
   out.commit();
   const auto s = doc.totals();
-  return (s.fail == 0 && s.undecided == 0) ? 0 : 1;
+  if (s.fail > 0 || s.undecided > s.not_computed) return 1;
+  return s.not_computed > 0 ? cli::exit_undecided : cli::exit_ok;  // PARTIAL, nothing failed or undecided in what was computed
 }
 
 struct rank_args {
@@ -165,7 +168,9 @@ CLI::App* add_check_subcommand(CLI::App& app, check_args& a) {
       "Formats: binary16, bfloat16, binary32, binary64, mpfrN, mpfiN (N bits, >= 24).\n"
       "Policies: numpy, matlab, torch[:RTOL[:ATOL]], lapack[:RCOND], eigen, absolute:TAU, relative:TAU\n"
       "  (eps is the machine epsilon of the format the matrix was formed in).\n" +
-      cli::exit_codes_text({{cli::exit_ok, "every claim holds"}, {cli::exit_failed, "a claim failed or is undecided"}}));
+      cli::exit_codes_text({{cli::exit_ok, "every claim holds"},
+                            {cli::exit_failed, "a claim failed or is undecided"},
+                            {cli::exit_undecided, "PARTIAL: checks not computed within --max-seconds, and every computed claim holds"}}));
   check->add_option("ids", a.ids, "Check IDs (default: all; see --list)");
   check->add_flag("--list", a.list, "List the checks with their sections and proof files, then exit");
   check->add_option("--formats", a.formats, "Comma-separated evaluation formats")->capture_default_str();
@@ -180,6 +185,11 @@ CLI::App* add_check_subcommand(CLI::App& app, check_args& a) {
       ->check(cli::non_negative_integer())
       ->capture_default_str();
   check->add_flag("--verbose", a.verbose, "Text report: the settings and every claim (default: a one-screen summary per check)");
+  check->add_option("--max-seconds", a.max_seconds,
+                    "Budget of the run, in [0, 1e7] (0: none): past it the check under way stops at its next poll and no\n"
+                    "check is started; each is reported as one undecided claim 'not-computed', the report is PARTIAL, and\n"
+                    "the exit status is 3 unless a computed claim failed or is undecided")
+      ->check(CLI::Range(0.0, 1e7));
   return check;
 }
 

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <sstream>
 
+#include "attncert/deadline.hpp"
 #include "attncert/error.hpp"
 #include "attncert/io/npy.hpp"
 #include "attncert/oracle/backward.hpp"
@@ -135,7 +136,7 @@ CLI::App* add_oracle_subcommand(CLI::App& app, oracle_args& a) {
       exit_codes_text({{exit_ok, "done (every graded candidate passes its rule)"},
                        {exit_failed, "a candidate, LSE candidate or gradient fails its rule (NaN/Inf where the truth "
                                      "is finite fails every rule), or the output bound is refuted"},
-                       {3, "undecided: rows not computed within --max-seconds (PARTIAL), and nothing failed"}}));
+                       {3, "undecided: rows or the backward not computed within --max-seconds (PARTIAL), and nothing failed"}}));
   o->add_option("--q", a.q, "Queries Q (.npy: float16/32/64 or int)")->required();
   o->add_option("--k", a.k, "Keys K (.npy)")->required();
   o->add_option("--v", a.v, "Values V (.npy)")->required();
@@ -157,9 +158,10 @@ CLI::App* add_oracle_subcommand(CLI::App& app, oracle_args& a) {
   add_max_precision_option(o, a.max_precision, 128, 1u << 16, "Precision cap of the MPFI stage, bits");
   add_threads_option(o, a.threads);
   o->add_option("--max-seconds", a.max_seconds,
-                "Budget of the forward pass, in [0, 1e7] (0: none): past it no row is started and a row under way stops\n"
+                "Budget of the command, in [0, 1e7] (0: none): past it no row is started and a row under way stops\n"
                 "at its next escalation step; those rows are undecided (NaN in the reference, not graded), the report\n"
-                "is PARTIAL and lists them, and the exit status is 3 unless something failed")
+                "is PARTIAL and lists them, and the exit status is 3 unless something failed.  The backward (--grad-out)\n"
+                "runs within what is left, all or nothing: past the budget no gradient is written or graded (exit 3)")
       ->check(CLI::Range(0.0, 1e7))
       ->capture_default_str();
   o->add_flag("--allow-nonfinite", a.allow_nonfinite,
@@ -608,16 +610,24 @@ int run_oracle_command(const oracle_args& a, const std::string& command) {
   const forward_files ff = read_forward_files(a, spec, built, rules);
   const backward_files bf = read_backward_files(a, spec, built, rules, inputs);
 
+  deadline_scope budget(req.max_seconds);  // one budget for the command: the forward, then the backward
   const oracle_result res = run_oracle(req);
   clear_progress();
   std::optional<backward_result> grads;
   double backward_seconds = 0;
+  std::string backward_not_computed;
   if (bf.dout) {
     const auto tb = std::chrono::steady_clock::now();
     backward_inputs gi;
     gi.dO = built.olay.output_to_internal(bf.dout->values);
     if (bf.dlse) gi.dLSE = built.olay.lse_to_internal(bf.dlse->values);
-    grads = run_oracle_backward(req, gi);
+    try {
+      grads = run_oracle_backward(req, gi);
+    } catch (const time_limit_reached&) {  // all or nothing: no gradient file, exit 3 (UNDECIDED)
+      std::ostringstream why;
+      why << "the backward was not computed within --max-seconds " << a.max_seconds << ": no gradient is written or graded";
+      backward_not_computed = why.str();
+    }
     clear_progress();
     backward_seconds = seconds_since(tb);
   }
@@ -629,6 +639,8 @@ int run_oracle_command(const oracle_args& a, const std::string& command) {
   ri.result = &res;
   ri.rules = rules;
   grade_forward(ff, a, built, res, rules, ri);
+  ri.backward_not_computed = backward_not_computed;
+  ri.backward_seconds = backward_seconds;
   if (grads) {
     ri.backward = &*grads;
     ri.backward_seconds = backward_seconds;

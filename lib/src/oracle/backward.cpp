@@ -67,9 +67,13 @@ struct gradient_slot {
 /// State), the main thread reporting progress.  After all joined, the exception of the first
 /// failing position in `list` is rethrown, the same one whatever the thread timing: after a failure
 /// at position k no worker takes a position past k, and every position before k was already taken.
+// Every worker adopts the caller's budget (deadline.hpp) and polls it before each position, as
+// for_used_rows does before each row: past the budget time_limit_reached ends the whole backward
+// (its sums run over every row, so there is no partial result to report).
 template <class State, class F>
 void for_each_parallel(const std::vector<std::size_t>& list, unsigned threads,
                        const std::function<void(std::size_t, std::size_t)>& progress, F&& fn) {
+  const attncert::detail::deadline_state budget = current_budget();
   std::atomic<std::size_t> next{0}, done{0};
   std::atomic<std::size_t> limit{std::numeric_limits<std::size_t>::max()};
   std::mutex mu;
@@ -85,12 +89,13 @@ void for_each_parallel(const std::vector<std::size_t>& list, unsigned threads,
   };
   auto work = [&](bool main_thread) {
     try {
+      deadline_scope adopt(budget);
       State st;
       for (;;) {
         const std::size_t k = next.fetch_add(1);
         if (k >= list.size() || k > limit.load(std::memory_order_relaxed)) break;
         try {
-          check_interrupt();  // Ctrl-C (CLI, Python): every worker stops at its next row
+          check_deadline();  // Ctrl-C (CLI, Python) and the budget: every worker stops at its next position
           fn(list[k], st);
         } catch (...) {
           record(k);
@@ -225,6 +230,7 @@ class backward_run {
       for (std::size_t i = 0; i < req_.seq_q(b); ++i) {
         const std::size_t r = (b * H_ + h) * nq_ + i;
         if (!in_block(r) || !used_row(r, scratch.allowed)) continue;
+        check_deadline();  // a unit holds up to n_q x group rows: the budget and Ctrl-C per row
         row_job job;
         src_.locate(r, job);
         job.allowed = scratch.allowed.data();
@@ -731,6 +737,7 @@ backward_result run_oracle_backward(const oracle_request& req, const backward_in
   validate_request(req);
   if (!req.row_sample.empty())
     throw input_error("the backward needs every query row (dK and dV sum over them): a row sample is for the forward only");
+  deadline_scope budget(req.max_seconds);  // all or nothing: time_limit_reached past it
   return backward_run(req, g).run();
 }
 

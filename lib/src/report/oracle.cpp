@@ -337,12 +337,17 @@ void add_attention(nlohmann::json& j, const oracle_report_input& in, nlohmann::j
   if (g.bound_refuted) reasons.push_back("the output bound was refuted on " + std::to_string(g.bound_refuted) + " rows");
 }
 
-// The exit code: 1 when something failed, else 3 when rows are undecided, else 0.
-void add_verdict(nlohmann::json& j, const oracle_result& r, nlohmann::json reasons) {
+// The exit code: 1 when something failed, else 3 when rows or the backward are undecided, else 0.
+void add_verdict(nlohmann::json& j, const oracle_report_input& in, nlohmann::json reasons) {
+  const oracle_result& r = *in.result;
   int code = reasons.empty() ? 0 : 1;
   if (code == 0 && r.undecided_rows) {
     code = 3;  // nothing failed, but not everything was computed: undecided
     reasons.push_back(std::to_string(r.undecided_rows) + " rows undecided: not computed within --max-seconds");
+  }
+  if (code != 1 && !in.backward_not_computed.empty()) {
+    code = 3;
+    reasons.push_back(in.backward_not_computed);
   }
   j["verdict"] = {{"exit_code", code}, {"reasons", reasons}};
 }
@@ -389,6 +394,8 @@ nlohmann::json oracle_report(const oracle_report_input& in) {
                      {"internal_shapes", shapes},
                      {"files", in.gradient_files},
                      {"seconds", in.backward_seconds}};
+  } else if (!in.backward_not_computed.empty()) {
+    j["backward"] = {{"computed", false}, {"not_computed", in.backward_not_computed}, {"seconds", in.backward_seconds}};
   }
   j["reference"] = in.reference;
   nlohmann::json faithful = nlohmann::json::array();
@@ -404,7 +411,7 @@ nlohmann::json oracle_report(const oracle_report_input& in) {
   add_backward_grading(j, in, reasons);
   add_comparison(j, in);
   add_attention(j, in, reasons);
-  add_verdict(j, r, reasons);
+  add_verdict(j, in, reasons);
   return j;
 }
 
@@ -548,7 +555,9 @@ void write_oracle_text(std::ostream& os, const nlohmann::json& j) {
     os << "PARTIAL: " << s.at("undecided_rows") << " rows not computed within --max-seconds (NaN in the reference, not "
        << "graded); the first (b, h, i): " << s.at("undecided_rows_first").dump() << "\n";
   if (!j.at("reference").is_null()) os << "  reference written to " << j.at("reference").value("file", "?") << "\n";
-  if (j.contains("backward")) {
+  if (j.contains("backward") && j.at("backward").contains("not_computed")) {
+    os << "backward: not computed (see below)\n";
+  } else if (j.contains("backward")) {
     const auto& b = j.at("backward");
     os << "backward: " << b.at("elements") << " gradient elements: correctly rounded " << b.at("correctly_rounded")
        << ", faithful only " << b.at("faithful_only") << ", exact zeros " << b.at("exact_zeros") << "; decided by:";

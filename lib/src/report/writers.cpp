@@ -351,6 +351,7 @@ std::string summary_line(const summary& s) {
      << " divergences (numerical rank != exact rank; measured, not failures)";
   if (s.sigma_min_divergences > 0)
     os << "; " << s.sigma_min_divergences << " sigma_min off the certified sigma_min of the formed matrix (DIVERGES (sigma_min))";
+  if (s.not_computed > 0) os << "\nPARTIAL: " << s.not_computed << " checks not computed within --max-seconds (one undecided claim each)";
   return os.str();
 }
 
@@ -445,6 +446,10 @@ ordered_json document_json(const document& doc) {
   sj["rank_rows"] = s.rank_rows;
   sj["divergences"] = s.divergences;
   sj["sigma_min_divergences"] = s.sigma_min_divergences;
+  if (s.not_computed > 0) {
+    sj["partial"] = true;
+    sj["not_computed_checks"] = s.not_computed;
+  }
   j["summary"] = std::move(sj);
   return j;
 }

@@ -55,6 +55,8 @@ struct backward_result {
 /// line): everything run_oracle rejects; dO or dLSE of the wrong size; NaN/Inf in dO or dLSE at a
 /// row that is used; a NaN/Inf input that a used score touches (there is no IEEE fallback here);
 /// an element the cap cannot enclose within two adjacent target numbers ("precision too low").
+/// Past req.max_seconds (or an enclosing deadline_scope) it throws time_limit_reached: the sums
+/// over rows leave no partial gradient to return.  Ctrl-C (request_interrupt): `interrupted`.
 backward_result run_oracle_backward(const oracle_request& req, const backward_inputs& g);
 
 /// Enclosures of exact values, C order: |x - (hi + lo)| <= rad for each element.

@@ -128,6 +128,8 @@ struct oracle_request {
   /// Budget in seconds (0: none; deadline.hpp).  Past it no row is started, and a row under way
   /// stops at its next escalation step: such rows are undecided — NaN in the reference, no
   /// enclosure (grading skips them), counted in oracle_result::undecided_rows.  Never a wrong bit.
+  /// The backward (run_oracle_backward) has the same budget, all or nothing: past it, it throws
+  /// time_limit_reached.  A caller's enclosing deadline_scope (one command) holds too.
   double max_seconds = 0;
   /// With NaN/±Inf in a value an allowed score uses: false = input_error; true = such rows are
   /// computed in plain IEEE binary64 (approx tier) and counted as ieee_nonfinite.  Non-finite

@@ -38,7 +38,7 @@ struct attention_spec {
   bool want_lse = false;
   std::string lse_base = "e", empty_lse = "-inf", lse_target;  ///< lse_target "" = binary64 for a binary64 target, else binary32
   unsigned max_bits = 4096, threads = 2;
-  double max_seconds = 0;  ///< the forward pass's budget (oracle_request::max_seconds), in [0, 1e7]
+  double max_seconds = 0;  ///< the budget of each pass, forward and backward (oracle_request::max_seconds), in [0, 1e7]
   bool allow_nonfinite = false;
 };
 

@@ -70,6 +70,9 @@ struct check_report {
   std::string error_model;  ///< the stated error model from which tolerances derive
   std::vector<claim_row> claims;
   std::vector<rank_row> ranks;
+  /// The check did not finish within the command's budget (--max-seconds): its one claim row is
+  /// "not-computed" (undecided), and the report is PARTIAL.
+  bool not_computed = false;
 };
 
 /// Totals over a report.
@@ -77,6 +80,7 @@ struct summary {
   std::size_t claims = 0, pass = 0, fail = 0, undecided = 0, skipped = 0;
   std::size_t rank_rows = 0, divergences = 0;
   std::size_t sigma_min_divergences = 0;  ///< rank rows whose σ_min is off its certified value
+  std::size_t not_computed = 0;  ///< checks not finished within the budget (each one undecided claim)
 };
 
 /// A whole report.
@@ -91,6 +95,7 @@ struct document {
   summary totals() const {
     summary s;
     for (const auto& c : checks) {
+      if (c.not_computed) ++s.not_computed;
       for (const auto& r : c.claims) {
         switch (r.result) {
           case verdict::pass: ++s.pass; ++s.claims; break;

@@ -61,6 +61,9 @@ struct oracle_report_input {
   std::optional<gradient_set_grade> gradient_baseline;  ///< --baseline-grads: their own errors
   std::string gradient_rerun_prefix;                    ///< --rerun-grads (spreads in gradient_candidates[0])
   double backward_seconds = 0;
+  /// Non-empty when a backward was asked for and not computed within the budget: why (the report's
+  /// backward section says so, and the exit code is 3 unless something failed).
+  std::string backward_not_computed;
   double seconds = 0;
 };
 
