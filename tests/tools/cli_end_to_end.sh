@@ -359,5 +359,36 @@ expect_usage_error "rank 200000x16: memory refused before allocating" timeout 60
 expect_in "$TMP/err" "the exact rank (matrices mod p) needs about" "rank 200000x16: the stage and its size named"
 [ ! -e "$TMP/rbig.json" ] && ok || bad "rank 200000x16 left an output file"
 
+# Issue 28, item 3: --layout thd in memory O(total tokens).  100 001 sequences over 200 000 tokens
+# (100 000 of one token, one of 100 000) used to be padded to 100 001 x 100 000 rows (640 GB: exit 2
+# "out of memory"); packed, the run needs about 160 MB.  The long sequence takes minutes (10^10
+# scores), so a 2 s budget stops it: exit 3, PARTIAL, the one-token sequences computed.
+python3 - "$TMP/thdq.npy" "$TMP/thdcu.npy" <<'PY'
+import struct, sys, random
+def save(path, descr, shape, fmt, values):
+    header = "{'descr': '%s', 'fortran_order': False, 'shape': %s, }" % (descr, shape)
+    header += " " * (63 - (10 + len(header)) % 64) + "\n"
+    data = struct.pack("<%d%s" % (len(values), fmt), *values)
+    open(path, "wb").write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(header)) + header.encode() + data)
+r = random.Random(3)
+t, d = 200000, 8
+save(sys.argv[1], "<f2", "(%d, 1, %d)" % (t, d), "e", [r.uniform(-2, 2) for _ in range(t * d)])
+cu = list(range(100001)) + [200000]
+save(sys.argv[2], "<i8", "(%d,)" % len(cu), "q", cu)
+PY
+budget=$((2 * slow))
+t0=$(date +%s%N)
+expect_exit 3 "oracle thd 100001 sequences" env OPENBLAS_NUM_THREADS=1 timeout 300 "$BIN" oracle --q "$TMP/thdq.npy" --k "$TMP/thdq.npy" --v "$TMP/thdq.npy" --layout thd --cu-seqlens-q "$TMP/thdcu.npy" --cu-seqlens-k "$TMP/thdcu.npy" --mask causal-bottom-right --max-seconds $budget --format json --out "$TMP/thd.json"
+t1=$(date +%s%N)
+[ $(( (t1 - t0) / 1000000 )) -lt $(( (budget + slow + 1) * 1000 )) ] && ok || bad "oracle thd --max-seconds $budget took $(( (t1 - t0) / 1000000 )) ms"
+python3 - "$TMP/thd.json" <<'PY' && ok || bad "oracle thd: packed (1, 1, 200000, 8), the one-token sequences decided"
+import json, sys
+d = json.load(open(sys.argv[1]))
+s = d["summary"]
+assert d["output_shape"] == [1, 1, 200000, 8], d["output_shape"]
+assert s["partial"] is True and s["elements"] == 1600000, s
+assert 100000 * 8 <= s["correctly_rounded"] < 1600000 and s["undecided_rows"] <= 100000, s
+PY
+
 echo "$pass passed, $fail failed"
 [ "$fail" = 0 ]

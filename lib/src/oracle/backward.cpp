@@ -207,8 +207,8 @@ class backward_run {
   bool used_row(std::size_t r, std::vector<std::uint8_t>& allowed) const {
     row_job job;
     src_.locate(r, job);
-    if (job.i >= req_.seq_q(job.b)) return false;
-    src_.allowed_row(job.b, job.h, job.i, allowed);
+    if (job.i >= req_.rows_in(job.b)) return false;
+    src_.allowed_row(job, allowed);
     return !(row_source::none_allowed(allowed) && var_.sink.empty());
   }
 
@@ -227,7 +227,7 @@ class backward_run {
   bool for_used_rows(std::size_t u, row_scratch& scratch, F&& fn) const {
     const std::size_t b = u / Hkv_, hk = u % Hkv_;
     for (std::size_t h = hk * group_; h < (hk + 1) * group_; ++h)
-      for (std::size_t i = 0; i < req_.seq_q(b); ++i) {
+      for (std::size_t i = 0; i < req_.rows_in(b); ++i) {
         const std::size_t r = (b * H_ + h) * nq_ + i;
         if (!in_block(r) || !used_row(r, scratch.allowed)) continue;
         check_deadline();  // a unit holds up to n_q x group rows: the budget and Ctrl-C per row
@@ -243,7 +243,7 @@ class backward_run {
   std::string row_text(std::size_t r) const {
     row_job job;
     src_.locate(r, job);
-    return "(b, h, i) = (" + std::to_string(job.b) + ", " + std::to_string(job.h) + ", " + std::to_string(job.i) + ")";
+    return row_source::row_text(job);
   }
 
   void check_cotangents() const {
@@ -263,8 +263,9 @@ class backward_run {
     for (std::size_t r = block_begin_; r < std::min(rows(), block_end_); ++r) {
       row_job job;
       src_.locate(r, job);
-      if (job.i >= req_.seq_q(job.b)) continue;
-      src_.allowed_row(job.b, job.h, job.i, allowed);
+      if (job.i >= req_.rows_in(job.b)) continue;
+      check_deadline();  // O(the row's keys) per row: the budget and Ctrl-C
+      src_.allowed_row(job, allowed);
       if (row_source::none_allowed(allowed) && var_.sink.empty()) {
         if (req_.empty_rows == empty_row_policy::error)
           throw input_error("row " + row_text(r) +
@@ -355,15 +356,16 @@ class backward_run {
   }
 
   void plain_unit(std::size_t u, fast_state& st) {
-    detail::transpose_values(req_.V.values.data() + u * nk_ * dv_, nk_, dv_, st.VT);
+    detail::transpose_values(req_.V.values.data() + u * nk_ * dv_, src_.key_cuts(), dv_, st.VT);
     double* dk = res_.dk.hi.data() + u * nk_ * d_;
     double* dv = res_.dv.hi.data() + u * nk_ * dv_;
     const double ln2 = std::log(2.0);
-    for_used_rows(u, st.scratch, [&](std::size_t r, row_job& job) {
+    for_used_rows(u, st.scratch, [&](std::size_t r, row_job& job) {  // the row's keys k0 .. k0 + nk - 1
       double g = g_.dLSE.empty() ? 0.0 : g_.dLSE[r];
       if (req_.lse.base2) g /= ln2;
-      detail::plain_row_backward(job.in, st.ws, g_.dO.data() + r * dv_, g_.dLSE.empty() ? nullptr : &g, st.VT.data(),
-                                 res_.dq.hi.data() + r * d_, dk, dv);
+      detail::plain_row_backward(job.in, st.ws, g_.dO.data() + r * dv_, g_.dLSE.empty() ? nullptr : &g,
+                                 st.VT.data() + dv_ * job.k0, res_.dq.hi.data() + r * d_, dk + job.k0 * d_,
+                                 dv + job.k0 * dv_);
       return true;
     });
   }
@@ -392,7 +394,7 @@ class backward_run {
   bool fast_unit(std::size_t u, fast_state& st) {
     const std::size_t b = u / Hkv_, hk = u % Hkv_;
     st.sums.reset(nk_, d_, dv_);
-    detail::transpose_values(req_.V.values.data() + u * nk_ * dv_, nk_, dv_, st.VT);
+    detail::transpose_values(req_.V.values.data() + u * nk_ * dv_, src_.key_cuts(), dv_, st.VT);
     detail::key_magnitudes(req_.K.values.data() + u * nk_ * d_, nk_, d_, st.kmax);
     detail::row_cotangent g;
     g.lse_base2 = req_.lse.base2;
@@ -404,6 +406,9 @@ class backward_run {
       for (std::size_t e = (b * H_ + h) * nq_ * d_; e < (b * H_ + h + 1) * nq_ * d_; ++e) set_ball(res_.dq, e, {});
     const bool rows_ok = for_used_rows(u, st.scratch, [&](std::size_t r, row_job& job) {
       job.in.weights_only = true;
+      g.VT = st.VT.data() + dv_ * job.k0;  // the row's keys k0 .. k0 + nk - 1 (rows.hpp)
+      g.kmax = st.kmax.data() + job.k0;
+      g.key_offset = job.k0;
       g.dO = g_.dO.data() + r * dv_;
       g.dlse = g_.dLSE.empty() ? nullptr : &g_.dLSE[r];
       if (!detail::fast_row_backward(job.in, st.ws, g, st.sums, st.rb)) return false;
@@ -412,7 +417,7 @@ class backward_run {
       const detail::row_backward& rb = st.rb;
       summary_[r] = {w.m,      w.W_hi,     w.W_lo,     w.W_err,     rb.c.hi, rb.c.lo,
                      rb.c.rad, rb.base.hi, rb.base.lo, rb.base.rad, rb.ref};
-      if (res_.has_dbias || res_.has_dsink) add_shared(job.b, job.h, job.i, st);
+      if (res_.has_dbias || res_.has_dsink) add_shared(job, st);
       return true;
     });
     if (!rows_ok) return false;
@@ -443,15 +448,15 @@ class backward_run {
   }
 
   // dBias and dSink sum over units: the row's dS_j and the sink's dS are added under the lock.
-  void add_shared(std::size_t b, std::size_t h, std::size_t i, fast_state& st) {
+  void add_shared(const row_job& job, fast_state& st) {
     std::lock_guard<std::mutex> lock(mu_);
     if (res_.has_dbias)
-      for (std::size_t j = 0; j < nk_; ++j) {
+      for (std::size_t j = 0; j < job.nk; ++j) {
         if (!st.scratch.allowed[j]) continue;
-        detail::dd_ball& acc = fast_dbias_[bias_index(b, h, i, j)];
+        detail::dd_ball& acc = fast_dbias_[bias_index(job.s, job.h, job.il, j)];
         acc = detail::ball_add(acc, st.rb.ds[j], fast_shared_ok_);
       }
-    if (res_.has_dsink) fast_dsink_[h] = detail::ball_add(fast_dsink_[h], st.rb.dsink, fast_shared_ok_);
+    if (res_.has_dsink) fast_dsink_[job.h] = detail::ball_add(fast_dsink_[job.h], st.rb.dsink, fast_shared_ok_);
   }
 
   // Decides from hi + lo ± rad when it rounds to one target number (P11's decision rule).
@@ -539,11 +544,23 @@ class backward_run {
         dkp[x] = dk.p.data() + x * d_;
         dvp[x] = dv.p.data() + x * dv_;
       }
+      std::vector<std::size_t> row_keys;  // the open keys among the row's, as its own indices
+      std::vector<mpfi_ptr*> row_dk, row_dv;
       for_used_rows(u, st.scratch, [&](std::size_t r, row_job& job) {
+        row_keys.clear();
+        row_dk.clear();
+        row_dv.clear();
+        for (std::size_t x = 0; x < nkeys; ++x)
+          if (keys[x] >= job.k0 && keys[x] < job.k0 + job.nk) {
+            row_keys.push_back(keys[x] - job.k0);
+            row_dk.push_back(dkp[x]);
+            row_dv.push_back(dvp[x]);
+          }
+        if (row_keys.empty()) return true;
         const double* dO = g_.dO.data() + r * dv_;
         row_summary& rs = from_mpfi ? mpfi_rows[(job.h % group_) * nq_ + job.i] : summary_[r];
         if (from_mpfi) mpfi_row_summary(job.ctx, dO, g_.dLSE.empty() ? nullptr : &g_.dLSE[r], prec, rs);
-        mpfi_key_columns(job.ctx, rs, dO, keys, prec, dkp.data(), dvp.data());
+        mpfi_key_columns(job.ctx, rs, dO, row_keys, prec, row_dk.data(), row_dv.data());
         return true;
       });
       std::size_t open = 0;
@@ -590,7 +607,7 @@ class backward_run {
   void escalate_row(std::size_t r, mpfi_state& st) {
     row_job job;
     src_.locate(r, job);
-    src_.allowed_row(job.b, job.h, job.i, st.scratch.allowed);
+    src_.allowed_row(job, st.scratch.allowed);
     job.allowed = st.scratch.allowed.data();
     src_.build_job(job, st.scratch);
     interval_array dq;
@@ -637,17 +654,17 @@ class backward_run {
     for_used_rows(u, st.scratch, [&](std::size_t r, row_job& job) {
       row_grad_sinks out;
       out.dq = slots_[0].enc.p.data() + r * d_;
-      out.dk = slots_[1].enc.p.data() + u * nk_ * d_;
-      out.dv = slots_[2].enc.p.data() + u * nk_ * dv_;
+      out.dk = slots_[1].enc.p.data() + (u * nk_ + job.k0) * d_;  // the row's keys k0 .. k0 + nk - 1
+      out.dv = slots_[2].enc.p.data() + (u * nk_ + job.k0) * dv_;
       if (var_.has_bias) out.ds = ds.p.data();
       if (res_.has_dsink) out.dsink = dsink.v;
       mpfi_row_backward(job.ctx, g_.dO.data() + r * dv_, g_.dLSE.empty() ? nullptr : &g_.dLSE[r], prec, out);
       if (!var_.has_bias && !res_.has_dsink) return true;
       std::lock_guard<std::mutex> lock(mu_);
       if (var_.has_bias)
-        for (std::size_t j = 0; j < nk_; ++j) {
+        for (std::size_t j = 0; j < job.nk; ++j) {
           if (!st.scratch.allowed[j]) continue;
-          mpfi_ptr e = slots_[3].enc.p[bias_index(job.b, job.h, job.i, j)];
+          mpfi_ptr e = slots_[3].enc.p[bias_index(job.s, job.h, job.il, j)];
           mpfi_add(e, e, ds.p[j]);
         }
       if (res_.has_dsink) {

@@ -237,19 +237,20 @@ void row_unit_terms(const row_inputs& in, const row_cotangent& g, std::size_t jb
   const double qmax = max_abs(in.q, d), omax = max_abs(g.dO, dv);
   for (std::size_t j = jbegin; j < jend; ++j) {
     if (!in.allowed[j]) continue;
+    const std::size_t x = g.key_offset + j;  // the key in the unit's sums
     const dd_ball& m = out.du[j];
-    sums.dk_P[j] += std::fabs(m.hi) * qmax;
-    sums.dk_R[j] += m.rad * qmax;
+    sums.dk_P[x] += std::fabs(m.hi) * qmax;
+    sums.dk_R[x] += m.rad * qmax;
     if (m.hi != 0.0) {
-      ++sums.dk_n[j];
-      axpy2(m.hi, m.lo, in.q, d, sums.dk_s.data() + j * d, sums.dk_c.data() + j * d);
+      ++sums.dk_n[x];
+      axpy2(m.hi, m.lo, in.q, d, sums.dk_s.data() + x * d, sums.dk_c.data() + x * d);
     }
     const dd_ball& a = out.a[j];  // a key dropped for this row: an exact 0, no term
-    sums.dv_P[j] += std::fabs(a.hi) * omax;
-    sums.dv_R[j] += a.rad * omax;
+    sums.dv_P[x] += std::fabs(a.hi) * omax;
+    sums.dv_R[x] += a.rad * omax;
     if (a.hi != 0.0) {
-      ++sums.dv_n[j];
-      axpy2(a.hi, a.lo, g.dO, dv, sums.dv_s.data() + j * dv, sums.dv_c.data() + j * dv);
+      ++sums.dv_n[x];
+      axpy2(a.hi, a.lo, g.dO, dv, sums.dv_s.data() + x * dv, sums.dv_c.data() + x * dv);
     }
   }
 }
@@ -340,10 +341,14 @@ bool round_ball(double hi, double lo, double rad, target_format t, double& out) 
   return true;
 }
 
-void transpose_values(const double* V, std::size_t nk, std::size_t dv, std::vector<double>& VT) {
-  VT.resize(nk * dv);
-  for (std::size_t j = 0; j < nk; ++j)
-    for (std::size_t k = 0; k < dv; ++k) VT[k * nk + j] = V[j * dv + k];
+void transpose_values(const double* V, const std::vector<std::size_t>& cuts, std::size_t dv, std::vector<double>& VT) {
+  VT.resize(cuts.back() * dv);
+  for (std::size_t s = 0; s + 1 < cuts.size(); ++s) {
+    const std::size_t k0 = cuts[s], n = cuts[s + 1] - k0;
+    double* T = VT.data() + dv * k0;
+    for (std::size_t j = 0; j < n; ++j)
+      for (std::size_t k = 0; k < dv; ++k) T[k * n + j] = V[(k0 + j) * dv + k];
+  }
 }
 
 void key_magnitudes(const double* K, std::size_t nk, std::size_t d, std::vector<double>& kmax) {

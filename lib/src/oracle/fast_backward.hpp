@@ -45,6 +45,7 @@ struct row_cotangent {
   dd_ball inv_ln2;               ///< 1 / ln 2 (used with lse_base2)
   const double* VT = nullptr;    ///< dv × nk: V transposed, for dP (step B)
   const double* kmax = nullptr;  ///< per key max_l |k_jl|
+  std::size_t key_offset = 0;    ///< the row's key j is key key_offset + j of the unit's sums
   bool want_ds = false;          ///< fill ds (dBias)
 };
 
@@ -88,8 +89,9 @@ bool round_ball(double hi, double lo, double rad, target_format t, double& out);
 void plain_row_backward(const row_inputs& in, row_workspace& ws, const double* dO, const double* dlse,
                         const double* VT, double* dq, double* dk, double* dv);
 
-/// V (nk × dv, row-major) transposed into VT (dv × nk); kmax[j] = max_l |K_jl|.
-void transpose_values(const double* V, std::size_t nk, std::size_t dv, std::vector<double>& VT);
+/// V (nk × dv, row-major) transposed segment by segment: keys cuts[s] .. cuts[s+1] - 1 become the
+/// (dv × n_s) block at VT + dv·cuts[s] (one segment {0, nk}: VT is dv × nk); kmax[j] = max_l |K_jl|.
+void transpose_values(const double* V, const std::vector<std::size_t>& cuts, std::size_t dv, std::vector<double>& VT);
 void key_magnitudes(const double* K, std::size_t nk, std::size_t d, std::vector<double>& kmax);
 
 }  // namespace attncert::oracle::detail

@@ -167,29 +167,22 @@ void check_cu(const std::vector<std::size_t>& cu, std::size_t total, const std::
                       std::to_string(total) + " tokens");
 }
 
-// packed (t, h, d) with offsets cu -> tensor4 (b, h, max_len, d), padding zero; lengths out.
+// packed (t, h, d) with offsets cu -> tensor4 (1, h, t, d): nothing padded (oracle_request::packed_cu_q).
 tensor4 from_thd(const io::npy_array& a, const std::vector<std::size_t>& cu, const std::string& what,
-                 const std::string& cu_name, std::vector<std::size_t>& lengths) {
+                 const std::string& cu_name) {
   if (a.shape.size() != 3) throw input_error(what + ": shape " + shape_text(a.shape) + " is not (t, h, d) (--layout thd)");
   if (a.shape[1] == 0 || a.shape[2] == 0) throw input_error(what + ": empty tensor, shape " + shape_text(a.shape));
   check_cu(cu, a.shape[0], cu_name);
+  if (a.shape[0] == 0) throw input_error(what + ": no tokens (shape " + shape_text(a.shape) + ")");
   tensor4 t;
-  t.B = cu.size() - 1;
+  t.B = 1;
   t.H = a.shape[1];
+  t.n = a.shape[0];
   t.d = a.shape[2];
-  lengths.clear();
-  std::size_t longest = 1;
-  for (std::size_t b = 0; b < t.B; ++b) {
-    lengths.push_back(cu[b + 1] - cu[b]);
-    longest = std::max(longest, lengths.back());
-  }
-  t.n = longest;
-  t.values.assign(t.B * t.H * t.n * t.d, 0.0);
-  for (std::size_t b = 0; b < t.B; ++b)
-    for (std::size_t i = 0; i < lengths[b]; ++i)
-      for (std::size_t h = 0; h < t.H; ++h)
-        for (std::size_t l = 0; l < t.d; ++l)
-          t.values[((b * t.H + h) * t.n + i) * t.d + l] = a.values[((cu[b] + i) * t.H + h) * t.d + l];
+  t.values.resize(t.H * t.n * t.d);
+  for (std::size_t i = 0; i < t.n; ++i)
+    for (std::size_t h = 0; h < t.H; ++h)
+      for (std::size_t l = 0; l < t.d; ++l) t.values[(h * t.n + i) * t.d + l] = a.values[(i * t.H + h) * t.d + l];
   return t;
 }
 
@@ -233,13 +226,19 @@ void check_descale(const descale& ds, std::size_t B, std::size_t Hkv, const std:
     if (!std::isfinite(v) || !(v > 0)) throw input_error(what + ": every descale factor must be finite and > 0");
 }
 
-// FP8 bytes -> exact values times the descale of (b, kv head); products checked exact.
-void decode_tensor(tensor4& t, fp8_format f, const descale& ds, std::size_t group, const std::string& what) {
+// FP8 bytes -> exact values times the descale of (b, kv head); products checked exact.  Packed
+// (cu non-empty): token i of the (1, h, t, d) tensor takes the descale of its sequence.
+void decode_tensor(tensor4& t, fp8_format f, const descale& ds, std::size_t group, const std::vector<std::size_t>& cu,
+                   const std::string& what) {
   for (std::size_t b = 0; b < t.B; ++b)
     for (std::size_t h = 0; h < t.H; ++h) {
-      const double s = ds.values.empty() ? 1.0 : ds.values.size() == 1 ? ds.values[0] : ds.values[b * (t.H / group) + h / group];
+      std::size_t seq = b;  // the sequence of the token being decoded
       double* p = t.values.data() + (b * t.H + h) * t.n * t.d;
       for (std::size_t e = 0; e < t.n * t.d; ++e) {
+        if (!cu.empty()) seq = static_cast<std::size_t>(std::upper_bound(cu.begin(), cu.end(), e / t.d) - cu.begin()) - 1;
+        const double s = ds.values.empty()       ? 1.0
+                         : ds.values.size() == 1 ? ds.values[0]
+                                                 : ds.values[seq * (t.H / group) + h / group];
         const double x = decode_fp8(static_cast<std::uint8_t>(p[e]), f);
         const double y = x * s;
         if (std::isfinite(y) && std::fma(x, s, -y) != 0.0)
@@ -270,10 +269,11 @@ void set_qkv(oracle_request& req, const io::npy_array& q, const io::npy_array& k
     if (lay.cu_seqlens_q.size() != lay.cu_seqlens_k.size())
       throw input_error("--cu-seqlens-q and --cu-seqlens-k describe different batch sizes (" +
                         std::to_string(lay.cu_seqlens_q.size() - 1) + " vs " + std::to_string(lay.cu_seqlens_k.size() - 1) + ")");
-    req.Q = from_thd(q, lay.cu_seqlens_q, "--q", "--cu-seqlens-q", req.seqlens_q);
-    req.K = from_thd(k, lay.cu_seqlens_k, "--k", "--cu-seqlens-k", req.seqlens_k);
-    std::vector<std::size_t> lv;
-    req.V = from_thd(v, lay.cu_seqlens_k, "--v", "--cu-seqlens-k", lv);
+    req.Q = from_thd(q, lay.cu_seqlens_q, "--q", "--cu-seqlens-q");
+    req.K = from_thd(k, lay.cu_seqlens_k, "--k", "--cu-seqlens-k");
+    req.V = from_thd(v, lay.cu_seqlens_k, "--v", "--cu-seqlens-k");
+    req.packed_cu_q = lay.cu_seqlens_q;
+    req.packed_cu_k = lay.cu_seqlens_k;
     if (!lay.seqlens_k.empty()) throw input_error("--seqlens-k is not used with --layout thd (the key lengths come from --cu-seqlens-k)");
   } else {
     if (!lay.cu_seqlens_q.empty() || !lay.cu_seqlens_k.empty())
@@ -317,12 +317,12 @@ void set_qkv(oracle_request& req, const io::npy_array& q, const io::npy_array& k
     if (req.K.H == 0 || req.Q.H % req.K.H != 0)
       throw input_error("h_q = " + std::to_string(req.Q.H) + " is not a multiple of h_kv = " + std::to_string(req.K.H));
     const std::size_t group = req.Q.H / req.K.H;
-    check_descale(lay.q_descale, req.Q.B, req.K.H, "--q-descale");
-    check_descale(lay.k_descale, req.Q.B, req.K.H, "--k-descale");
-    check_descale(lay.v_descale, req.Q.B, req.K.H, "--v-descale");
-    decode_tensor(req.Q, lay.fp8, lay.q_descale, group, "--q");
-    decode_tensor(req.K, lay.fp8, lay.k_descale, 1, "--k");
-    decode_tensor(req.V, lay.fp8, lay.v_descale, 1, "--v");
+    check_descale(lay.q_descale, req.sequences(), req.K.H, "--q-descale");
+    check_descale(lay.k_descale, req.sequences(), req.K.H, "--k-descale");
+    check_descale(lay.v_descale, req.sequences(), req.K.H, "--v-descale");
+    decode_tensor(req.Q, lay.fp8, lay.q_descale, group, req.packed_cu_q, "--q");
+    decode_tensor(req.K, lay.fp8, lay.k_descale, 1, req.packed_cu_k, "--k");
+    decode_tensor(req.V, lay.fp8, lay.v_descale, 1, req.packed_cu_k, "--v");
   } else if (!lay.q_descale.values.empty() || !lay.k_descale.values.empty() || !lay.v_descale.values.empty()) {
     throw input_error("--q-descale / --k-descale / --v-descale need --qkv-format");
   }
@@ -398,9 +398,9 @@ output_layout make_output_layout(const oracle_request& req, const input_layout& 
   o.nq = req.Q.n;
   o.dv = req.V.d;
   switch (lay.layout) {
-    case qkv_layout::thd:
-      o.cu_q = lay.cu_seqlens_q;
+    case qkv_layout::thd:  // packed internally too (1, H, t): one run of t tokens
       o.total_q = q_shape[0];
+      o.cu_q = {0, o.total_q};
       o.out_shape = {o.total_q, o.H, o.dv};
       o.lse_shape = {o.H, o.total_q};
       break;
@@ -492,9 +492,9 @@ output_layout make_gradient_layout(const oracle_request& req, const input_layout
   o.nq = which == gradient_of::q ? req.Q.n : req.K.n;
   o.dv = which == gradient_of::v ? req.V.d : req.Q.d;
   o.out_shape = shape;
-  if (lay.layout == qkv_layout::thd) {
-    o.cu_q = which == gradient_of::q ? lay.cu_seqlens_q : lay.cu_seqlens_k;
+  if (lay.layout == qkv_layout::thd) {  // packed internally too (1, H, t)
     o.total_q = shape[0];
+    o.cu_q = {0, o.total_q};
   }
   if (which != gradient_of::q && lay.paged) map_pages(req, lay, shape, o);
   return o;
@@ -508,9 +508,29 @@ void check_broadcast(std::size_t m, std::size_t full, const char* what, const ch
                       ", expected 1 or " + std::to_string(full));
 }
 
+// Packed sequences (oracle_request::packed_cu_q): offsets from 0, monotone, ending at the tokens given.
+void validate_packed(const oracle_request& req) {
+  const auto& cq = req.packed_cu_q;
+  const auto& ck = req.packed_cu_k;
+  if (cq.size() != ck.size() || cq.size() < 2)
+    throw input_error("packed sequences: " + std::to_string(cq.size()) + " query and " + std::to_string(ck.size()) +
+                      " key offsets (S + 1 each, S >= 1)");
+  if (req.Q.B != 1 || req.K.B != 1 || req.V.B != 1) throw input_error("packed sequences: Q, K and V hold one batch of tokens");
+  if (cq.front() != 0 || ck.front() != 0 || cq.back() != req.Q.n || ck.back() != req.K.n)
+    throw input_error("packed sequences: the offsets must run from 0 to the tokens given (" + std::to_string(req.Q.n) +
+                      " queries, " + std::to_string(req.K.n) + " keys)");
+  for (std::size_t s = 1; s < cq.size(); ++s)
+    if (cq[s] < cq[s - 1] || ck[s] < ck[s - 1]) throw input_error("packed sequences: the offsets are not monotone");
+  if (!req.seqlens_q.empty() || !req.seqlens_k.empty())
+    throw input_error("packed sequences take their lengths from the offsets, not from sequence lengths");
+  if (req.M.nk != 0 || req.variant.has_bias || req.variant.has_dropout)
+    throw input_error("packed sequences (--layout thd): no explicit mask, bias or dropout mask");
+}
+
 void validate_lengths(const oracle_request& req) {
   const auto& Q = req.Q;
   const auto& K = req.K;
+  if (req.packed() || !req.packed_cu_k.empty()) return validate_packed(req);
   if (!req.seqlens_q.empty() && req.seqlens_q.size() != Q.B)
     throw input_error("query sequence lengths: " + std::to_string(req.seqlens_q.size()) + " given for a batch of " +
                       std::to_string(Q.B));
@@ -529,7 +549,7 @@ void validate_lengths(const oracle_request& req) {
 
 void validate_variant(const oracle_request& req) {
   const auto& v = req.variant;
-  const std::size_t B = req.Q.B, H = req.Q.H, nq = req.Q.n, nk = req.K.n;
+  const std::size_t B = req.sequences(), H = req.Q.H, nq = req.Q.n, nk = req.K.n;
   if (v.window_left < -1 || v.window_right < -1)
     throw input_error("--window: each side must be >= -1 (-1 = unbounded), got " + std::to_string(v.window_left) + "," +
                       std::to_string(v.window_right));

@@ -22,6 +22,7 @@ row_source::row_source(const oracle_request& req)
   init_scale(sv_, req.scale, d_);
   init_variant_values(vv_, var_);
   all_finite_ = finite(req.Q.values) && finite(req.K.values) && finite(req.V.values);
+  key_cuts_ = req.packed() ? req.packed_cu_k : std::vector<std::size_t>{0, nk_};
   prepare_heads();
 }
 
@@ -32,21 +33,42 @@ void row_source::locate(std::size_t r, row_job& job) const {
   job.hk = job.h / group_;
   job.base = r * dv_;
   job.row = r;
+  if (req_.packed()) {  // the last sequence starting at or before t: the one holding it (empty ones skipped)
+    const auto& cu = req_.packed_cu_q;
+    job.s = static_cast<std::size_t>(std::upper_bound(cu.begin(), cu.end(), job.i) - cu.begin()) - 1;
+    job.il = job.i - cu[job.s];
+    job.k0 = req_.packed_cu_k[job.s];
+    job.nk = req_.packed_cu_k[job.s + 1] - job.k0;
+  } else {
+    job.s = job.b;
+    job.il = job.i;
+    job.k0 = 0;
+    job.nk = nk_;
+  }
+}
+
+std::string row_source::row_text(const row_job& job) {
+  return "(b, h, i) = (" + std::to_string(job.s) + ", " + std::to_string(job.h) + ", " + std::to_string(job.il) + ")";
 }
 
 bool row_source::none_allowed(const std::vector<std::uint8_t>& a) {
   return std::none_of(a.begin(), a.end(), [](std::uint8_t x) { return x != 0; });
 }
 
-// Per head: the transposed keys, and which keys / values are finite (only when some input is not).
+// Per head: the transposed keys (segment after segment: d × the segment's keys each), and which
+// keys / values are finite (only when some input is not).
 void row_source::prepare_heads() {
   heads_.resize(B_ * Hkv_);
   for (std::size_t bh = 0; bh < B_ * Hkv_; ++bh) {
     auto& hd = heads_[bh];
     hd.KT.resize(d_ * nk_);
     const double* Kh = req_.K.values.data() + bh * nk_ * d_;
-    for (std::size_t j = 0; j < nk_; ++j)
-      for (std::size_t l = 0; l < d_; ++l) hd.KT[l * nk_ + j] = Kh[j * d_ + l];
+    for (std::size_t s = 0; s + 1 < key_cuts_.size(); ++s) {
+      const std::size_t k0 = key_cuts_[s], n = key_cuts_[s + 1] - k0;
+      double* KT = hd.KT.data() + d_ * k0;
+      for (std::size_t j = 0; j < n; ++j)
+        for (std::size_t l = 0; l < d_; ++l) KT[l * n + j] = Kh[(k0 + j) * d_ + l];
+    }
     if (all_finite_) continue;
     hd.k_finite.resize(nk_);
     hd.v_finite.resize(nk_);
@@ -58,10 +80,12 @@ void row_source::prepare_heads() {
   }
 }
 
-// Which keys query i of (b, h) may attend: every mask of P14 step 4, AND-combined, and a bias of -inf.
-void row_source::allowed_row(std::size_t b, std::size_t h, std::size_t i, std::vector<std::uint8_t>& a) const {
+// Which keys the row may attend: every mask of P14 step 4, AND-combined, and a bias of -inf, in the
+// sequence's own coordinates (b, i, j).
+void row_source::allowed_row(const row_job& job, std::vector<std::uint8_t>& a) const {
+  const std::size_t b = job.s, h = job.h, i = job.il;
   const std::size_t nk = req_.seq_k(b);
-  a.assign(nk_, 0);
+  a.assign(job.nk, 0);
   const long long delta = static_cast<long long>(nk) - static_cast<long long>(req_.seq_q(b));
   const long long diag = static_cast<long long>(i) + delta;  // i + n_k - n_q
   for (std::size_t j = 0; j < nk; ++j) {
@@ -80,6 +104,24 @@ void row_source::allowed_row(std::size_t b, std::size_t h, std::size_t i, std::v
   }
 }
 
+bool row_source::any_allowed(const row_job& job, std::vector<std::uint8_t>& a) const {
+  if (req_.M.nk != 0 || var_.has_bias) {
+    allowed_row(job, a);
+    return !none_allowed(a);
+  }
+  // The conditions of allowed_row as an interval lo <= j <= hi of the sequence's keys, in 128 bits
+  // (a window side may be 2^63 - 1).
+  using wide = __int128;
+  const wide nk = static_cast<wide>(req_.seq_k(job.s)), i = static_cast<wide>(job.il);
+  const wide diag = i + nk - static_cast<wide>(req_.seq_q(job.s));
+  wide lo = 0, hi = nk - 1;
+  if (req_.mask == mask_kind::causal) hi = std::min(hi, i);
+  if (var_.causal_bottom_right) hi = std::min(hi, diag);
+  if (var_.window_left >= 0) lo = std::max(lo, diag - static_cast<wide>(var_.window_left));
+  if (var_.window_right >= 0) hi = std::min(hi, diag + static_cast<wide>(var_.window_right));
+  return lo <= hi;
+}
+
 // Does the row use a non-finite value (P14: q, and per allowed key k_j, the bias and v_j if
 // kept; the head's slope and sink)?  Values no allowed score uses do not count.
 bool row_source::touches_nonfinite(const row_job& job, const row_scratch& w) const {
@@ -87,14 +129,15 @@ bool row_source::touches_nonfinite(const row_job& job, const row_scratch& w) con
   if (job.in.has_sink && !std::isfinite(job.in.sink)) return true;
   if (job.ctx.has_alibi && !std::isfinite(job.ctx.slope)) return true;
   if (var_.has_bias)
-    for (std::size_t j = 0; j < nk_; ++j)
+    for (std::size_t j = 0; j < job.nk; ++j)
       if (job.allowed[j] && !std::isfinite(w.bias[j])) return true;  // -inf biases are not allowed keys
   if (all_finite_) return false;
   const double* q = job.in.q;
   if (!std::all_of(q, q + d_, fin)) return true;
   const head_data& hd = heads_[job.b * Hkv_ + job.hk];
-  for (std::size_t j = 0; j < nk_; ++j)
-    if (job.allowed[j] && (!hd.k_finite[j] || (!hd.v_finite[j] && !(job.in.keep && !job.in.keep[j])))) return true;
+  for (std::size_t j = 0; j < job.nk; ++j)
+    if (job.allowed[j] && (!hd.k_finite[job.k0 + j] || (!hd.v_finite[job.k0 + j] && !(job.in.keep && !job.in.keep[j]))))
+      return true;
   return false;
 }
 
@@ -102,13 +145,13 @@ bool row_source::touches_nonfinite(const row_job& job, const row_scratch& w) con
 // path as hi + lo ± rad: -slope·dist is exact as TwoProd (checked against underflow), the bias
 // is added by a double-double addition with its bound.
 void row_source::additive_terms(const row_job& job, row_scratch& w) const {
-  w.bias.assign(nk_, 0.0);
+  w.bias.assign(job.nk, 0.0);
   if (var_.has_bias)
-    for (std::size_t j = 0; j < nk_; ++j) w.bias[j] = var_.bias.at(job.b, job.h, job.i, j);
-  w.add_hi.assign(nk_, 0.0);
-  w.add_lo.assign(nk_, 0.0);
-  w.add_rad.assign(nk_, 0.0);
-  for (std::size_t j = 0; j < nk_; ++j) {
+    for (std::size_t j = 0; j < job.nk; ++j) w.bias[j] = var_.bias.at(job.s, job.h, job.il, j);
+  w.add_hi.assign(job.nk, 0.0);
+  w.add_lo.assign(job.nk, 0.0);
+  w.add_rad.assign(job.nk, 0.0);
+  for (std::size_t j = 0; j < job.nk; ++j) {
     if (!job.allowed[j]) continue;
     dd a{0.0, 0.0};
     double rad = 0;
@@ -138,25 +181,25 @@ void row_source::additive_terms(const row_job& job, row_scratch& w) const {
 void row_source::build_job(row_job& job, row_scratch& w) const {
   const std::size_t bhk = job.b * Hkv_ + job.hk;
   job.in = detail::row_inputs{req_.Q.values.data() + ((job.b * H_ + job.h) * nq_ + job.i) * d_,
-                              req_.K.values.data() + bhk * nk_ * d_,
-                              heads_[bhk].KT.data(),
-                              req_.V.values.data() + bhk * nk_ * dv_,
+                              req_.K.values.data() + (bhk * nk_ + job.k0) * d_,
+                              heads_[bhk].KT.data() + d_ * job.k0,
+                              req_.V.values.data() + (bhk * nk_ + job.k0) * dv_,
                               w.allowed.data(),
-                              nk_,
+                              job.nk,
                               d_,
                               dv_,
                               sv_.hi,
                               sv_.lo,
                               sv_.rad};
   mpfi_row_ctx& c = job.ctx;
-  c = mpfi_row_ctx{job.in.q, job.in.K, job.in.V, job.allowed, nk_, d_, dv_, &sv_};
+  c = mpfi_row_ctx{job.in.q, job.in.K, job.in.V, job.allowed, job.nk, d_, dv_, &sv_};
   c.var = &vv_;
   c.lse_base2 = req_.lse.base2;
-  c.pos = static_cast<long long>(job.i) + static_cast<long long>(req_.seq_k(job.b)) -
-          static_cast<long long>(req_.seq_q(job.b));
+  c.pos = static_cast<long long>(job.il) + static_cast<long long>(req_.seq_k(job.s)) -
+          static_cast<long long>(req_.seq_q(job.s));
   if (!var_.alibi_slopes.empty()) {
     c.has_alibi = true;
-    c.slope = var_.alibi_slopes.size() == H_ ? var_.alibi_slopes[job.h] : var_.alibi_slopes[job.b * H_ + job.h];
+    c.slope = var_.alibi_slopes.size() == H_ ? var_.alibi_slopes[job.h] : var_.alibi_slopes[job.s * H_ + job.h];
   }
   if (!var_.sink.empty()) {
     c.has_sink = job.in.has_sink = true;
@@ -164,8 +207,8 @@ void row_source::build_job(row_job& job, row_scratch& w) const {
   }
   job.in.softcap = vv_.softcap_d;
   if (var_.has_dropout) {
-    w.keep.assign(nk_, 0);
-    for (std::size_t j = 0; j < nk_; ++j) w.keep[j] = var_.dropout_keep.at(job.b, job.h, job.i, j);
+    w.keep.assign(job.nk, 0);
+    for (std::size_t j = 0; j < job.nk; ++j) w.keep[j] = var_.dropout_keep.at(job.s, job.h, job.il, j);
     c.keep = job.in.keep = w.keep.data();
     job.in.keep_hi = vv_.keep_hi;
     job.in.keep_lo = vv_.keep_lo;

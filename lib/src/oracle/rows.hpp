@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "attncert/oracle/oracle.hpp"
@@ -18,6 +19,10 @@ struct row_job {
   std::size_t b = 0, h = 0, i = 0, base = 0;  ///< base: index of element (b, h, i, 0)
   std::size_t row = 0;                        ///< (b·H + h)·nq + i: index of the row's LSE
   std::size_t hk = 0;                         ///< the kv head of query head h (GQA)
+  /// The row in its sequence's own coordinates (b = s, i = il; packed requests: oracle_request::
+  /// packed_cu_q) and its keys: the head's keys k0 .. k0 + nk - 1 (dense: 0 .. n_k - 1).  Every
+  /// per-key array of the row (allowed, row_inputs, mpfi_row_ctx) is indexed from k0.
+  std::size_t s = 0, il = 0, k0 = 0, nk = 0;
   const std::uint8_t* allowed = nullptr;
   detail::row_inputs in{};
   mpfi_row_ctx ctx{};                         ///< the same row for the MPFI stage
@@ -37,11 +42,20 @@ class row_source {
   row_source& operator=(const row_source&) = delete;
 
   std::size_t rows() const { return B_ * H_ * nq_; }
-  /// b, h, i, hk, base (= r·dv) and row (= r) of row r.
+  /// b, h, i, hk, base (= r·dv), row (= r), and s, il, k0, nk of row r.
   void locate(std::size_t r, row_job& job) const;
-  /// Which keys query i of (b, h) may attend (a[j] != 0), every mask AND-combined, and a bias of -inf.
-  void allowed_row(std::size_t b, std::size_t h, std::size_t i, std::vector<std::uint8_t>& a) const;
+  /// Which of its keys the located row may attend (a[j] != 0 for key k0 + j, j < job.nk), every mask
+  /// AND-combined, and a bias of -inf.
+  void allowed_row(const row_job& job, std::vector<std::uint8_t>& a) const;
+  /// "(b, h, i) = (s, h, il)": the row in the caller's coordinates, for messages.
+  static std::string row_text(const row_job& job);
+  /// The key segments of every head: keys key_cuts()[s] .. key_cuts()[s+1] - 1 (dense: {0, n_k}).
+  /// Transposed per-head arrays (KT, VT) are stored segment after segment, each (width × its keys).
+  const std::vector<std::size_t>& key_cuts() const { return key_cuts_; }
   static bool none_allowed(const std::vector<std::uint8_t>& a);
+  /// Whether the located row may attend some key: O(1) when its keys form an interval (causal,
+  /// bottom-right, window; no explicit mask, no bias), else through allowed_row (`a` is scratch).
+  bool any_allowed(const row_job& job, std::vector<std::uint8_t>& a) const;
   /// Fills job.in and job.ctx (job located, job.allowed set); the pointers go into w.
   void build_job(row_job& job, row_scratch& w) const;
   /// Does the row use a non-finite value (P14)?  Values no allowed score uses do not count.
@@ -66,6 +80,7 @@ class row_source {
   variant_values vv_;
   bool all_finite_ = true;
   std::vector<head_data> heads_;
+  std::vector<std::size_t> key_cuts_;
 };
 
 }  // namespace attncert::oracle::internal

@@ -117,12 +117,12 @@ class oracle_run {
     if (req_.empty_rows != empty_row_policy::error || !var_.sink.empty()) return;
     std::vector<std::uint8_t> a;
     for (std::size_t r = 0; r < rows(); ++r) {
-      const std::size_t i = r % nq_, h = (r / nq_) % H_, b = r / (nq_ * H_);
-      if (!req_.row_used(r, b, i)) continue;
-      src_.allowed_row(b, h, i, a);
-      if (row_source::none_allowed(a))
-        throw input_error("row (b, h, i) = (" + std::to_string(b) + ", " + std::to_string(h) + ", " + std::to_string(i) +
-                          ") is fully masked: softmax is undefined (use --empty-rows zeros|nan to choose a value)");
+      row_job job;
+      src_.locate(r, job);
+      if (!req_.row_used(r, job.b, job.i)) continue;
+      if (!src_.any_allowed(job, a))
+        throw input_error("row " + row_source::row_text(job) +
+                          " is fully masked: softmax is undefined (use --empty-rows zeros|nan to choose a value)");
     }
   }
 
@@ -130,8 +130,7 @@ class oracle_run {
   // LSE -inf (or +inf), decided exactly.
   void fill_empty_row(const row_job& job, decision_counts& c) {
     if (req_.empty_rows == empty_row_policy::error)
-      throw input_error("row (b, h, i) = (" + std::to_string(job.b) + ", " + std::to_string(job.h) + ", " +
-                        std::to_string(job.i) + ") is fully masked: softmax is undefined");
+      throw input_error("row " + row_source::row_text(job) + " is fully masked: softmax is undefined");
     const bool zeros = req_.empty_rows == empty_row_policy::zeros;
     const double v = zeros ? 0.0 : std::numeric_limits<double>::quiet_NaN();
     for (std::size_t k = 0; k < dv_; ++k) {
@@ -186,9 +185,8 @@ class oracle_run {
   // Such a row follows plain IEEE binary64 (approx tier, counted, not certified).
   void fill_ieee_row(const row_job& job, worker_space& w) {
     if (!req_.allow_nonfinite && !req_.approx_plain_binary64)
-      throw input_error("row (b, h, i) = (" + std::to_string(job.b) + ", " + std::to_string(job.h) + ", " +
-                        std::to_string(job.i) +
-                        ") uses a NaN or Inf input (use --allow-nonfinite for IEEE semantics on the affected rows)");
+      throw input_error("row " + row_source::row_text(job) +
+                        " uses a NaN or Inf input (use --allow-nonfinite for IEEE semantics on the affected rows)");
     double lse = 0;
     detail::plain_row(job.in, w.ws, w.plain.data(), &lse);
     for (std::size_t k = 0; k < dv_; ++k) {
@@ -329,9 +327,8 @@ class oracle_run {
       if (sl.bits) *sl.bits = static_cast<std::uint16_t>(std::min(prec, 65535u));
       return;
     }
-    throw input_error((k == dv_ ? "the LSE of row (b, h, i) = (" + std::to_string(job.b) + ", " + std::to_string(job.h) +
-                                      ", " + std::to_string(job.i) + ")"
-                                : "element (b, h, i, k) = " + index_text(job.b, job.h, job.i, k)) +
+    throw input_error((k == dv_ ? "the LSE of row " + row_source::row_text(job)
+                                : "element (b, h, i, k) = " + index_text(job.s, job.h, job.il, k)) +
                       " could not be enclosed within one ulp of the target at " + std::to_string(prec) +
                       " bits (precision too low: raise --max-precision)");
   }
@@ -353,7 +350,7 @@ class oracle_run {
     row_job job;
     src_.locate(r, job);
     if (!req_.row_used(job.row, job.b, job.i)) return fill_padding_row(job, w.counts);
-    src_.allowed_row(job.b, job.h, job.i, w.rows.allowed);
+    src_.allowed_row(job, w.rows.allowed);
     job.allowed = w.rows.allowed.data();
     if (row_source::none_allowed(w.rows.allowed) && var_.sink.empty()) return fill_empty_row(job, w.counts);
     src_.build_job(job, w.rows);

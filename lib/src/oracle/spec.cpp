@@ -45,13 +45,13 @@ void set_variant(const attention_spec& s, oracle_request& req) {
     // (b = 2, h_q = 1).
     const auto& sh = s.alibi_slopes->shape;
     const bool per_head = sh.size() == 1 && sh[0] == req.Q.H;
-    const bool per_batch_head = sh.size() == 2 && sh[0] == req.Q.B && sh[1] == req.Q.H;
+    const bool per_batch_head = sh.size() == 2 && sh[0] == req.sequences() && sh[1] == req.Q.H;
     std::string shape = "(";
     for (std::size_t i = 0; i < sh.size(); ++i) shape += (i ? ", " : "") + std::to_string(sh[i]);
     shape += sh.size() == 1 ? ",)" : ")";
     if (!per_head && !per_batch_head)
       throw input_error("--alibi-slopes: shape " + shape + " is neither (h_q,) = (" + std::to_string(req.Q.H) +
-                        ",) nor (b, h_q) = (" + std::to_string(req.Q.B) + ", " + std::to_string(req.Q.H) + ")");
+                        ",) nor (b, h_q) = (" + std::to_string(req.sequences()) + ", " + std::to_string(req.Q.H) + ")");
     v.alibi_slopes = to_alibi_slopes(*s.alibi_slopes, "--alibi-slopes");
   }
   if (s.bias) {

@@ -147,12 +147,31 @@ struct oracle_request {
   /// graded, not counted as elements).  The forward only (run_oracle_backward rejects a sample).
   std::vector<std::uint8_t> row_sample;
 
-  std::size_t seq_q(std::size_t b) const { return seqlens_q.empty() ? Q.n : seqlens_q[b]; }
-  /// False for a padding row or a row left out of row_sample.
-  bool row_used(std::size_t row, std::size_t b, std::size_t i) const {
-    return i < seq_q(b) && (row_sample.empty() || row_sample[row] != 0);
+  /// Packed sequences (--layout thd), memory O(total tokens): empty, or the S + 1 query offsets and
+  /// S + 1 key offsets of S sequences (from 0).  Then Q is (1, H_q, cu_q[S], d) and K, V are
+  /// (1, H_kv, cu_k[S], ·), nothing padded: internal row (0, h, t) is query t - cu_q[s] of sequence
+  /// s (cu_q[s] <= t < cu_q[s+1]), which attends only the keys cu_k[s] .. cu_k[s+1] - 1 of s.  Causal
+  /// alignment, windows, ALiBi positions and (b, h_q) ALiBi slopes use the sequence's own coordinates
+  /// (b = s, i = t - cu_q[s], j = key - cu_k[s]).  Not with a bias, an explicit or a dropout mask, or
+  /// seqlens_q / seqlens_k.
+  std::vector<std::size_t> packed_cu_q, packed_cu_k;
+  bool packed() const { return !packed_cu_q.empty(); }
+  /// The batch of the masks and variants: the sequences when packed, else Q.B.
+  std::size_t sequences() const { return packed() ? packed_cu_q.size() - 1 : Q.B; }
+
+  /// Sequence b's queries and keys (b a sequence: packed, the sequences' own lengths).
+  std::size_t seq_q(std::size_t b) const {
+    return packed() ? packed_cu_q[b + 1] - packed_cu_q[b] : seqlens_q.empty() ? Q.n : seqlens_q[b];
   }
-  std::size_t seq_k(std::size_t b) const { return seqlens_k.empty() ? K.n : seqlens_k[b]; }
+  std::size_t seq_k(std::size_t b) const {
+    return packed() ? packed_cu_k[b + 1] - packed_cu_k[b] : seqlens_k.empty() ? K.n : seqlens_k[b];
+  }
+  /// Internal rows (b, h, i) with i below this are in their sequence (packed: every row).
+  std::size_t rows_in(std::size_t b) const { return packed() ? Q.n : seq_q(b); }
+  /// False for a padding row or a row left out of row_sample (internal coordinates).
+  bool row_used(std::size_t row, std::size_t b, std::size_t i) const {
+    return i < rows_in(b) && (row_sample.empty() || row_sample[row] != 0);
+  }
 };
 
 /// Which stage decided an element.

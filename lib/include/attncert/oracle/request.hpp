@@ -56,7 +56,8 @@ struct input_layout {
 std::vector<std::size_t> to_index_vector(const io::npy_array& a, const std::string& what);
 
 /// Sets req.Q, req.K, req.V (and req.seqlens_q / seqlens_k) from the arrays as laid out by `lay`,
-/// gathering bshd, packed thd and paged K/V into the internal (B, H, n, d) tensors; FP8 bytes
+/// gathering bshd and paged K/V into the internal (B, H, n, d) tensors and packed thd into
+/// (1, H, t, d) with req.packed_cu_q / packed_cu_k (memory O(total tokens), nothing padded); FP8 bytes
 /// are decoded and descaled exactly.  Errors (input_error, one line): wrong ranks, cu_seqlens not
 /// starting at 0 / not monotone / not matching the tensors, a block-table entry out of range,
 /// a descale <= 0 or non-finite or of the wrong shape, uint8 arrays without an FP8 format.
@@ -67,7 +68,7 @@ void set_qkv(oracle_request& req, const io::npy_array& q, const io::npy_array& k
 struct output_layout {
   qkv_layout layout = qkv_layout::bhsd;
   std::size_t B = 1, H = 1, nq = 0, dv = 0, total_q = 0;
-  std::vector<std::size_t> cu_q;                 ///< thd: query offsets
+  std::vector<std::size_t> cu_q;                 ///< thd: {0, t} (the internal rows are packed too)
   std::vector<std::size_t> out_shape, lse_shape;  ///< the shapes of the output and the LSE
   /// Paged dK / dV: the external row (page·page_size + slot)·H + h of each internal row, or none;
   /// `external_rows` rows in all.  Empty for every other layout.
