@@ -163,21 +163,33 @@ def _check(grade_json, what):
 
 
 def assert_attention_close(actual, q, k, v, *, rule="ulp", max_ulp=None, baseline=None, atol=None, rtol=None,
-                           rows=None, seed=0, flash_k=None, fudge=None, lse=None, baseline_lse=None, **variant):
+                           rows=None, seed=0, flash_k=None, fudge=None, lse=None, baseline_lse=None, max_seconds=0,
+                           **variant):
     """Raise AssertionError unless `actual` (the kernel's output, NumPy or torch) passes `rule` against the exact
     attention of q, k, v with the keywords of attncert.attention (causal, window, softcap, ..., target).
 
     baseline: the output of a baseline implementation (needed by rule="flash" and "torch-sdpa").  lse (and
     baseline_lse): the kernel's LSE, graded by the same rule.  rows=N: only N query rows, drawn by `seed`, are
     computed and graded (for tensors too large to check whole; the others are counted as skipped).  Returns
-    the grade (a dict, as the CLI's JSON report writes it) when it passes.
+    the grade (a dict, as the CLI's JSON report writes it) when it passes.  max_seconds > 0 bounds the reference:
+    past it, TimeoutError (never a pass on the rows computed so far).
     """
     if "return_lse" in variant:
         raise TypeError("assert_attention_close: give the kernel's LSE as lse=, not return_lse")
     want_lse = lse is not None
     rules = _rules(rule, max_ulp, atol, rtol, flash_k, fudge)  # checked before the reference is computed
+    max_seconds = _args.real(max_seconds, "max_seconds", 0, 1e7)
     key = _key("fwd", (q, k, v), dict(variant, want_lse=want_lse, rows=rows, seed=seed if rows else 0))
-    ref = _cached(key, lambda: _a._reference(q, k, v, want_lse=want_lse, rows=rows, seed=seed, **variant))
+
+    def make():
+        ref = _a._reference(q, k, v, want_lse=want_lse, rows=rows, seed=seed, max_seconds=max_seconds, **variant)
+        undecided = ref.summary()["undecided_rows"]
+        if undecided:  # not cached: a later call with more time computes it
+            raise TimeoutError("assert_attention_close: %d rows of the reference not computed within max_seconds=%s"
+                               % (undecided, max_seconds))
+        return ref
+
+    ref = _cached(key, make)
     g = _check(ref.grade(_a._to_numpy(actual, "actual"), _a._to_numpy(baseline, "baseline"), rules, False,
                          ("actual", "baseline")), "attention output")
     if want_lse:
@@ -187,7 +199,7 @@ def assert_attention_close(actual, q, k, v, *, rule="ulp", max_ulp=None, baselin
 
 
 def assert_attention_grads_close(actual, q, k, v, do, *, dlse=None, rule="ulp", max_ulp=None, baseline=None,
-                                 atol=None, rtol=None, flash_k=None, fudge=None, **variant):
+                                 atol=None, rtol=None, flash_k=None, fudge=None, max_seconds=0, **variant):
     """Raise AssertionError unless each gradient of `actual` passes `rule` against the exact gradients of the
     attention of q, k, v for the cotangent do (and dlse).
 
@@ -195,6 +207,7 @@ def assert_attention_grads_close(actual, q, k, v, do, *, dlse=None, rule="ulp", 
     sink), e.g. attncert.AttentionGrads or {"dq": q.grad, ...}.  The rules' factors are per gradient as in
     `attncert oracle --candidate-grads` (flash: k = 3; torch-sdpa: fudge dq 180, dk 16, dv 4, dbias 45, dsink 45)
     unless flash_k / fudge are given.  Every failing gradient is reported.  Returns {name: grade} when all pass.
+    max_seconds > 0 bounds the exact gradients: past it, TimeoutError.
     """
     def field(obj, name):
         if obj is None:
@@ -210,7 +223,8 @@ def assert_attention_grads_close(actual, q, k, v, do, *, dlse=None, rule="ulp", 
     args.update(variant)
     rules = _rules(rule, max_ulp, atol, rtol, flash_k, fudge)  # checked before the gradients are computed
     key = _key("bwd", (q, k, v, do, dlse), variant)
-    grads = _cached(key, lambda: _a._gradients(q, k, v, do, dlse, args))
+    max_seconds = _args.real(max_seconds, "max_seconds", 0, 1e7)
+    grads = _cached(key, lambda: _a._gradients(q, k, v, do, dlse, args, max_seconds))
     names = ["dq", "dk", "dv"] + (["dbias"] if variant.get("bias") is not None else []) + \
         (["dsink"] if variant.get("sink") is not None else [])
     failures, grades = [], {}

@@ -156,3 +156,21 @@ def test_rows_sample_grades_only_the_sampled_rows():
     assert g2["compared"] == 40
     with pytest.raises(ValueError, match="rows"):
         testing.assert_attention_close(out, q, k, v, rows=0)
+
+
+def test_max_seconds_never_passes_a_partial_reference():
+    # A reference not finished within max_seconds raises TimeoutError (the rows not computed would be
+    # skipped by the grading, so a partial reference could pass anything); nothing partial is cached.
+    r = np.random.default_rng(5)
+    q = r.standard_normal((1, 4, 2048, 64))
+    bad = np.zeros_like(q)
+    testing.clear_cache()
+    with pytest.raises(TimeoutError, match="max_seconds"):
+        testing.assert_attention_close(bad, q, q, q, max_ulp=1, max_seconds=0.05, threads=1)
+    assert testing.cache_info()["size"] == 0
+    do = r.standard_normal(q.shape)
+    with pytest.raises(TimeoutError):
+        testing.assert_attention_grads_close({"dq": q, "dk": q, "dv": q}, q, q, q, do, max_ulp=1, max_seconds=0.05,
+                                             threads=1)
+    with pytest.raises(ValueError, match="max_seconds"):
+        testing.assert_attention_close(bad, q, q, q, max_ulp=1, max_seconds=-1)
