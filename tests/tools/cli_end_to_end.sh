@@ -181,6 +181,9 @@ PY
 "$BIN" check two-token --max-seconds 0.000001 >"$TMP/out" 2>&1
 grep -q "^PARTIAL: 1 checks not computed" "$TMP/out" && ok || bad "check --max-seconds: no PARTIAL line in the text report"
 expect_usage_error "check --max-seconds -1" "$BIN" check --max-seconds -1
+# A bad --scale names the option (rank and oracle).
+expect_usage_error "rank --scale x" "$BIN" rank --q "$TMP/Q260.json" --k "$TMP/K260.json" --scale x
+expect_in "$TMP/err" "--scale: not a decimal number" "rank --scale x: the message names --scale"
 # The enclosure method states what ran: above 64 tokens the binary64 path, not MPFI.
 expect_exit 0 "drift --n 66" "$BIN" drift --family causal --from 0 --to 1 --points 2 --n 66 --recipes fp64 --format json
 python3 -c "import json,sys; m = json.load(open(sys.argv[1]))['settings']['enclosure_method']; assert m.startswith('binary64 path'), m" "$TMP/out" && ok || bad "drift --n 66: enclosure_method names the binary64 path"

@@ -123,7 +123,12 @@ int run_rank_command(const rank_args& a, const std::string& command) {
     throw input_error("--scale applies to --q/--k (scores given with --scores are used as they are)");
   if (!req.S) {
     if (cli::scale_is_default(a.scale)) req.inv_sqrt_d = true;
-    else req.scale = number_traits<mpq_rational>::from_string(a.scale);
+    else
+      try {
+        req.scale = number_traits<mpq_rational>::from_string(a.scale);
+      } catch (const input_error& e) {
+        throw input_error(std::string("--scale: ") + e.what());
+      }
   }
   if (!a.v.empty()) req.V = load(a.v, "--v");
   if (!a.x.empty()) req.X = load(a.x, "--x");

@@ -23,7 +23,12 @@ void init_scale(scale_value& sv, const scale_spec& spec, std::size_t d) {
   sv.inv_sqrt_d = spec.inv_sqrt_d;
   sv.d = static_cast<unsigned>(d);
   if (!spec.inv_sqrt_d) {
-    const mpq_rational r = number_traits<mpq_rational>::from_string(spec.rational);
+    mpq_rational r;
+    try {
+      r = number_traits<mpq_rational>::from_string(spec.rational);
+    } catch (const input_error& e) {
+      throw input_error(std::string("--scale: ") + e.what());
+    }
     mpq_set(sv.q, r.backend().data());
     if (mpz_sizeinbase(mpq_numref(sv.q), 2) > 4000 || mpz_sizeinbase(mpq_denref(sv.q), 2) > 4000)
       throw input_error("--scale '" + spec.rational + "' is too large or too small (more than 4000 bits)");
