@@ -146,9 +146,9 @@ d = json.load(open(sys.argv[1]))
 assert d["partial"] is True, d["partial"]
 assert any("mpfr256: not computed" in n and "--max-seconds" in n for n in d["notes"]), d["notes"]
 PY
-# drift --max-seconds (issue 28, item 5): 40 points with enclosures take about 50 s; under a 2 s budget the
+# drift --max-seconds (issue 28, item 5): 40 points with enclosures take about 50 s; under a 4 s budget (two points at least, under load too) the
 # report is PARTIAL and names the part of the grid it covers.
-budget=$((2 * slow))
+budget=$((4 * slow))
 t0=$(date +%s%N)
 expect_exit 0 "drift --max-seconds $budget" env OPENBLAS_NUM_THREADS=1 timeout 300 "$BIN" drift --family causal --from 0 --to 5 --points 40 --n 32 --max-seconds $budget --format json --out "$TMP/dpart.json"
 t1=$(date +%s%N)
@@ -159,7 +159,7 @@ d = json.load(open(sys.argv[1]))
 s = d["summary"]
 assert s["partial"] is True and s["points_planned"] == 40 and 2 <= s["points"] < 40, s
 assert "stopped at --max-seconds" in s["not_computed"], s
-assert d["settings"]["max_seconds"] in (2, 10)
+assert d["settings"]["max_seconds"] in (4, 20)
 PY
 expect_usage_error "drift --max-seconds -1" "$BIN" drift --from 0 --to 1 --max-seconds -1
 # check --max-seconds (issue 28, item 5): a run past its budget is PARTIAL, exit 3, each check not
