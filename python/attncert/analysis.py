@@ -205,7 +205,8 @@ def certify(claim, *, max_bits=4096, max_seconds=60):
     """Certify a claim (`attncert certify`): a dict in the claim-file format of proofs/README.md, or a path to
     a claim file.  Relative matrix paths resolve against the claim file's folder (for a dict: the current
     folder).  Non-integer numbers are read as their decimal text (0.1 is 1/10).  Returns a CertifyResult:
-    CERTIFIED and REFUTED come with a certificate that the independent checker has re-verified."""
+    CERTIFIED and REFUTED come with a certificate that the independent checker has re-verified.  max_seconds
+    (0: none) bounds the prover and that re-check together; past it the verdict is UNDECIDED with the reason."""
     if isinstance(claim, dict):
         text, base = json.dumps(claim), "."
     elif isinstance(claim, (str, os.PathLike)):

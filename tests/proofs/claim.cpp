@@ -10,6 +10,7 @@
 #include "../random_matrices.hpp"
 #include "../support.hpp"
 #include "attncert/attention/softmax.hpp"
+#include "attncert/deadline.hpp"
 #include "attncert/rank/exact_rank.hpp"
 #include "attncert/linalg/exact.hpp"
 #include "attncert/linalg/spectra.hpp"
@@ -696,4 +697,32 @@ BOOST_AUTO_TEST_CASE(the_time_limit_gives_undecided) {
   const auto r = certify(claim(drop_family), ".", 4096, 1e-9);
   BOOST_TEST(r.exit_code() == 3);
   BOOST_TEST(r.report["why"].get<std::string>().find("time limit") != std::string::npos);
+}
+
+// The budget covers the checker's re-check too (one budget per command): past the deadline the
+// checker stops (verify_options::stop), the verdict is UNDECIDED with the reason, and no
+// disagreement is claimed.
+BOOST_AUTO_TEST_CASE(the_time_limit_covers_the_re_check) {
+  certify_result r = cert(drop_family);
+  BOOST_TEST_REQUIRE(r.exit_code() == 1);
+  r.report.erase("certificate_check");
+  {
+    deadline_scope spent(1e-9);
+    const auto t0 = std::chrono::steady_clock::now();
+    while (!deadline_passed() && std::chrono::steady_clock::now() - t0 < std::chrono::seconds(1)) {
+    }
+    const certify_result v = validate_with_checker(r);
+    BOOST_TEST(v.exit_code() == 3);
+    BOOST_TEST(!v.disagreement);
+    BOOST_TEST(v.report["certificate_check"]["status"] == "UNCHECKED");
+    BOOST_TEST(v.report["certificate_check"].value("stopped", false));
+    BOOST_TEST(v.report["prover_verdict"] == "REFUTED");
+    BOOST_TEST(v.report["why"].get<std::string>().find("time limit was reached while the independent checker") != std::string::npos,
+               v.report["why"]);
+  }
+  // without a deadline the same re-check is VALID (the budget changes nothing else)
+  const certify_result w = validate_with_checker(r);
+  BOOST_TEST(w.exit_code() == 1);
+  BOOST_TEST(w.report["certificate_check"]["status"] == "VALID");
+  BOOST_TEST(!w.report["certificate_check"].contains("stopped"));
 }

@@ -130,6 +130,43 @@ awk '$1 == 5 { if ($3 > 1e-17 && $3 < 1e-15) found = 1 } END { exit !found }' "$
 (cd "$TMP" && "$BIN" figures --out rel/figs --formats svg >/dev/null 2>"$TMP/err") && [ "$(ls "$TMP"/rel/figs/*.svg | wc -l)" = 4 ] \
   && ok || bad "figures into a relative directory: $(cat "$TMP/err")"
 
+# figures --max-seconds: the whole rendering within the budget, or nothing (exit 3, one line on
+# stderr, no directory, no temporary left).  The figures take about 0.5 s on 2 cores: a budget of
+# 0.05 s stops them in the first sweep, within 1 s of it (5 s in a sanitizer build, which runs our
+# code about five times slower).
+slow=1
+grep -qa __asan_init "$BIN" && slow=5
+no_figures_left() {  # description
+  [ ! -e "$TMP/figb" ] && [ -z "$(ls -A "$TMP" | grep -E '^figb|attncert-(tmp|bak|scratch)')" ] && ok || bad "$1: left $(ls -A "$TMP" | grep -E '^figb|attncert-')"
+  [ "$(wc -l <"$TMP/err")" = 1 ] && ok || bad "$1: stderr is not one line: $(cat "$TMP/err")"
+  [ ! -s "$TMP/out" ] && ok || bad "$1: wrote to stdout"
+}
+expect_exit 3 "figures --max-seconds 0.000001" "$BIN" figures --out "$TMP/figb" --max-seconds 0.000001
+expect_in "$TMP/err" "the figures were not rendered within --max-seconds" "figures budget: the reason"
+no_figures_left "figures --max-seconds 0.000001"
+t0=$(date +%s%N)
+expect_exit 3 "figures --max-seconds 0.05" "$BIN" figures --out "$TMP/figb" --max-seconds 0.05 --format json
+t=$(( ($(date +%s%N) - t0) / 1000000 ))
+[ "$t" -lt $(( slow * 1000 + 50 )) ] && ok || bad "figures --max-seconds 0.05 took $t ms"
+no_figures_left "figures --max-seconds 0.05"
+# into an existing directory: nothing in it is replaced or added
+mkdir -p "$TMP/figold"
+echo old >"$TMP/figold/fig2-saturation.dat"
+expect_exit 3 "figures --max-seconds 0.05 into an existing directory" "$BIN" figures --out "$TMP/figold" --max-seconds 0.05
+[ "$(ls -A "$TMP/figold")" = fig2-saturation.dat ] && [ "$(cat "$TMP/figold/fig2-saturation.dat")" = old ] && ok \
+  || bad "figures past the budget changed the existing directory: $(ls -A "$TMP/figold")"
+# a budget it does not reach changes nothing: the same files as without one
+expect_exit 0 "figures --max-seconds 600" "$BIN" figures --out "$TMP/figc" --max-seconds 600 --format json
+python3 -c "import json,sys; d=json.load(open(sys.argv[1])); assert d['max_seconds'] == 600, d" "$TMP/out" && ok || bad "figures --format json: max_seconds"
+[ "$(ls "$TMP/figc")" = "$(ls "$TMP/fig")" ] && ok || bad "figures --max-seconds 600: other files than without a budget"
+for f in fig1-two-token-contrast.exact.dat fig2-saturation.dat fig3-drift-map.two-token.dat fig3-drift-map.causal.dat fig4-sigma-min.dat; do
+  cmp -s "$TMP/fig/$f" "$TMP/figc/$f" && ok || bad "figures --max-seconds 600: $f differs from the unbudgeted one"
+done
+drift_usage_error "figures --max-seconds -1" "$BIN" figures --out "$TMP/figb" --max-seconds -1
+drift_usage_error "figures --max-seconds 1e8" "$BIN" figures --out "$TMP/figb" --max-seconds 1e8
+drift_usage_error "figures --max-seconds nan" "$BIN" figures --out "$TMP/figb" --max-seconds nan
+[ ! -e "$TMP/figb" ] && ok || bad "figures with a bad --max-seconds left a directory"
+
 # --- bad usage ----------------------------------------------------------------------
 drift_usage_error "unknown family" "$BIN" drift --family three-token --from 0 --to 1 --out "$TMP/never.json"
 drift_usage_error "from >= to" "$BIN" drift --from 1 --to 1 --out "$TMP/never.json"

@@ -2,10 +2,12 @@
 // (issue 11, item 4): numbers that are not exact rationals ("1/0", "abc", null, arrays,
 // exponents beyond the limit or at LLONG_MIN, 10^6 digits) and a numerical-rank claim.point
 // that is not a number are MALFORMED (exit 2), never VALID or INVALID; deep nesting is
-// rejected while parsing.  Certificates come from `certify` on small claims.
+// rejected while parsing; a stop asked by the caller's hook (verify_options::stop) at any of
+// the checker's polls is UNCHECKED (exit 3).  Certificates come from `certify` on small claims.
 #define BOOST_TEST_MODULE proofs_certificate_verify
 #include <boost/test/unit_test.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <stdexcept>
 
@@ -116,4 +118,86 @@ BOOST_AUTO_TEST_CASE(integer_fields_must_be_integers_in_range) {
     d["claim"]["value"] = bad;
     BOOST_TEST(verify_certificate(d).exit_code() == 2, "value " << bad.dump());
   }
+}
+
+// verify_options::stop, the caller's budget (verify-certificate --max-seconds, certify's re-check):
+// the checker polls it in its long loops, and a stop at any poll is UNCHECKED (exit 3) with the
+// reason, never VALID, INVALID or MALFORMED (the checker catches std::runtime_error as malformed:
+// a stop is not one).  Every poll of each certificate below is made the stopping one in turn.
+namespace {
+
+json range_refutation_certificate() {  // the isolated drop (P09): gcd, Sturm, MPFI enclosures, minors at a drop
+  const certify_result r = certify(
+      parse_claim_text(R"J({"objects": {"S": [[0, 2, -2], [1, 2, 1], [1, 0, 2]]}, "family": {"range": "(0, inf)"}, "quantity": {"kind": "rank", "object": "attention"}, "relation": "=", "value": 3})J"),
+      ".");
+  BOOST_TEST_REQUIRE(r.exit_code() == 1);  // REFUTED
+  return r.certificate;
+}
+
+json determinant_range_certificate() {  // a ratio over a range: H, its squarefree part, Sturm, samples
+  return certificate_of(R"J({"objects": {"S": [[0, 3, 7], [5, 0, 2], [4, 6, 0]]}, "family": {"range": "(-1, 2)"}, "quantity": {"kind": "determinant", "object": "attention"}, "relation": ">=", "value": "1/5"})J");
+}
+
+json singular_value_certificate() {  // Laplace expansion over Z[u][lambda], signs at the point
+  return certificate_of(R"J({"objects": {"S": [[1, -1], [-1, 1]]}, "family": {"at": "1/2"}, "quantity": {"kind": "singular_value", "object": "attention", "index": 2}, "relation": ">=", "value": "1/10"})J");
+}
+
+// Polls of one unbudgeted check (the verdict must not change: the hook only counts).
+std::size_t polls_of(const json& cert, int expected_exit) {
+  std::size_t calls = 0;
+  verify_options o;
+  o.stop = [&calls] {
+    ++calls;
+    return false;
+  };
+  const verification v = verify_certificate(cert, o);
+  BOOST_TEST(v.exit_code() == expected_exit);
+  BOOST_TEST(!v.stopped);
+  return calls;
+}
+
+void every_stop_is_unchecked(const json& cert, int expected_exit, const std::string& name) {
+  const std::size_t total = polls_of(cert, expected_exit);
+  BOOST_TEST_MESSAGE(name << ": " << total << " polls");
+  BOOST_TEST_REQUIRE(total >= 10, name << ": the checker polls the stop hook " << total << " times");
+  const std::size_t stride = std::max<std::size_t>(1, total / 400);  // at most ~400 checks per certificate
+  for (std::size_t n = 1; n <= total; n += stride) {
+    std::size_t calls = 0;
+    verify_options o;
+    o.stop = [&calls, n] { return ++calls >= n; };
+    const verification v = verify_certificate(cert, o);
+    BOOST_TEST_REQUIRE((v.result == verification::status::unchecked), name << ": stopped at poll " << n << " of " << total << ": exit " << v.exit_code());
+    BOOST_TEST_REQUIRE(v.stopped);
+    BOOST_TEST_REQUIRE(v.exit_code() == 3);
+    BOOST_TEST_REQUIRE(calls == n, name << ": polled again after the stop");
+    BOOST_TEST_REQUIRE(v.notes.back().find("not checked within the caller's budget") != std::string::npos, v.notes.back());
+  }
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(stop_hook_is_polled_and_a_stop_is_unchecked) {
+  every_stop_is_unchecked(rank_certificate(), 0, "rank at a point");
+  every_stop_is_unchecked(range_refutation_certificate(), 0, "rank over a range (refuted)");
+  every_stop_is_unchecked(determinant_range_certificate(), 0, "determinant over a range");
+  every_stop_is_unchecked(singular_value_certificate(), 0, "singular value at a point");
+  every_stop_is_unchecked(numerical_rank_certificate(), 0, "numerical rank");
+  // a tampered certificate stopped before the false fact is reached is unchecked too, and without
+  // the hook it is still INVALID
+  json t = range_refutation_certificate();
+  t["gcd"][0] = "12345";
+  every_stop_is_unchecked(t, 1, "tampered gcd");
+}
+
+// The hook is asked before anything is checked: a budget already spent gives UNCHECKED even for a
+// certificate that is not one (nothing is concluded about it), and an empty hook never stops.
+BOOST_AUTO_TEST_CASE(stop_hook_edges) {
+  verify_options o;
+  o.stop = [] { return true; };
+  const verification v = verify_certificate(json{{"format", "nonsense"}}, o);
+  BOOST_TEST(v.exit_code() == 3);
+  BOOST_TEST(v.stopped);
+  verify_options empty;
+  BOOST_TEST(!empty.stop);
+  BOOST_TEST(verify_certificate(rank_certificate(), empty).exit_code() == 0);
 }

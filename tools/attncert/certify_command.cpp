@@ -1,10 +1,12 @@
 // tools/attncert/certify_command.cpp — `attncert certify` and `attncert verify-certificate`.
-// Thin: read files, call lib/ (proofs/claim.hpp, proofs/certificate_verify.hpp), write.
+// Thin: read files, call lib/ (proofs/claim.hpp, verify/certificate.hpp), write.
 #include "certify_command.hpp"
 
 #include <filesystem>
 #include <iostream>
+#include <sstream>
 
+#include "attncert/deadline.hpp"
 #include "attncert/error.hpp"
 #include "attncert/io/bounded_input.hpp"
 #include "attncert/verify/certificate.hpp"
@@ -24,10 +26,22 @@ struct certify_args {
 struct verify_args {
   std::string certificate, out_format = "text", out_path;
   unsigned max_precision = 8192;
+  double max_seconds = 0;
 };
 
+void check_max_seconds(double s) {
+  if (!(s >= 0) || s > 1e7) throw input_error("--max-seconds must be in [0, 1e7] (0: no limit)");
+}
+
+// Seconds as given, without trailing zeros ("0.5", "60", "1e-06").
+std::string seconds_text(double s) {
+  std::ostringstream os;
+  os << s;
+  return os.str();
+}
+
 int run_certify(const certify_args& a) {
-  if (!(a.max_seconds >= 0) || a.max_seconds > 1e7) throw input_error("--max-seconds must be in [0, 1e7] (0: no limit)");
+  check_max_seconds(a.max_seconds);
   const nlohmann::json claim = proofs::parse_claim_text(io::read_file_bounded(a.claim));
   const std::string base = std::filesystem::path(a.claim).parent_path().string();
   const proofs::certify_result r = proofs::certify(claim, base.empty() ? "." : base, a.max_precision, a.max_seconds);
@@ -56,6 +70,8 @@ int run_certify(const certify_args& a) {
 }
 
 int run_verify(const verify_args& a) {
+  check_max_seconds(a.max_seconds);
+  deadline_scope budget(a.max_seconds);  // one budget for the command: reading, then checking
   nlohmann::json cert;
   try {
     cert = proofs::parse_certificate_text(io::read_file_bounded(a.certificate));
@@ -64,14 +80,21 @@ int run_verify(const verify_args& a) {
   }
   proofs::verify_options opt;
   opt.max_precision_bits = a.max_precision;
-  const proofs::verification v = proofs::verify_certificate(cert, opt);
+  // the checker includes no attncert header: the budget and interruptions reach it through its hook
+  opt.stop = [] { return deadline_passed() || interrupt_requested(); };
+  proofs::verification v = proofs::verify_certificate(cert, opt);
+  check_interrupt();
+  if (v.stopped) v.notes.push_back("not checked within --max-seconds " + seconds_text(a.max_seconds) + " (raise it; 0: no limit)");
   const char* status = v.result == proofs::verification::status::valid       ? "VALID"
                        : v.result == proofs::verification::status::invalid   ? "INVALID"
                        : v.result == proofs::verification::status::malformed ? "MALFORMED"
                                                                              : "UNCHECKED";
   std::string text;
   if (a.out_format == "json") {
-    text = nlohmann::json{{"certificate", a.certificate}, {"status", status}, {"checks", v.notes}}.dump(2) + "\n";
+    nlohmann::json j{{"certificate", a.certificate}, {"status", status}, {"checks", v.notes}};
+    if (a.max_seconds > 0) j["max_seconds"] = a.max_seconds;
+    if (v.stopped) j["why"] = v.notes.back();
+    text = j.dump(2) + "\n";
   } else {
     text = std::string(status) + ": " + a.certificate + "\n";
     for (const auto& n : v.notes) text += "  " + n + "\n";
@@ -105,18 +128,26 @@ std::function<int()> add_certify_commands(CLI::App& app) {
   c->add_option("claim", ca->claim, "Claim file (JSON)")->required();
   c->add_option("--certificate", ca->certificate, "Write the certificate to FILE (atomically)")->check(writable_file());
   add_max_precision_option(c, ca->max_precision, 64, 1u << 20, "Cap (bits) of the enclosures of e^{a/q} at range ends");
-  c->add_option("--max-seconds", ca->max_seconds, "Wall-clock budget of the prover; past it the verdict is UNDECIDED (0: no limit)")
+  c->add_option("--max-seconds", ca->max_seconds,
+                "Wall-clock budget, in [0, 1e7] (0: none), of the prover and of the checker's re-check of its certificate;\n"
+                "past it the verdict is UNDECIDED")
       ->capture_default_str();
   add_format_option(c, ca->out_format, {"text", "json"});
   add_out_option(c, ca->out_path);
   auto* v = app.add_subcommand("verify-certificate",
-                               "Re-check a certificate independently: exit 0 valid, 1 invalid, 2 malformed, 3 cannot check within --max-precision.");
+                               "Re-check a certificate independently: exit 0 valid, 1 invalid, 2 malformed, 3 cannot check within "
+                               "--max-precision or --max-seconds.");
   v->add_option("certificate", va->certificate, "Certificate (JSON)")->required();
   v->footer(exit_codes_text({{exit_ok, "VALID"},
                               {exit_failed, "INVALID"},
-                              {exit_undecided, "cannot check within --max-precision (UNCHECKED)"}}) +
+                              {exit_undecided, "cannot check within --max-precision or --max-seconds (UNCHECKED)"}}) +
             "\n  (a MALFORMED certificate is bad input: exit 2)");
   add_max_precision_option(v, va->max_precision, 64, 1u << 22, "Cap (bits) of the checker's enclosures of e^{a/q}");
+  v->add_option("--max-seconds", va->max_seconds,
+                "Wall-clock budget of the check, in [0, 1e7] (0: none): past it the checker stops at its next poll and the\n"
+                "certificate is UNCHECKED (exit 3; it may be valid: nothing is concluded)")
+      ->check(CLI::Range(0.0, 1e7))
+      ->capture_default_str();
   add_format_option(v, va->out_format, {"text", "json"});
   add_out_option(v, va->out_path);
   return [c, v, ca, va]() -> int {

@@ -16,6 +16,7 @@
 
 #include <cerrno>
 #include <charconv>
+#include <csignal>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -46,14 +47,24 @@ std::string n17(double x) {
   return std::string(buf, r.ptr);
 }
 
-// A new file in a directory staged (or scratch) by the command's output transaction.
+// A new file in a directory staged (or scratch) by the command's output transaction.  Polls the
+// interruption and the budget (figures --max-seconds; without a deadline_scope there is none).
 void write_file(const fs::path& p, const std::string& content) {
-  check_interrupt();
+  check_deadline();
   io::write_new_file(p, content);
 }
 
-// Polls the interruption from the sweeps of `figures` (no progress line: figures shows steps).
-void poll_interrupt(std::size_t, std::size_t) { check_interrupt(); }
+// Polls the interruption and the budget from the sweeps of `figures` (no progress line: figures
+// shows steps).
+void poll_budget(std::size_t, std::size_t) { check_deadline(); }
+
+// A sweep of `figures` must be complete: run_drift stops at the budget (deadline.hpp) with a
+// PARTIAL result, which figures does not draw.
+drift_result complete_sweep(const drift_request& r) {
+  drift_result res = run_drift(r);
+  if (res.partial || res.bisection_stopped) throw time_limit_reached("a sweep of the figures stopped at the time limit");
+  return res;
+}
 
 // Run `gnuplot script` with the working directory `dir`; throws input_error with gnuplot's
 // first error line when it fails or is missing.
@@ -69,10 +80,20 @@ void run_gnuplot(const fs::path& where, const std::string& script) {
     ::execlp("gnuplot", "gnuplot", script.c_str(), static_cast<char*>(nullptr));
     ::_exit(127);
   }
+  // Wait, polling the budget and the interruption every 10 ms: past either, gnuplot is ended.
   int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  for (;;) {
+    const pid_t w = ::waitpid(pid, &status, WNOHANG);
+    if (w == pid || (w < 0 && errno != EINTR)) break;
+    if (w == 0 && (deadline_passed() || interrupt_requested())) {
+      ::kill(pid, SIGKILL);
+      while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+      }
+      break;
+    }
+    ::usleep(10000);
   }
-  check_interrupt();  // a terminal's SIGINT reaches gnuplot too: report the interruption, not gnuplot
+  check_deadline();  // a terminal's SIGINT reaches gnuplot too: report the interruption (or the budget), not gnuplot
   std::string first;
   {
     std::ifstream in(log);
@@ -151,6 +172,7 @@ std::string sigma_min_data(const drift_request& r, const drift_result& res, bool
   for (const auto& rc : r.recipes) os << " " << rc.name;
   os << "\n";
   for (const auto& p : res.points) {
+    check_deadline();  // the exact ranks below: figures --max-seconds, and the interruption
     os << n17(p.a) << " " << encl_lo(p.smin_lo_d) << " " << encl_hi(p.smin_hi_d);
     std::vector<int> zero(p.recipes.size(), 0);
     if (decide_zeros) {
@@ -220,6 +242,7 @@ struct drift_args {
 
 struct figures_args {
   std::string out, formats = "png,svg", format = "text";
+  double max_seconds = 0;
 };
 
 // Figure 1: contrast eigenvalue and determinant of the two-token family.
@@ -227,7 +250,7 @@ void figure1(const fs::path& dir, const std::vector<std::string>& exts) {
   drift_request r;
   r.recipes = parse_recipes("fp64");
   r.policies = parse_policies("numpy");
-  r.progress = poll_interrupt;
+  r.progress = poll_budget;
   const recipe f32 = parse_recipe("fp32"), f64 = parse_recipe("fp64");
   std::ostringstream exact, pts;
   exact << "# a  tanh(a) enclosure lo  hi  (exact contrast eigenvalue = det A, P01)\n";
@@ -237,7 +260,7 @@ void figure1(const fs::path& dir, const std::vector<std::string>& exts) {
     r.from = panel == 0 ? 0.0 : 1e-12;
     r.to = panel == 0 ? 3.0 : 1.0;
     r.points = panel == 0 ? 301 : 241;
-    const drift_result res = run_drift(r);
+    const drift_result res = complete_sweep(r);
     for (const auto& p : res.points) exact << n17(p.a) << " " << encl_lo(p.smin_lo_d) << " " << encl_hi(p.smin_hi_d) << "\n";
     exact << "\n\n";
     const int np = panel == 0 ? 31 : 49;
@@ -276,11 +299,11 @@ void figure2(const fs::path& dir, const std::vector<std::string>& exts) {
   drift_request r;
   r.recipes = parse_recipes("fp64");
   r.policies = parse_policies("numpy");
-  r.progress = poll_interrupt;
+  r.progress = poll_budget;
   r.from = 0;
   r.to = 4;
   r.points = 401;
-  const drift_result res = run_drift(r);
+  const drift_result res = complete_sweep(r);
   std::ostringstream os;
   os << "# a  tanh(a) (midpoint of its certified enclosure)  1 - tanh(a)^2 (from that midpoint, binary64)\n";
   for (const auto& p : res.points) {
@@ -314,8 +337,8 @@ void figure3(const fs::path& dir, const std::vector<std::string>& exts) {
     r.points = panel == 0 ? 89 : 81;
     r.enclosures = false;
     r.resolution = 1e-6;
-    r.progress = poll_interrupt;
-    const drift_result res = run_drift(r);
+    r.progress = poll_budget;
+    const drift_result res = complete_sweep(r);
     const std::string data = panel == 0 ? "fig3-drift-map.two-token.dat" : "fig3-drift-map.causal.dat";
     std::ostringstream os, ytics;
     os << "# row  from  to  policy_index   (bisected divergence intervals; rows = recipe x policy)\n";
@@ -345,12 +368,12 @@ void figure4(const fs::path& dir, const std::vector<std::string>& exts) {
   drift_request r;
   r.recipes = parse_recipes("mpfr256,fp64,fp32,bf16-fp32acc,fp16");
   r.policies = parse_policies("numpy");
-  r.progress = poll_interrupt;
+  r.progress = poll_budget;
   r.log = true;
   r.from = 1e-20;
   r.to = 10;
   r.points = 85;
-  const drift_result res = run_drift(r);
+  const drift_result res = complete_sweep(r);
   // Which points are exact zeros is decided from the exact rank over Q of each formed matrix (not from
   // the SVD's value: an SVD of an exactly rank-1 matrix prints noise such as 1.7e-17 in fp64).
   write_file(dir / "fig4-sigma-min.dat", sigma_min_data(r, res, true));
@@ -476,12 +499,19 @@ class commands_impl : public drift_commands {
     figures_ = app.add_subcommand("figures", "Render the README's figures (gnuplot) with their data and scripts into a directory.");
     figures_->footer(
         "The directory appears complete or not at all: it is filled under a temporary name beside it and\n"
-        "renamed at the end (files of an existing directory are replaced one by one, each atomically).\n" +
-        exit_codes_text({{exit_ok, "done"}}));
+        "renamed at the end (files of an existing directory are replaced one by one, each atomically).\n"
+        "With --max-seconds, the whole rendering (sweeps, data, gnuplot) runs within that budget; past it nothing\n"
+        "is written (the temporary directory is removed), one line on stderr says so, and the exit status is 3.\n" +
+        exit_codes_text({{exit_ok, "done"}, {exit_undecided, "not rendered within --max-seconds (nothing written)"}}));
     figures_->add_option("--out", fa_.out, "Output directory (created if missing)")->required();
     figures_->add_option("--formats", fa_.formats, "png, svg or png,svg")->capture_default_str();
     add_format_option(figures_, fa_.format, {"text", "json"})
         ->description("What to print: text (nothing) or json (the files written)");
+    figures_->add_option("--max-seconds", fa_.max_seconds,
+                         "Budget of the whole rendering, in [0, 1e7] (0: none): past it nothing is written and the exit\n"
+                         "status is 3 (the figures are complete or absent, never partial)")
+        ->check(CLI::Range(0.0, 1e7))
+        ->capture_default_str();
   }
 
   int run(const std::string& command) override {
@@ -513,6 +543,23 @@ class commands_impl : public drift_commands {
       if (("," + fa_.formats + ",").find("," + e + ",") != std::string::npos) exts.push_back(e);
     if (exts.empty() || (fa_.formats != "png" && fa_.formats != "svg" && fa_.formats != "png,svg" && fa_.formats != "svg,png"))
       throw input_error("--formats must be png, svg or png,svg");
+    if (!(fa_.max_seconds >= 0) || fa_.max_seconds > 1e7) throw input_error("--max-seconds must be in [0, 1e7] (0: none)");
+    deadline_scope budget(fa_.max_seconds);  // one budget: the sweeps, the data, gnuplot and the commit
+    try {
+      return render_figures(command, exts);
+    } catch (const time_limit_reached&) {
+      // render_figures' output transaction has been rolled back: nothing was written
+      clear_progress();
+      std::ostringstream t;
+      t << fa_.max_seconds;
+      std::cerr << "attncert: the figures were not rendered within --max-seconds " << t.str() << " (nothing written)\n";
+      return exit_undecided;
+    }
+  }
+
+  // Renders into a staged directory and commits it; destroyed without commit (an error, an
+  // interruption, the budget) the transaction removes it.
+  int render_figures(const std::string& command, const std::vector<std::string>& exts) {
     command_output out;
     const fs::path dir = out.files.stage_directory(fa_.out);
     const bool tty = ::isatty(2);
@@ -532,10 +579,12 @@ class commands_impl : public drift_commands {
       std::vector<std::string> files;
       for (const auto& e : fs::directory_iterator(dir)) files.push_back(e.path().filename().string());
       std::sort(files.begin(), files.end());
-      const nlohmann::json j = {{"tool", "attncert"}, {"version", ATTNCERT_VERSION}, {"command", command},
-                                {"out", fa_.out},     {"formats", exts},            {"files", files}};
+      nlohmann::json j = {{"tool", "attncert"}, {"version", ATTNCERT_VERSION}, {"command", command},
+                          {"out", fa_.out},     {"formats", exts},            {"files", files}};
+      if (fa_.max_seconds > 0) j["max_seconds"] = fa_.max_seconds;
       out.print(j.dump(2) + "\n");
     }
+    check_deadline();  // the last poll: past it nothing is committed
     out.commit();
     return 0;
   }

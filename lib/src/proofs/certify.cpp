@@ -73,21 +73,23 @@ certify_result prove_claim(const nlohmann::json& claim, const std::string& base_
 // is re-derived by the independent checker from the certificate just written, before anyone
 // sees it.  A rejected certificate turns the verdict into UNDECIDED ("internal disagreement"),
 // keeping the prover's verdict, the certificate and the checker's notes in the report.
+// One budget for the command (deadline.hpp): the prover, then the checker's re-check of its
+// certificate.
 certify_result certify(const nlohmann::json& claim, const std::string& base_dir, unsigned max_bits, double max_seconds) {
+  deadline_scope limit(max_seconds);
   certify_result res;
-  {
-    deadline_scope limit(max_seconds);
-    try {
-      res = prove_claim(claim, base_dir, max_bits);
-    } catch (const time_limit_reached& e) {
-      res = undecided_result(claim, std::string(e.what()) + " (raise it with --max-seconds)");
-      res.report["max_seconds"] = max_seconds;
-      return res;
-    } catch (const method_limit& e) {
-      return undecided_result(claim, e.what());
-    }
+  try {
+    res = prove_claim(claim, base_dir, max_bits);
+  } catch (const time_limit_reached& e) {
+    res = undecided_result(claim, std::string(e.what()) + " (raise it with --max-seconds)");
+    res.report["max_seconds"] = max_seconds;
+    return res;
+  } catch (const method_limit& e) {
+    return undecided_result(claim, e.what());
   }
-  return validate_with_checker(std::move(res), max_bits);
+  res = validate_with_checker(std::move(res), max_bits);
+  if (res.report.contains("certificate_check") && res.report["certificate_check"].value("stopped", false)) res.report["max_seconds"] = max_seconds;
+  return res;
 }
 
 certify_result validate_with_checker(certify_result res, unsigned max_bits) {
@@ -95,19 +97,27 @@ certify_result validate_with_checker(certify_result res, unsigned max_bits) {
   const auto t0 = std::chrono::steady_clock::now();
   verify_options vo;
   vo.max_precision_bits = std::max(8192u, max_bits > (1u << 30) ? max_bits : 2 * max_bits);
+  // the caller's budget and interruptions reach the checker through its own hook (it includes
+  // no attncert header)
+  vo.stop = [] { return deadline_passed() || interrupt_requested(); };
   const verification v = verify_certificate(res.certificate, vo);
+  check_interrupt();
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   const char* status = v.result == verification::status::valid       ? "VALID"
                        : v.result == verification::status::invalid   ? "INVALID"
                        : v.result == verification::status::malformed ? "MALFORMED"
                                                                      : "UNCHECKED";
   res.report["certificate_check"] = {{"status", status}, {"seconds", secs}, {"checker_precision_cap_bits", vo.max_precision_bits}};
+  if (v.stopped) res.report["certificate_check"]["stopped"] = true;
   res.check_seconds = secs;
   if (v.result == verification::status::valid) return res;
   const std::string prover = to_string(res.verdict);
   const std::string why_checker = v.notes.empty() ? std::string("no reason given") : v.notes.back();
   std::string why;
-  if (v.result == verification::status::unchecked) {
+  if (v.stopped) {
+    why = "the prover answered " + prover + " but the time limit was reached while the independent checker re-checked the certificate "
+          "(raise it with --max-seconds)";
+  } else if (v.result == verification::status::unchecked) {
     why = "the prover answered " + prover + " but the independent checker could not re-check the certificate within its cap (" +
           why_checker + ")";
   } else {

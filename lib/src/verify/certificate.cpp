@@ -12,6 +12,18 @@ namespace attncert::proofs {
 
 namespace checker {
 
+namespace {
+thread_local const std::function<bool()>* stop_hook = nullptr;
+}  // namespace
+const std::function<bool()>* exchange_stop_hook(const std::function<bool()>* hook) {
+  const std::function<bool()>* old = stop_hook;
+  stop_hook = hook;
+  return old;
+}
+void poll() {
+  if (stop_hook && *stop_hook && (*stop_hook)()) throw stopped();
+}
+
 void check_verdict(const nlohmann::json& cert, bool ok, const note_fn& note) {
   const std::string verdict = ok ? "CERTIFIED" : "REFUTED";
   check(field(cert, "verdict", "").get<std::string>() == verdict, "/verdict: the re-derived verdict is " + verdict);
@@ -138,9 +150,20 @@ verification verify_certificate(const nlohmann::json& cert, const verify_options
     explicit cap_scope(unsigned b) : saved(checker::exchange_precision_cap(std::max(64u, b))) {}
     ~cap_scope() { checker::exchange_precision_cap(saved); }
   } cap_guard(options.max_precision_bits);
+  struct stop_scope {  // the caller's stop hook for this call, restored afterwards
+    const std::function<bool()>* saved;
+    explicit stop_scope(const std::function<bool()>* h) : saved(checker::exchange_stop_hook(h)) {}
+    ~stop_scope() { checker::exchange_stop_hook(saved); }
+  } stop_guard(options.stop ? &options.stop : nullptr);
   try {
+    checker::poll();
     checker::verify_by_quantity(cert, [&](const std::string& s) { out.notes.push_back(s); });
     out.result = verification::status::valid;
+  } catch (const checker::stopped&) {  // first: the caller's stop is never a verdict on the certificate
+    out.result = verification::status::unchecked;
+    out.stopped = true;
+    out.notes.push_back("not checked within the caller's budget: stopped before every stated fact was re-derived; "
+                        "the certificate may be valid, nothing is concluded");
   } catch (const checker::malformed& e) {
     out.result = verification::status::malformed;
     out.notes.push_back(e.what());

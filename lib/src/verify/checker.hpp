@@ -46,8 +46,24 @@ struct beyond_cap : std::runtime_error {  // may be valid, but checking needs mo
   using std::runtime_error::runtime_error;
 };
 
+/// The caller asked the checker to stop (verify_options::stop returned true): status unchecked.
+/// Not a std::runtime_error, so that no handler for malformed input can take it for one.
+struct stopped : std::exception {
+  const char* what() const noexcept override { return "stopped by the caller"; }
+};
+
 /// Throws invalid(what) unless ok.
 void check(bool ok, const std::string& what);
+
+// ---- certificate.cpp: the caller's stop hook ----------------------------------------------
+/// Sets this thread's stop hook (verify_options::stop; null or empty: none) and returns the
+/// previous one.  (A function, not an extern thread_local: see exchange_precision_cap.)
+const std::function<bool()>* exchange_stop_hook(const std::function<bool()>* hook);
+/// Asks the stop hook; throws stopped when it returns true.  Called in every loop whose length
+/// a certificate controls (Euclid, Sturm sequences, Horner evaluations, products of large
+/// polynomials, Laplace expansion, minor enumeration, MPFI escalation, Faddeev–LeVerrier): between
+/// two polls there is one step of such a loop, e.g. one MPFI exponential at the precision cap.
+void poll();
 
 /// Receives one line of what was checked (verification::notes).
 using note_fn = std::function<void(const std::string&)>;

@@ -32,6 +32,7 @@ Q from_mpfr(const mpfr_t x) {
 std::pair<Q, Q> exp_enclosure(const Q& a, const Z& q, unsigned bits) {
   const Q t0 = a / Q(q);
   if (t0 > 10000 || t0 < -10000) throw beyond_cap("a range end has |a/q| > 10^4 (beyond the checker's magnitude limit)");
+  poll();  // every escalation loop goes through here
   mpfi_t x;
   mpfi_init2(x, bits);
   const Q t = a / Q(q);
@@ -104,19 +105,19 @@ bool no_zero_by_interval(const zpoly& g, const Q& lo, const Q& hi, unsigned bits
   std::size_t cbits = 0;
   for (const auto& c : g) cbits = std::max<std::size_t>(cbits, c == 0 ? 0 : mpz_sizeinbase(c.backend().data(), 2));
   const mpfr_prec_t prec = static_cast<mpfr_prec_t>(std::min<std::size_t>(2 * bits + cbits + 64, 1u << 20));
-  mpfi_t x, acc;
-  mpfi_init2(x, prec);
-  mpfi_init2(acc, prec);
-  mpfi_interv_q(x, lo.backend().data(), hi.backend().data());
-  mpfi_set_z(acc, g.back().backend().data());
+  struct interval {  // cleared however the loop ends (a stop throws from poll())
+    mpfi_t v;
+    explicit interval(mpfr_prec_t p) { mpfi_init2(v, p); }
+    ~interval() { mpfi_clear(v); }
+  } x(prec), acc(prec);
+  mpfi_interv_q(x.v, lo.backend().data(), hi.backend().data());
+  mpfi_set_z(acc.v, g.back().backend().data());
   for (std::size_t k = g.size() - 1; k-- > 0;) {
-    mpfi_mul(acc, acc, x);
-    mpfi_add_z(acc, acc, g[k].backend().data());
+    if (k % 8 == 0) poll();
+    mpfi_mul(acc.v, acc.v, x.v);
+    mpfi_add_z(acc.v, acc.v, g[k].backend().data());
   }
-  const bool ok = !mpfi_nan_p(acc) && !mpfi_has_zero(acc);
-  mpfi_clear(x);
-  mpfi_clear(acc);
-  return ok;
+  return !mpfi_nan_p(acc.v) && !mpfi_has_zero(acc.v);
 }
 
 // Is a zero of the squarefree g certainly between the sample s and u0 ∈ [l, h] (s outside

@@ -113,9 +113,11 @@ std::size_t eigenvalues_above(const qmatrix& G, const Q& t) {
   c[n] = 1;
   qmatrix Mk(n, std::vector<Q>(n));  // M_0 = 0
   for (std::size_t k = 1; k <= n; ++k) {
+    poll();
     qmatrix AM(n, std::vector<Q>(n));
     for (std::size_t i = 0; i < n; ++i)
       for (std::size_t j = 0; j < n; ++j) {
+        poll();
         Q v = 0;
         for (std::size_t l = 0; l < n; ++l) v += A[i][l] * Mk[l][j];
         AM[i][j] = v;
@@ -195,6 +197,7 @@ double_matrix recipe_scores(const double_matrix& Qm, const double_matrix& Km, do
   double_matrix S(nq, std::vector<double>(nk));
   for (std::size_t i = 0; i < nq; ++i)
     for (std::size_t j = 0; j < nk; ++j) {
+      poll();
       double s = 0;
       for (std::size_t k = 0; k < d; ++k)
         s = recipe_operation(acc, op::add, s, recipe_operation(acc, op::mul, convert(acc, convert(st, Qm[i][k])), convert(acc, convert(st, Km[j][k]))));
@@ -208,6 +211,7 @@ double_matrix recipe_softmax(const double_matrix& S, const std::string& mk, fmt 
   const std::size_t nq = S.size(), nk = S[0].size();
   double_matrix A(nq, std::vector<double>(nk, 0.0));
   for (std::size_t i = 0; i < nq; ++i) {
+    poll();
     double shift = 0;
     bool any = false;
     for (std::size_t j = 0; j < nk; ++j)
@@ -236,6 +240,7 @@ double_matrix recipe_output(const double_matrix& A, const double_matrix& Vm, con
   double_matrix O(nq, std::vector<double>(Vm[0].size()));
   for (std::size_t i = 0; i < nq; ++i)
     for (std::size_t c = 0; c < Vm[0].size(); ++c) {
+      poll();
       double s = 0;
       for (std::size_t k = 0; k < nk; ++k)
         s = recipe_operation(oacc, op::add, s, recipe_operation(oacc, op::mul, convert(oacc, A[i][k]), convert(oacc, convert(st, Vm[k][c]))));
@@ -282,6 +287,7 @@ qmatrix gram_matrix(const qmatrix& Mh) {
   qmatrix G(g, std::vector<Q>(g));
   for (std::size_t a = 0; a < g; ++a)
     for (std::size_t b = 0; b < g; ++b) {
+      poll();
       Q v = 0;
       for (std::size_t k = 0; k < (rows ? n : m); ++k) v += rows ? Mh[a][k] * Mh[b][k] : Mh[k][a] * Mh[k][b];
       G[a][b] = v;

@@ -23,8 +23,11 @@ zpoly add(const zpoly& a, const zpoly& b) {
 zpoly mul(const zpoly& a, const zpoly& b) {
   if (a.empty() || b.empty()) return {};
   zpoly c(a.size() + b.size() - 1);
-  for (std::size_t i = 0; i < a.size(); ++i)
+  const bool large = a.size() * b.size() >= 1024;  // small products (most of them) are not worth a poll
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    if (large) poll();
     for (std::size_t j = 0; j < b.size(); ++j) c[i + j] += a[i] * b[j];
+  }
   trim(c);
   return c;
 }
@@ -34,7 +37,10 @@ zpoly neg(zpoly a) {
 }
 Q evaluate(const zpoly& p, const Q& x) {
   Q acc = 0;
-  for (std::size_t k = p.size(); k-- > 0;) acc = acc * x + Q(p[k]);
+  for (std::size_t k = p.size(); k-- > 0;) {
+    poll();  // one step can be long: acc grows to deg(p) times the size of x
+    acc = acc * x + Q(p[k]);
+  }
   return acc;
 }
 int sign_of(const Q& v) { return v > 0 ? 1 : v < 0 ? -1 : 0; }
@@ -61,6 +67,7 @@ zpoly normalized(const qpoly& p) {  // primitive, positive leading coefficient
 qpoly poly_remainder(qpoly a, const qpoly& b) {
   trim(a);
   while (a.size() >= b.size() && !a.empty()) {
+    poll();
     const Q f = a.back() / b.back();
     const std::size_t sh = a.size() - b.size();
     for (std::size_t i = 0; i < b.size(); ++i) a[sh + i] -= f * b[i];
@@ -72,6 +79,7 @@ qpoly exact_quotient(qpoly a, const qpoly& b) {
   trim(a);
   qpoly qt(a.size() >= b.size() ? a.size() - b.size() + 1 : 0);
   while (a.size() >= b.size() && !a.empty()) {
+    poll();
     const Q f = a.back() / b.back();
     const std::size_t sh = a.size() - b.size();
     qt[sh] = f;
@@ -86,6 +94,7 @@ zpoly primitive_gcd(const zpoly& a, const zpoly& b) {
   trim(x);
   trim(y);
   while (!y.empty()) {
+    poll();
     qpoly r = poly_remainder(x, y);
     x = y;
     y = to_rational(primitive_same_sign(r));  // a positive rescaling keeps coefficients small
@@ -108,6 +117,7 @@ std::vector<zpoly> sturm_sequence(const zpoly& p) {
   qpoly a = to_rational(p), b = to_rational(derivative(p));
   s.push_back(primitive_same_sign(a));
   while (!b.empty()) {
+    poll();
     const zpoly pb = primitive_same_sign(b);
     s.push_back(pb);
     qpoly r = poly_remainder(a, to_rational(pb));  // positive rescalings of a Sturm sequence are one
@@ -146,6 +156,7 @@ int roots_between(const zpoly& p, const Q& lo, const std::optional<Q>& hi) {
 // ---- minors of M(u) and subsets ------------------------------------------------------
 zpoly minor_of(const polynomial_matrix& F, const std::vector<long>& rows, const std::vector<long>& cols) {
   // Laplace expansion along the first row (k ≤ 8).
+  poll();
   const std::size_t k = rows.size();
   if (k == 0) return {Z(1)};
   if (k == 1) return F.at(rows[0], cols[0]);
@@ -167,6 +178,7 @@ void for_each_subset(long n, long k, const std::function<void(const std::vector<
   std::vector<long> idx;
   std::function<void(long)> go = [&](long start) {
     if (static_cast<long>(idx.size()) == k) {
+      poll();
       f(idx);
       return;
     }

@@ -30,6 +30,7 @@ lambda_poly lambda_mul(const lambda_poly& a, const lambda_poly& b) {
   return c;
 }
 lambda_poly lambda_det(const std::vector<std::vector<lambda_poly>>& A, const std::vector<std::size_t>& rows, const std::vector<std::size_t>& cols) {
+  poll();
   if (rows.empty()) return {zpoly{Z(1)}};
   lambda_poly acc;
   const std::vector<std::size_t> rest(rows.begin() + 1, rows.end());

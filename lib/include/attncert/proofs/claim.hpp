@@ -39,7 +39,8 @@ nlohmann::json parse_claim_text(const std::string& text);
 /// come with a certificate that the independent checker (`verify_certificate`) has already
 /// re-checked: a certificate it does not call VALID turns the verdict into UNDECIDED
 /// (`disagreement` when it calls it INVALID/MALFORMED).  No option turns the check off.
-/// `max_seconds` > 0 bounds the prover's wall-clock time (then UNDECIDED, "time limit").
+/// `max_seconds` > 0 bounds the wall-clock time of the prover and of the checker's re-check
+/// together (then UNDECIDED, "time limit"; a re-check stopped by it: `certificate_check.stopped`).
 /// Never a verdict from floats.
 certify_result certify(const nlohmann::json& claim, const std::string& base_dir, unsigned max_precision_bits = 4096,
                        double max_seconds = 0);
@@ -48,6 +49,8 @@ certify_result certify(const nlohmann::json& claim, const std::string& base_dir,
 /// checker (cap max(8192, 2·max_precision_bits)) on a prover result's certificate; a
 /// CERTIFIED/REFUTED whose certificate is not VALID comes back UNDECIDED (with `disagreement`
 /// when the checker calls it INVALID or MALFORMED).  Adds `certificate_check` to the report.
+/// The checker stops when this thread's deadline passes (deadline.hpp; then UNDECIDED, the
+/// certificate UNCHECKED, `certificate_check.stopped`); throws `interrupted` after an interruption.
 certify_result validate_with_checker(certify_result prover_result, unsigned max_precision_bits = 4096);
 
 }  // namespace attncert::proofs

@@ -11,6 +11,7 @@
 // re-derives the verdict.  FLINT is not used.
 #pragma once
 
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -20,9 +21,11 @@ namespace attncert::proofs {
 struct verification {
   /// valid: every stated fact re-derived; invalid: a stated fact is false; malformed: not a
   /// certificate; unchecked: checking needs more than the precision cap (or a range end beyond
-  /// |a/q| <= 10^4) — the certificate may be valid, nothing is concluded.
+  /// |a/q| <= 10^4), or the caller stopped it (verify_options::stop) — the certificate may be
+  /// valid, nothing is concluded.
   enum class status { valid, invalid, malformed, unchecked } result = status::invalid;
   std::vector<std::string> notes;  ///< what was checked (valid) or what failed (invalid / malformed)
+  bool stopped = false;            ///< unchecked because verify_options::stop returned true
   int exit_code() const {
     return result == status::valid ? 0 : result == status::invalid ? 1 : result == status::malformed ? 2 : 3;
   }
@@ -30,6 +33,15 @@ struct verification {
 
 struct verify_options {
   unsigned max_precision_bits = 8192;  ///< cap of the MPFI enclosures of e^{a/q}
+  /// The caller's budget, without any dependency of the checker on it: polled in every loop whose
+  /// length a certificate controls (Euclid and Sturm sequences over Q, Horner evaluations, products
+  /// of large polynomials, Laplace expansions, minor enumeration, MPFI escalation); when it returns
+  /// true the check stops with status unchecked and `stopped` set.  Between two polls the checker
+  /// does one step of such a loop; the longest are MPFI exponentials near max_precision_bits
+  /// (measured on 2 cores: 0.2 s at 2^18 bits, 1.9 s at 2^20, 8 s at 2^22; microseconds at the
+  /// default 8192), which a stop cannot cut short.  Empty: never stops.  (The CLI passes
+  /// deadline_passed() || interrupt_requested().)
+  std::function<bool()> stop;
 };
 
 /// Parse a certificate file's text.  Errors: std::invalid_argument with a one-line message
