@@ -181,6 +181,9 @@ PY
 "$BIN" check two-token --max-seconds 0.000001 >"$TMP/out" 2>&1
 grep -q "^PARTIAL: 1 checks not computed" "$TMP/out" && ok || bad "check --max-seconds: no PARTIAL line in the text report"
 expect_usage_error "check --max-seconds -1" "$BIN" check --max-seconds -1
+expect_usage_error "check --max-seconds nan" "$BIN" check --max-seconds nan
+expect_usage_error "rank --max-seconds nan" "$BIN" rank --scores "$TMP/S.json" --max-seconds nan
+expect_usage_error "drift --max-seconds nan" "$BIN" drift --from 0 --to 1 --max-seconds nan
 # A bad --scale names the option (rank and oracle).
 expect_usage_error "rank --scale x" "$BIN" rank --q "$TMP/Q260.json" --k "$TMP/K260.json" --scale x
 expect_in "$TMP/err" "--scale: not a decimal number" "rank --scale x: the message names --scale"

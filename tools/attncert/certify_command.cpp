@@ -131,6 +131,7 @@ std::function<int()> add_certify_commands(CLI::App& app) {
   c->add_option("--max-seconds", ca->max_seconds,
                 "Wall-clock budget, in [0, 1e7] (0: none), of the prover and of the checker's re-check of its certificate;\n"
                 "past it the verdict is UNDECIDED")
+      ->check(cli::seconds_budget())
       ->capture_default_str();
   add_format_option(c, ca->out_format, {"text", "json"});
   add_out_option(c, ca->out_path);
@@ -146,7 +147,7 @@ std::function<int()> add_certify_commands(CLI::App& app) {
   v->add_option("--max-seconds", va->max_seconds,
                 "Wall-clock budget of the check, in [0, 1e7] (0: none): past it the checker stops at its next poll and the\n"
                 "certificate is UNCHECKED (exit 3; it may be valid: nothing is concluded)")
-      ->check(CLI::Range(0.0, 1e7))
+      ->check(cli::seconds_budget())
       ->capture_default_str();
   add_format_option(v, va->out_format, {"text", "json"});
   add_out_option(v, va->out_path);

@@ -1,6 +1,8 @@
 // tools/attncert/cli_options.cpp — shared options of the subcommands, see cli_options.hpp.
 #include "cli_options.hpp"
 
+#include <cstdlib>
+
 #include <algorithm>
 #include <filesystem>
 #include <sstream>
@@ -20,6 +22,19 @@ const CLI::Validator& non_negative_integer() {
         return {};
       },
       "");  // the option's type already reads UINT
+  return v;
+}
+
+const CLI::Validator& seconds_budget() {
+  static const CLI::Validator v(
+      [](std::string& s) -> std::string {
+        char* end = nullptr;
+        const double x = std::strtod(s.c_str(), &end);
+        if (s.empty() || end != s.c_str() + s.size() || !(x >= 0 && x <= 1e7))
+          return "'" + one_line(s) + "' is not a number of seconds in [0, 1e7] (0: no limit)";
+        return {};
+      },
+      "in [0, 1e7]");
   return v;
 }
 
@@ -106,7 +121,7 @@ std::string exit_codes_text(const std::vector<std::pair<int, std::string>>& own)
     rows = {{0, "success: every claim holds, CERTIFIED, a valid certificate, the candidates pass, done"},
             {1, "refuted or failed: a claim fails or is undecided (check), REFUTED, an invalid certificate,\n"
                 "       a candidate exceeds --max-ulp"},
-            {3, "undecided / cannot check (certify, verify-certificate)"}};
+            {3, "undecided / cannot check / PARTIAL (certify, verify-certificate; check, oracle, figures past --max-seconds)"}};
   rows.emplace_back(exit_usage, "bad input or usage, or an input too large for this machine's memory\n"
                                    "       (one line on stderr; no output file left behind)");
   rows.emplace_back(exit_internal, "internal error (a bug in attncert: please report it; no output file left behind)");

@@ -39,6 +39,8 @@ CLI::Option* add_seed_option(CLI::App* app, std::uint64_t& seed, const std::stri
 /// A non-negative decimal integer (digits only): for unsigned options, which CLI11 would
 /// otherwise read "-1" into as 2^64 - 1.
 const CLI::Validator& non_negative_integer();
+/// A --max-seconds value: a number in [0, 1e7] (0: no limit); NaN and ±Inf are refused.
+const CLI::Validator& seconds_budget();
 
 /// A path an output file can be written to: "-" (stdout), or a name whose directory exists
 /// and which is not itself a directory.

@@ -462,7 +462,7 @@ void add_drift_options(CLI::App* drift, drift_args& a) {
   drift->add_option("--max-seconds", a.max_seconds,
                     "Budget for the grid points, in [0, 1e7] (0: none): past it no point is started, and the report is\n"
                     "PARTIAL, covering the grid's first points (a bisection under way stops at the last point seen diverging)")
-      ->check(CLI::Range(0.0, 1e7))
+      ->check(cli::seconds_budget())
       ->capture_default_str();
   add_max_precision_option(drift, a.max_bits, 128, max_precision_bits, "Cap (bits) of the singular-value enclosures");
   drift->add_flag("--no-enclosures", a.no_enclosures, "Skip the certified singular-value enclosures");
@@ -510,7 +510,7 @@ class commands_impl : public drift_commands {
     figures_->add_option("--max-seconds", fa_.max_seconds,
                          "Budget of the whole rendering, in [0, 1e7] (0: none): past it nothing is written and the exit\n"
                          "status is 3 (the figures are complete or absent, never partial)")
-        ->check(CLI::Range(0.0, 1e7))
+        ->check(cli::seconds_budget())
         ->capture_default_str();
   }
 

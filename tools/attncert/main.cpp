@@ -194,7 +194,7 @@ CLI::App* add_check_subcommand(CLI::App& app, check_args& a) {
                     "Budget of the run, in [0, 1e7] (0: none): past it the check under way stops at its next poll and no\n"
                     "check is started; each is reported as one undecided claim 'not-computed', the report is PARTIAL, and\n"
                     "the exit status is 3 unless a computed claim failed or is undecided")
-      ->check(CLI::Range(0.0, 1e7));
+      ->check(cli::seconds_budget());
   return check;
 }
 
@@ -224,7 +224,7 @@ CLI::App* add_rank_subcommand(CLI::App& app, rank_args& a) {
       ->each([&a](const std::string&) { a.formats_given = true; });
   rank->add_option("--max-seconds", a.max_seconds,
                    "Stop after this many seconds: unfinished parts are reported as such (PARTIAL), never silently")
-      ->check(CLI::NonNegativeNumber);
+      ->check(cli::seconds_budget());
   rank->add_option("--sigma-rel-width", a.sigma_rel_width,
                    "Relative width asked of every singular value certified > 0 (default: none)")
       ->check(CLI::NonNegativeNumber);

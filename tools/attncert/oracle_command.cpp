@@ -162,7 +162,7 @@ CLI::App* add_oracle_subcommand(CLI::App& app, oracle_args& a) {
                 "at its next escalation step; those rows are undecided (NaN in the reference, not graded), the report\n"
                 "is PARTIAL and lists them, and the exit status is 3 unless something failed.  The backward (--grad-out)\n"
                 "runs within what is left, all or nothing: past the budget no gradient is written or graded (exit 3)")
-      ->check(CLI::Range(0.0, 1e7))
+      ->check(cli::seconds_budget())
       ->capture_default_str();
   o->add_flag("--allow-nonfinite", a.allow_nonfinite,
               "Accept NaN/Inf inputs: rows touching them follow IEEE binary64 semantics (not certified, counted)");
