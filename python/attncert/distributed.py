@@ -25,10 +25,21 @@ enclosures of its partial sums (double-double balls), which the client adds and 
 enclosure cannot decide an element is redone whole by one task.  dbias and dsink are computed when no sum
 crosses a unit (a bias whose batch and head dimensions are full, a sink with batch 1; such units are not
 split), and refused otherwise.
+
+max_seconds (every call; 0: no limit) is the call's budget, as the single-process calls take it.  The client
+fixes an absolute deadline (time.time() + max_seconds) and hands it to every task, which computes what is left
+when it starts (a task that starts past it computes nothing) and gives that to the oracle as its own
+max_seconds; the client waits for the tasks until the deadline.  attention, attention_vjp, grade and
+assert_attention_close are all or nothing: past the deadline, TimeoutError naming the call, the call's tasks
+cancelled, nothing returned.  drift returns the sweep of the points computed within the budget (summary partial
+True, points_planned, not_computed naming the grid points left out), as attncert.drift(max_seconds=) does.
+The deadline is read on the workers' clocks: on a cluster of several machines they must agree (NTP).
 """
 from __future__ import annotations
 
 import json
+import threading
+import time
 
 import numpy as np
 
@@ -128,14 +139,21 @@ def _unit_variant(variant, b, g, r, B, H):
     return out
 
 
-def _forward_task(q, k, v, opts, row_block):
+def _forward_task(q, k, v, opts, row_block, deadline=None):
     """One task: the internal rows [begin, end) (h-major, then i) of one (batch, kv-head group) unit.
-    Returns those rows of the output (and of the LSE) and their formats."""
+    Returns those rows of the output (and of the LSE) and their formats; None when they were not all computed
+    before the call's deadline (_left)."""
     import attncert
 
+    left = _left(deadline)
+    if left is not None and left <= 0:
+        return None
     opts = dict(opts, threads=1)
     want_lse = opts.pop("want_lse")
-    ref = attncert._reference(np.asarray(q), np.asarray(k), np.asarray(v), want_lse=want_lse, row_block=row_block, **opts)
+    ref = attncert._reference(np.asarray(q), np.asarray(k), np.asarray(v), want_lse=want_lse, row_block=row_block,
+                              max_seconds=left or 0, **opts)
+    if ref.summary()["undecided_rows"]:
+        return None
     begin, end = row_block
     out = ref.output()
     lse = ref.lse()
@@ -143,12 +161,21 @@ def _forward_task(q, k, v, opts, row_block):
             ref.target, ref.lse_target)
 
 
-def _backward_task(q, k, v, do, dlse, args):
-    """One task: the gradients of one (batch, kv-head group) unit, all its rows."""
+def _backward_task(q, k, v, do, dlse, args, deadline=None):
+    """One task: the gradients of one (batch, kv-head group) unit, all its rows; None when they were not
+    computed before the call's deadline."""
     import attncert
 
-    g = attncert._gradients(np.asarray(q), np.asarray(k), np.asarray(v), np.asarray(do),
-                            None if dlse is None else np.asarray(dlse), dict(args, threads=1))
+    left = _left(deadline)
+    if left is not None and left <= 0:
+        return None
+    try:
+        g = attncert._gradients(np.asarray(q), np.asarray(k), np.asarray(v), np.asarray(do),
+                                None if dlse is None else np.asarray(dlse), dict(args, threads=1), left or 0)
+    except TimeoutError:  # past the budget (the oracle's max_seconds): all or nothing
+        if deadline is None:
+            raise
+        return None
     return {n: g.get(n) for n in ("dq", "dk", "dv", "dbias", "dsink")}, g.target
 
 
@@ -186,29 +213,133 @@ def _default_target(q, variant):
     return target
 
 
-def _progress(futures, progress):
+def _progress(futures, progress, budget=None):
+    """Dask's progress bar over the futures.  In a console it blocks until they are done; with a budget it runs
+    in a thread of its own instead, so that the client still stops waiting at the deadline."""
     if progress:
         from distributed import progress as dask_progress
 
-        dask_progress([f for _, f in futures])
+        fs = [f for _, f in futures]
+        if budget is None or budget.deadline is None:
+            dask_progress(fs)
+        else:
+            threading.Thread(target=dask_progress, args=(fs,), daemon=True, name="attncert-progress").start()
 
 
-def attention(q, k, v, *, client, rows_per_task=1024, return_lse=False, progress=False, **variant):
+def _seconds(max_seconds):
+    """max_seconds checked as the single-process calls check it (0: no limit)."""
+    return _args.real(max_seconds, "max_seconds", 0, 1e7)
+
+
+def _left(deadline):
+    """In a task: the seconds left before the call's deadline (an absolute time.time(), fixed on the client),
+    at most 1e7 (max_seconds' range); None without a budget.  <= 0: the task started too late, it computes
+    nothing."""
+    if deadline is None:
+        return None
+    return min(deadline - time.time(), 1e7)
+
+
+_POLL = 0.02  # seconds between two looks at the futures while the client waits with a deadline
+
+
+class _Budget:
+    """The max_seconds of one call on the client: the absolute deadline handed to its tasks, and the futures of
+    the call (its tasks, and the inputs held on the cluster for them), let go of when the budget is spent."""
+
+    def __init__(self, client, call, max_seconds):
+        self.client, self.call, self.max_seconds = client, call, max_seconds
+        self.deadline = time.time() + max_seconds if max_seconds else None
+        self.tasks, self.inputs = [], []
+
+    def hold(self, xs):
+        """Keeps the futures among task arguments xs (arrays, None or futures): the inputs held for the tasks."""
+        from distributed import Future
+
+        self.inputs.extend(x for x in xs if isinstance(x, Future))
+        return xs
+
+    def track(self, fs):
+        """Keeps the call's task futures fs."""
+        self.tasks.extend(fs)
+        return fs
+
+    def spent(self, what):
+        """Cancels the call's tasks that are not done, releases its other futures (results, held inputs) and
+        raises TimeoutError: nothing of the call is returned.  (Only the tasks are cancelled: Dask cancels the
+        dependents of a cancelled input itself, and then waits a second for each of them asked again.)"""
+        try:
+            pending = [f for f in self.tasks if not f.done()]
+            if pending:
+                self.client.cancel(pending)
+            for f in self.tasks + self.inputs:
+                f.release()
+        finally:
+            raise TimeoutError("attncert.distributed.%s: not computed within max_seconds=%s (%s); nothing is returned "
+                               "and the call's tasks are cancelled" % (self.call, _g(self.max_seconds), what))
+
+    def wait(self, futures, until=None):
+        """Waits until every future is done or one has failed (True: client.gather returns the results or
+        raises the task's exception at once), or until the time `until` (default: the deadline) has come
+        (False).  Without a deadline: True at once (client.gather waits)."""
+        if self.deadline is None:
+            return True
+        until = self.deadline if until is None else until
+        pending = list(futures)
+        while True:
+            still = []
+            for f in pending:
+                if not f.done():
+                    still.append(f)
+                elif f.status == "error":
+                    return True
+            pending = still
+            if not pending:
+                return True
+            now = time.time()
+            if now >= until:
+                return False
+            time.sleep(min(_POLL, until - now))
+
+    def collect(self, futures):
+        """The futures' results (client.gather), all of them within the deadline: TimeoutError (spent) when the
+        deadline comes first or a task reports that it did not compute its part within it (None).  A task's
+        own exception is raised as client.gather raises it."""
+        if not self.wait(futures):
+            self.spent("%d of %d tasks done at the deadline" % (sum(f.done() for f in futures), len(futures)))
+        results = self.client.gather(futures)
+        if self.deadline is not None:
+            late = sum(r is None for r in results)
+            if late:
+                self.spent("%d of %d tasks not done within it" % (late, len(futures)))
+        return results
+
+
+def _g(x):
+    """A number as the messages show it: 0.5, 2, 1e+06."""
+    return "%g" % x
+
+
+def attention(q, k, v, *, client, rows_per_task=1024, return_lse=False, progress=False, max_seconds=0, **variant):
     """attncert.attention(q, k, v, **variant) computed on `client`'s workers, bit for bit the same.
 
     q, k, v: NumPy arrays, torch tensors or dask arrays (layout bhsd).  rows_per_task: query rows per task
     (rows of all the query heads of a kv-head group count; a unit with more rows is split into blocks).  Returns the output (and the LSE with
     return_lse) as attncert.attention does: NumPy, or torch for torch q.  progress=True shows Dask's progress
     bar (distributed.progress) while the tasks run; the dashboard (client.dashboard_link) shows them too.
+    max_seconds > 0 bounds the call, as attncert.attention's: past it, TimeoutError and the tasks cancelled
+    (never a partial answer); each task gets what is left of it when it starts.
     """
     import uuid
 
     _check_client(client)
     per_task = _args.integer(rows_per_task, "rows_per_task", 1)
     return_lse, progress = _args.flag(return_lse, "return_lse"), _args.flag(progress, "progress")
+    max_seconds = _seconds(max_seconds)
+    budget = _Budget(client, "attention", max_seconds)
     q_, k_, v_ = _arr(q, "q"), _arr(k, "k"), _arr(v, "v")
     if _empty(q_, k_, v_):
-        return _a.attention(_local(q), _local(k), _local(v), return_lse=return_lse, **variant)
+        return _a.attention(_local(q), _local(k), _local(v), return_lse=return_lse, max_seconds=max_seconds, **variant)
     _check_variant(q, variant, return_lse)
     B, H, Hk, r, nq = _units(q_, k_, variant)
     opts = dict(variant, target=_default_target(q, variant), want_lse=return_lse)
@@ -219,16 +350,18 @@ def attention(q, k, v, *, client, rows_per_task=1024, return_lse=False, progress
             rows = r * nq
             parts = (q_[b:b + 1, g * r:(g + 1) * r], k_[b:b + 1, g:g + 1], v_[b:b + 1, g:g + 1])
             # one task for the unit: its arrays go with it; several: held once on the cluster for all of them
-            args = [_put(client, x) if rows > per_task or not isinstance(x, np.ndarray) else x for x in parts]
+            args = budget.hold([_put(client, x) if rows > per_task or not isinstance(x, np.ndarray) else x
+                                for x in parts])
             unit_opts = _unit_variant(opts, b, g, r, B, H)
             for begin in range(0, rows, per_task):
                 end = min(rows, begin + per_task)
-                f = client.submit(_forward_task, *args, unit_opts, (begin, end), pure=False,
+                f = client.submit(_forward_task, *args, unit_opts, (begin, end), budget.deadline, pure=False,
                                   key="attncert-fwd-%s-b%d-g%d-r%d" % (token, b, g, begin))
                 futures.append(((b, g, begin, end), f))
-    _progress(futures, progress)
+    budget.track([f for _, f in futures])
+    _progress(futures, progress, budget)
     units, lses, target, lse_target = {}, {}, None, None
-    results = client.gather([f for _, f in futures])
+    results = budget.collect([f for _, f in futures])
     for ((b, g, begin, end), _), (o, l_, target, lse_target) in zip(futures, results):
         u = units.setdefault((b, g), np.full((r * nq, o.shape[-1]), np.nan))
         u[begin:end] = o  # each block to its own place: a retried task cannot add a row twice
@@ -245,15 +378,28 @@ def attention(q, k, v, *, client, rows_per_task=1024, return_lse=False, progress
     return (res, _a._like(lse, q, lse_target)) if return_lse else res
 
 
-def _backward_block_task(q, k, v, do, dlse, args, row_block):
+def _backward_block_task(q, k, v, do, dlse, args, row_block, deadline=None):
     """One task: the internal rows [begin, end) of one (batch, kv-head group) unit: their dq, correctly rounded,
-    and the enclosures of their partial dK (before the scale) and dV sums (attncert/oracle/backward.hpp)."""
+    and the enclosures of their partial dK (before the scale) and dV sums (attncert/oracle/backward.hpp); None
+    when it starts past the call's deadline.  (The budget left goes with the options, but the library's block
+    (run_oracle_backward_block, the fast path) does not poll it today: a block that has started runs to its
+    end, and the client stops waiting at the deadline all the same.)"""
     import attncert
     from attncert import _core
 
+    left = _left(deadline)
+    if left is not None and left <= 0:
+        return None
     opts = attncert._options(q, want_lse=dlse is not None, **dict(args, threads=1))
-    return _core.backward_block(np.asarray(q), np.asarray(k), np.asarray(v), np.asarray(do),
-                                None if dlse is None else np.asarray(dlse), opts, tuple(row_block))
+    if left is not None:
+        opts["max_seconds"] = left
+    try:
+        return _core.backward_block(np.asarray(q), np.asarray(k), np.asarray(v), np.asarray(do),
+                                    None if dlse is None else np.asarray(dlse), opts, tuple(row_block))
+    except TimeoutError:
+        if deadline is None:
+            raise
+        return None
 
 
 def _row_blocks(rows, units, workers, rows_per_task):
@@ -288,7 +434,8 @@ def _reduce_unit(blocks, r, nq, d):
     return out, target
 
 
-def attention_vjp(q, k, v, do, *, client, dlse=None, rows_per_task="auto", progress=False, stats=None, **variant):
+def attention_vjp(q, k, v, do, *, client, dlse=None, rows_per_task="auto", progress=False, stats=None, max_seconds=0,
+                  **variant):
     """attncert.attention_vjp(q, k, v, do, dlse=dlse, **variant) computed on `client`'s workers, bit for bit
     the same.
 
@@ -300,7 +447,10 @@ def attention_vjp(q, k, v, do, *, client, dlse=None, rows_per_task="auto", progr
     sum leaves an element undecided is redone whole by one task.  A bias or a sink is never split (dbias and
     dsink sum over the rows); refused (ValueError): a bias broadcast over the batch (with b > 1) or over the
     heads (with more than one kv head), and a sink with b > 1, whose gradients would be sums across units.
-    stats: a dict, filled with the counts of units, blocks and units redone whole."""
+    stats: a dict, filled with the counts of units, blocks and units redone whole.  max_seconds > 0 bounds the
+    call, as attncert.attention_vjp's: past it, TimeoutError and the tasks cancelled (dK and dV sum over every
+    row: there is no partial answer).  A unit's task gets what is left of the budget when it starts and stops
+    itself past it; a row block only checks it when it starts (the library's block does not poll a budget)."""
     import uuid
 
     _check_client(client)
@@ -311,9 +461,12 @@ def attention_vjp(q, k, v, do, *, client, dlse=None, rows_per_task="auto", progr
     progress = _args.flag(progress, "progress")
     if stats is not None and not isinstance(stats, dict):
         raise TypeError("stats: must be a dict (filled with the counts) or None, got %s" % _args._shown(stats))
+    max_seconds = _seconds(max_seconds)
+    budget = _Budget(client, "attention_vjp", max_seconds)
     q_, k_, v_, do_, dlse_ = _arr(q, "q"), _arr(k, "k"), _arr(v, "v"), _arr(do, "do"), _arr(dlse, "dlse")
     if _empty(q_, k_, v_, do_, dlse_):
-        return _a.attention_vjp(_local(q), _local(k), _local(v), _local(do), dlse=_local(dlse), **variant)
+        return _a.attention_vjp(_local(q), _local(k), _local(v), _local(do), dlse=_local(dlse), max_seconds=max_seconds,
+                                **variant)
     _check_variant(q, variant, dlse is not None)
     B, H, Hk, r, nq = _units(q_, k_, variant)
     bias = variant.get("bias")
@@ -346,31 +499,37 @@ def attention_vjp(q, k, v, do, *, client, dlse=None, rows_per_task="auto", progr
             blocks = _row_blocks(r * nq, B * Hk, workers, rows_per_task) if splittable else [(0, r * nq)]
             if len(blocks) == 1:
                 # one task per unit: NumPy slices go with it (recomputable with the task); dask arrays stay on the cluster
-                held = [x if x is None or isinstance(x, np.ndarray) else client.compute(x) for x in parts]
-                whole.append(((b, g), client.submit(_backward_task, *held, unit_args, pure=False,
+                held = budget.hold([x if x is None or isinstance(x, np.ndarray) else client.compute(x) for x in parts])
+                whole.append(((b, g), client.submit(_backward_task, *held, unit_args, budget.deadline, pure=False,
                                                     key="attncert-bwd-%s-b%d-g%d" % (token, b, g))))
             else:
-                held = _hold(client, parts)
-                fs = [client.submit(_backward_block_task, *held, unit_args, blk, pure=False,
+                held = budget.hold(_hold(client, parts))
+                fs = [client.submit(_backward_block_task, *held, unit_args, blk, budget.deadline, pure=False,
                                     key="attncert-bwdblk-%s-b%d-g%d-r%d" % (token, b, g, blk[0])) for blk in blocks]
                 split.append(((b, g), fs, held, unit_args))
-    _progress(whole + [(None, f) for _, fs, _, _ in split for f in fs], progress)
+    tasks = [f for _, f in whole] + [f for _, fs, _, _ in split for f in fs]
+    budget.track(tasks)
+    _progress([(None, f) for f in tasks], progress, budget)
+    if not budget.wait(tasks):  # with a budget: every task done (or one failed) before any result is fetched
+        budget.spent("%d of %d tasks done at the deadline" % (sum(f.done() for f in tasks), len(tasks)))
     results = {}
-    for ((b, g), _), res in zip(whole, client.gather([f for _, f in whole])):
+    for ((b, g), _), res in zip(whole, budget.collect([f for _, f in whole])):
         results[(b, g)] = res
     redo = []
     for (b, g), fs, held, unit_args in split:
-        reduced = _reduce_unit(client.gather(fs), r, nq, q_.shape[-1])
+        reduced = _reduce_unit(budget.collect(fs), r, nq, q_.shape[-1])
         if reduced is None:
-            redo.append(((b, g), client.submit(_backward_task, *held, unit_args, pure=False,
-                                               key="attncert-bwd-%s-b%d-g%d" % (token, b, g))))
+            f = client.submit(_backward_task, *held, unit_args, budget.deadline, pure=False,
+                              key="attncert-bwd-%s-b%d-g%d" % (token, b, g))
+            budget.track([f])
+            redo.append(((b, g), f))
         else:
             grads, target = reduced
             dk = grads["dk"].reshape(1, 1, -1, k_.shape[-1])
             dv = grads["dv"].reshape(1, 1, -1, v_.shape[-1])
             results[(b, g)] = ({"dq": grads["dq"], "dk": dk, "dv": dv, "dbias": None, "dsink": None}, target)
-    _progress(redo, progress)
-    for ((b, g), _), res in zip(redo, client.gather([f for _, f in redo])):
+    _progress(redo, progress, budget)
+    for ((b, g), _), res in zip(redo, budget.collect([f for _, f in redo])):
         results[(b, g)] = res
     if stats is not None:
         stats.update(units=B * Hk, split_units=len(split), blocks=sum(len(fs) for _, fs, _, _ in split),
@@ -400,16 +559,24 @@ def attention_vjp(q, k, v, do, *, client, dlse=None, rows_per_task="auto", progr
 _TRUTH = ("hi", "lo", "rad", "reference")
 
 
-def _grade_task(q, k, v, opts, rows):
+def _grade_task(q, k, v, opts, rows, deadline=None):
     """One task: the exact values of the internal rows `rows` (sorted, of one (batch, kv-head group) unit), the
-    only rows it computes.  Returns {hi, lo, rad, reference} of those rows, each (len(rows), dv), and the target."""
+    only rows it computes.  Returns {hi, lo, rad, reference} of those rows, each (len(rows), dv), and the target;
+    None when they were not all computed before the call's deadline."""
     import attncert
 
+    left = _left(deadline)
+    if left is not None and left <= 0:
+        return None
     args = dict(attncert._VARIANT_DEFAULTS)
     args.update(opts, threads=1)
     o = attncert._options(q, want_lse=False, **args)
     o["row_list"] = rows
+    if left is not None:
+        o["max_seconds"] = left
     ref = attncert._core.Reference(np.asarray(q), np.asarray(k), np.asarray(v), o)
+    if ref.summary()["undecided_rows"]:
+        return None
     t = ref.truth()
     return {n: t[n].reshape(-1, t[n].shape[-1])[rows] for n in _TRUTH}, ref.target
 
@@ -427,7 +594,8 @@ def _candidate_rows(x, what, shape, rows):
     return a.reshape(-1, shape[-1])[rows]
 
 
-def _grade_json(actual, q, k, v, client, rows, seed, rows_per_task, progress, rules, baseline, variant):
+def _grade_json(actual, q, k, v, client, rows, seed, rows_per_task, progress, rules, baseline, variant, max_seconds,
+                call):
     import uuid
 
     from . import _core
@@ -440,9 +608,13 @@ def _grade_json(actual, q, k, v, client, rows, seed, rows_per_task, progress, ru
     progress = _args.flag(progress, "progress")
     if rows is not None:
         rows, seed = _args.limited(rows, "rows"), _args.limited(seed, "seed")
+    max_seconds = _seconds(max_seconds)
+    budget = _Budget(client, call, max_seconds)
     q_, k_, v_ = _arr(q, "q"), _arr(k, "k"), _arr(v, "v")
     if _empty(q_, k_, v_):  # the single-process grade (attncert.testing.assert_attention_close's), or its error
-        ref = _a._reference(_local(q), _local(k), _local(v), rows=rows, seed=seed, **variant)
+        ref = _a._reference(_local(q), _local(k), _local(v), rows=rows, seed=seed, max_seconds=max_seconds, **variant)
+        if ref.summary()["undecided_rows"]:  # (an empty input has no row to compute: never)
+            budget.spent("rows of the reference not computed")
         return ref.grade(_a._to_numpy(actual, "actual"), _a._to_numpy(baseline, "baseline"), rules, False,
                          ("actual", "baseline"))
     _check_variant(q, variant)
@@ -465,24 +637,26 @@ def _grade_json(actual, q, k, v, client, rows, seed, rows_per_task, progress, ru
             if lo == hi:
                 continue
             parts = (q_[b:b + 1, g * r:(g + 1) * r], k_[b:b + 1, g:g + 1], v_[b:b + 1, g:g + 1])
-            args = [_put(client, x) if hi - lo > per or not isinstance(x, np.ndarray) else x for x in parts]
+            args = budget.hold([_put(client, x) if hi - lo > per or not isinstance(x, np.ndarray) else x
+                                for x in parts])
             unit_opts = _unit_variant(opts, b, g, r, B, H)
             for p0 in range(int(lo), int(hi), per):
                 p1 = min(int(hi), p0 + per)
-                f = client.submit(_grade_task, *args, unit_opts, sampled[p0:p1] - start, pure=False,
+                f = client.submit(_grade_task, *args, unit_opts, sampled[p0:p1] - start, budget.deadline, pure=False,
                                   key="attncert-grade-%s-b%d-g%d-p%d" % (token, b, g, p0))
                 futures.append(((p0, p1), f))
-    _progress(futures, progress)
+    budget.track([f for _, f in futures])
+    _progress(futures, progress, budget)
     truth = {n: np.full(cand.shape, np.nan) for n in _TRUTH}
     target = None
-    for ((p0, p1), _), (t, target) in zip(futures, client.gather([f for _, f in futures])):
+    for ((p0, p1), _), (t, target) in zip(futures, budget.collect([f for _, f in futures])):
         for n in _TRUTH:
             truth[n][p0:p1] = t[n]  # each block to its own place
     return _core.grade_rows(cand, base, truth, sampled, shape, target, rules)
 
 
 def grade(actual, q, k, v, *, client, rows=None, seed=0, rows_per_task=1024, progress=False, rule="ulp", max_ulp=None,
-          baseline=None, atol=None, rtol=None, flash_k=None, fudge=None, **variant):
+          baseline=None, atol=None, rtol=None, flash_k=None, fudge=None, max_seconds=0, **variant):
     """The grade of a kernel's output `actual` against the exact attention of q, k, v (the keywords of
     attncert.attention), computed on `client`'s workers: the dict attncert.testing.assert_attention_close(actual,
     q, k, v, rows=rows, seed=seed, rule=..., **variant) returns, field for field, whatever the verdict (it is
@@ -493,97 +667,167 @@ def grade(actual, q, k, v, *, client, rows=None, seed=0, rows_per_task=1024, pro
     (batch, kv-head group, block of its drawn rows)).  actual and baseline: NumPy or torch, of the output's
     shape (b, h_q, n_q, d_v); q, k, v: NumPy, torch or dask arrays (layout bhsd).  The rules as in
     attncert.testing.  Beyond the candidate itself, the driver holds the drawn rows only (of the candidate and
-    of the exact values).
+    of the exact values).  max_seconds > 0 bounds the computation of the exact rows, as
+    attncert.testing.assert_attention_close's: past it, TimeoutError and the tasks cancelled (never a grade of
+    the rows computed so far).
     """
     from . import testing
 
     rules = testing._rules(rule, max_ulp, atol, rtol, flash_k, fudge)
     return json.loads(_grade_json(actual, q, k, v, client, rows, seed, rows_per_task, progress, rules, baseline,
-                                  variant))
+                                  variant, max_seconds, "grade"))
 
 
 def assert_attention_close(actual, q, k, v, *, client, rows=None, seed=0, rows_per_task=1024, progress=False, rule="ulp",
-                           max_ulp=None, baseline=None, atol=None, rtol=None, flash_k=None, fudge=None, **variant):
+                           max_ulp=None, baseline=None, atol=None, rtol=None, flash_k=None, fudge=None, max_seconds=0,
+                           **variant):
     """attncert.testing.assert_attention_close(actual, q, k, v, rows=rows, seed=seed, ...) with the rows computed on
-    `client`'s workers (see grade): the same AssertionError on failure, the same grade (a dict) when it passes."""
+    `client`'s workers (see grade): the same AssertionError on failure, the same grade (a dict) when it passes.
+    max_seconds > 0: past it, TimeoutError (never a pass on the rows computed so far)."""
     from . import testing
 
     rules = testing._rules(rule, max_ulp, atol, rtol, flash_k, fudge)
     return testing._check(_grade_json(actual, q, k, v, client, rows, seed, rows_per_task, progress, rules, baseline,
-                                      variant), "attention output")
+                                      variant, max_seconds, "assert_attention_close"), "attention output")
 
 
-def _drift_task(args, chunk):
-    """One task: the sweep on a run of the grid's points (its bisections included); returns the report."""
+def _drift_task(args, chunk, deadline=None):
+    """One task: the sweep on a run of the grid's points (its bisections included); returns the report.  With the
+    call's deadline, the sweep gets what is left of it when the task starts as its max_seconds: a report of the
+    run's first points when it stops there (attncert.drift(max_seconds=)), None when fewer than two of them were
+    computed (attncert.drift's TimeoutError) or when the task starts past the deadline."""
     import attncert
 
-    return attncert.drift(**args, _grid=chunk).report
+    left = _left(deadline)
+    if left is None:
+        return attncert.drift(**args, _grid=chunk).report
+    if left <= 0:
+        return None
+    try:
+        return attncert.drift(**args, _grid=chunk, max_seconds=left).report
+    except TimeoutError:
+        return None
 
 
-def _join(columns, _first=True):
-    """Per-point columns of consecutive runs that share their end points, the shared points once."""
-    out = list(columns[0])
-    for c in columns[1:]:
-        out.extend(c[1:])
+def _join(columns, skip):
+    """Per-point columns of runs in grid order, each without its first point where skip says that point is the
+    last of the runs before it (their shared end point): every point once."""
+    out = []
+    for c, sk in zip(columns, skip):
+        out.extend(c[1:] if sk else c)
     return out
 
 
-def _merge_drift(reports, bounds):
-    """The reports of consecutive grid runs (run c ends where run c + 1 starts, at bounds[c]) as one report."""
+def _span_text(grid, i, j):
+    return "a = %r" % float(grid[i]) if i == j else "a in [%r, %r] (%d points)" % (float(grid[i]), float(grid[j]),
+                                                                                 j - i + 1)
+
+
+def _not_computed(grid, computed, max_seconds):
+    """What the summary says of the grid points left out (the single-process report's not_computed, for gaps that
+    may lie anywhere in the grid, not only at its end)."""
+    have = {float(a) for a in computed}
+    missing = [i for i, a in enumerate(grid) if float(a) not in have]
+    spans, i0 = [], missing[0]
+    for prev, i in zip(missing, missing[1:] + [None]):
+        if i != prev + 1:
+            spans.append(_span_text(grid, i0, prev))
+            i0 = i
+    return ("stopped at max_seconds %s after %d of %d grid points: not computed: %s; the sweep and its intervals "
+            "cover the other grid points only" % (_g(max_seconds), len(have), len(grid), ", ".join(spans)))
+
+
+def _merge_drift(reports, runs, grid, max_seconds=0):
+    """The reports of the grid's runs (runs[c] = (s, e), indices into grid; run c ends where run c + 1 starts) as
+    one report.  Within a budget, a run not computed is None and a run stopped by it covers its first points:
+    the merged report has the points computed, each once, and its summary says which were not (partial,
+    points_planned, not_computed), as attncert.drift(max_seconds=)'s does."""
     import copy
 
-    base = copy.deepcopy(reports[0])
+    done = [(c, r) for c, r in enumerate(reports) if r is not None]
+    base = copy.deepcopy(done[0][1])
     base["command"] = "attncert.distributed.drift (python)"
-    pts = [r["points"] for r in reports]
+    if "max_seconds" in base.get("settings", {}):
+        base["settings"]["max_seconds"] = max_seconds  # the call's budget, not what its first task had left
+    pts = [r["points"] for _, r in done]
+    skip, last = [], None  # skip: the run starts at the last point of the runs merged before it
+    for p in pts:
+        skip.append(bool(p["a"]) and last is not None and p["a"][0] == last)
+        if p["a"]:
+            last = p["a"][-1]
     merged = base["points"]
     for key, val in merged.items():
         if isinstance(val, list) and key != "recipes":
-            merged[key] = _join([p[key] for p in pts], True)
+            merged[key] = _join([p[key] for p in pts], skip)
     for ri, rec in enumerate(merged["recipes"]):
-        runs = [p["recipes"][ri] for p in pts]
+        recs = [p["recipes"][ri] for p in pts]
         for key, val in rec.items():
             if isinstance(val, list):
-                rec[key] = _join([r[key] for r in runs], True)
-        rec["numerical_rank"] = {pol: _join([r["numerical_rank"][pol] for r in runs], True) for pol in rec["numerical_rank"]}
+                rec[key] = _join([r[key] for r in recs], skip)
+        rec["numerical_rank"] = {pol: _join([r["numerical_rank"][pol] for r in recs], skip)
+                                 for pol in rec["numerical_rank"]}
         failures, offset = {}, 0
-        for r, p in zip(runs, pts):
+        for r, p, sk in zip(recs, pts, skip):
             for i, msg in r["failures"].items():
-                if offset == 0 or int(i) > 0:
-                    failures[str(int(i) + offset)] = msg
-            offset += len(p["a"]) - 1
+                if not (sk and int(i) == 0):
+                    failures[str(int(i) + offset - sk)] = msg
+            offset += len(p["a"]) - sk
         rec["failures"] = failures
     for d, entry in enumerate(base["divergence"]):
         intervals, evals = [], 0
-        for c, r in enumerate(reports):
+        for (c, r), sk in zip(done, skip):
             e = r["divergence"][d]
             evals += e["bisection_evaluations"]
+            at = grid[runs[c][0]]  # the run's first point, the end point of the run before it
             for lo, hi in e["intervals"]:
-                if intervals and c > 0 and intervals[-1][1] == bounds[c - 1] and lo == bounds[c - 1]:
+                if intervals and sk and intervals[-1][1] == at and lo == at:
                     intervals[-1][1] = hi  # an interval through the shared point
                 else:
                     intervals.append([lo, hi])
         entry["intervals"] = intervals
         entry["bisection_evaluations"] = evals
-    base["summary"] = {"points": len(merged["a"]), "diverging_points": int(sum(bool(x) for x in merged["diverges"])),
-                       "intervals": sum(len(e["intervals"]) for e in base["divergence"]),
-                       "partial": False, "points_planned": len(merged["a"])}  # the tasks run unbudgeted
+    summary = {"points": len(merged["a"]), "diverging_points": int(sum(bool(x) for x in merged["diverges"])),
+               "intervals": sum(len(e["intervals"]) for e in base["divergence"]),
+               "partial": len(merged["a"]) < len(grid) or any(r["summary"].get("partial") for _, r in done),
+               "points_planned": len(grid)}
+    stopped = [r["summary"]["bisection"] for _, r in done if "bisection" in r["summary"]]
+    if stopped:
+        summary["bisection"] = stopped[0]
+    if len(merged["a"]) < len(grid):
+        summary["not_computed"] = _not_computed(grid, merged["a"], max_seconds)
+    base["summary"] = summary
     return base
+
+
+def _grace(max_seconds):
+    """How long past the deadline drift's client waits for the runs' partial reports: a run stops at the deadline
+    but finishes the point it is computing, and its report has to come back.  Half the tolerance the budget is
+    honoured within (10 % of it or 1 s, whichever is larger)."""
+    return 0.5 * max(1.0, 0.1 * max_seconds)
 
 
 def drift(family="two-token", start=0.0, stop=1.0, points=101, log=False, recipes="fp16,bf16-fp32acc,fp32,fp64,mpfr256",
           policies="numpy,absolute:1e-6,relative:1e-3", diagnostic=None, *, client, points_per_task=None,
           progress=False, object=None, seed=20261129, resolution=1e-9, enclosures=False, max_bits=4096, n=None,
-          d=None):
+          d=None, max_seconds=0):
     """attncert.drift(...) computed on `client`'s workers: the grid split into runs of points_per_task points
     (default: four runs per worker) that share their end points, each run's bisections done in its task;
     joined, the result is the single-process one (the same report but its command).  A diagnostic must be
-    picklable (Dask sends it to the workers; lambdas are, through cloudpickle)."""
+    picklable (Dask sends it to the workers; lambdas are, through cloudpickle).
+
+    max_seconds > 0 bounds the sweep, as attncert.drift(max_seconds=) does: a partial sweep, not an exception.
+    Each run gets what is left of the budget when it starts; a run stopped by it keeps its first points, a run
+    that starts too late (or whose report is not back shortly after the deadline: it is cancelled) has none.  The
+    report holds the points computed; its summary has partial True, points_planned and not_computed (the grid
+    points left out, which may lie anywhere in the grid).  TimeoutError when no run computed two points."""
     from . import _core, analysis
 
     _check_client(client)
     progress = _args.flag(progress, "progress")
     if points_per_task is not None:
         points_per_task = _args.integer(points_per_task, "points_per_task", 2)
+    max_seconds = _seconds(max_seconds)
+    budget = _Budget(client, "drift", max_seconds)
     args = dict(family=family, start=start, stop=stop, points=points, log=log, recipes=recipes, policies=policies,
                 diagnostic=diagnostic, object=object, seed=seed, resolution=resolution, enclosures=enclosures,
                 max_bits=max_bits, n=n, d=d)
@@ -597,7 +841,20 @@ def drift(family="two-token", start=0.0, stop=1.0, points=101, log=False, recipe
         e = min(s + per - 1, len(grid) - 1)
         runs.append((s, e))
         s = e
-    futures = [((s, e), client.submit(_drift_task, args, grid[s:e + 1], pure=False)) for s, e in runs]
-    _progress(futures, progress)
-    reports = client.gather([f for _, f in futures])
-    return analysis.DriftResult(_merge_drift(reports, [grid[e] for _, e in runs]))
+    futures = [((s, e), client.submit(_drift_task, args, grid[s:e + 1], budget.deadline, pure=False))
+               for s, e in runs]
+    fs = budget.track([f for _, f in futures])
+    _progress(futures, progress, budget)
+    if budget.deadline is None:
+        reports = client.gather(fs)
+    else:
+        budget.wait(fs, budget.deadline + _grace(max_seconds))
+        back = [f for f in fs if f.status in ("finished", "error")]  # a task's error raises here, as without a budget
+        late = [f for f in fs if f.status not in ("finished", "error")]
+        if late:
+            client.cancel(late)
+        got = dict(zip([f.key for f in back], client.gather(back)))
+        reports = [got.get(f.key) for f in fs]
+        if all(r is None for r in reports):
+            budget.spent("no run computed two grid points: 0 of %d" % len(grid))
+    return analysis.DriftResult(_merge_drift(reports, runs, grid, max_seconds))

@@ -1,7 +1,8 @@
 """attncert.distributed on a Dask LocalCluster: the same bits as the single-process calls (forward with
 row blocks, backward per kv-head group, numpy / torch / dask-array inputs), a worker killed mid-run
-changes nothing, the sums that would cross tasks are refused, and the row-sampled grading gives the
-single-process grade.  Seeds: ATTNCERT_SEED."""
+changes nothing, the sums that would cross tasks are refused, the row-sampled grading gives the
+single-process grade, and max_seconds bounds every call as it bounds the single-process one.  Seeds:
+ATTNCERT_SEED."""
 import os
 import threading
 import time
@@ -383,3 +384,172 @@ def test_killed_worker_loses_nothing_backward_blocks():
     assert stats["blocks"] == 32 and stats["units_redone"] == 0, stats
     for a, b in zip(got[:3], ref[:3]):
         same(a, b)
+
+
+# ---- max_seconds: the call's budget, as the single-process calls' (all or nothing; drift: a partial sweep) ----
+
+SLOW = "1/3"  # a softcap that is not a binary64 number: no fast path, every row computed in MPFI (ms per row)
+LATE = 1.5    # the budget is honoured within 10 % or 1 s; the test allows 1.5 s past it (a loaded machine)
+
+
+def workers_idle_within(client, seconds):
+    """Do the workers run no task (a cancelled one still running counts) within `seconds`?"""
+    end = time.perf_counter() + seconds
+    while True:
+        busy = client.run(lambda dask_worker: dask_worker.executing_count)
+        if not any(busy.values()):
+            return True
+        if time.perf_counter() > end:
+            return False
+        time.sleep(0.05)
+
+
+def test_attention_max_seconds(client):
+    # 4 units of 512 rows in MPFI: 5.8 s on this machine's two workers uninterrupted
+    q, k, v = qkv(B=1, H=4, Hk=4, n=512, d=16, seed=21)
+    t0 = time.perf_counter()
+    with pytest.raises(TimeoutError, match=r"attncert\.distributed\.attention: not computed within max_seconds=0\.5 "):
+        ad.attention(q, k, v, client=client, softcap=SLOW, max_seconds=0.5, rows_per_task=256)
+    elapsed = time.perf_counter() - t0
+    assert 0.5 <= elapsed < 0.5 + LATE, elapsed
+    assert workers_idle_within(client, 1.0)  # each task stopped itself at the deadline: none runs on
+    small = [x[:, :, :12] for x in (q, k, v)]  # the client is usable afterwards; a budget met changes no bit
+    same(ad.attention(*small, client=client, softcap=SLOW, max_seconds=60), attncert.attention(*small, softcap=SLOW))
+
+
+@pytest.mark.parametrize("name,shape", [
+    ("units", dict(B=1, H=4, Hk=4, n=256, d=16)),     # 4 whole units: 2.7 s uninterrupted on two workers
+    ("blocks declined", dict(B=1, H=4, Hk=1, n=256, d=16)),  # blocks decline (no fast path); redone whole: 5 s
+], ids=["units", "blocks declined"])
+def test_attention_vjp_max_seconds(client, name, shape):
+    q, k, v = qkv(seed=22, **shape)
+    do = np.random.default_rng(SEED + 23).standard_normal(q.shape)
+    t0 = time.perf_counter()
+    with pytest.raises(TimeoutError, match=r"distributed\.attention_vjp: not computed within max_seconds=0\.5 "):
+        ad.attention_vjp(q, k, v, do, client=client, softcap=SLOW, max_seconds=0.5)
+    elapsed = time.perf_counter() - t0
+    assert 0.5 <= elapsed < 0.5 + LATE, elapsed
+    assert workers_idle_within(client, 1.0)
+    small = [x[:, :, :10] for x in (q, k, v, do)]
+    got = ad.attention_vjp(*small, client=client, softcap=SLOW, max_seconds=60)
+    for a, b in zip(got[:3], attncert.attention_vjp(*small, softcap=SLOW)[:3]):
+        same(a, b)
+
+
+@pytest.mark.parametrize("call", ["grade", "assert_attention_close"])
+def test_grade_max_seconds(client, call):
+    q, k, v = qkv(B=1, H=4, Hk=4, n=512, d=16, seed=24)
+    cand = np.zeros(q.shape)
+    t0 = time.perf_counter()
+    with pytest.raises(TimeoutError, match=r"attncert\.distributed\.%s: not computed within max_seconds=0\.5 " % call):
+        getattr(ad, call)(cand, q, k, v, client=client, rows=1500, seed=1, softcap=SLOW, max_seconds=0.5)
+    elapsed = time.perf_counter() - t0
+    assert 0.5 <= elapsed < 0.5 + LATE, elapsed
+    assert workers_idle_within(client, 1.0)
+
+
+def test_drift_max_seconds_partial_sweep(client):
+    kw = dict(points=121, recipes="fp64,fp32", policies="numpy")
+
+    def slow_rank(m):  # nested, hence sent by value to the workers: 4 calls a point, 121 points, 10 s in one process
+        time.sleep(0.02)
+        return np.linalg.matrix_rank(m)
+
+    t0 = time.perf_counter()
+    got = ad.drift(**kw, diagnostic=slow_rank, client=client, points_per_task=61, max_seconds=0.5)
+    elapsed = time.perf_counter() - t0
+    assert elapsed < 0.5 + LATE, elapsed
+    assert workers_idle_within(client, 1.0)  # each run stopped at the deadline (after the point it was computing)
+    s = got.report["summary"]
+    assert s["partial"] is True and s["points_planned"] == 121 and 2 <= s["points"] < 121, s
+    assert s["not_computed"].startswith("stopped at max_seconds 0.5 after %d of 121 grid points: not computed: a "
+                                        % s["points"]), s
+    assert got.report["settings"]["max_seconds"] == 0.5
+    # the points computed are the single-process sweep's at the same a, each once
+    ref = attncert.drift(**kw).report["points"]
+    pts = got.report["points"]
+    idx = [ref["a"].index(a) for a in pts["a"]]
+    assert idx == sorted(set(idx)) and len(idx) == s["points"]
+    for key in ("exact_rank_lo", "exact_rank_hi"):
+        assert pts[key] == [ref[key][i] for i in idx]
+    for rec, rrec in zip(pts["recipes"], ref["recipes"]):
+        assert rec["numerical_rank"]["numpy"] == [rrec["numerical_rank"]["numpy"][i] for i in idx]
+        assert len(rec["numerical_rank"]["diagnostic:slow_rank"]) == len(idx)
+    # a budget the sweep meets: the single-process report with the same budget
+    fast = dict(family="causal", start=0.5, stop=60.0, points=29, recipes="fp64,bf16", policies="numpy,absolute:1e-3")
+    a = attncert.drift(**fast, max_seconds=60).report
+    b = ad.drift(**fast, client=client, points_per_task=6, max_seconds=60).report
+    assert b.pop("command") != a.pop("command")
+    assert a == b
+
+
+def test_drift_merge_with_runs_left_out():
+    # the merge on its own: runs 0 and 3 whole, run 1 stopped after its first 3 points, run 2 not computed
+    from attncert import _core, analysis
+
+    kw = dict(family="causal", start=0.5, stop=60.0, points=29, log=False, recipes="fp64,bf16",
+              policies="numpy,absolute:1e-3")
+    args = dict(kw, diagnostic=None, object=None, seed=20261129, resolution=1e-9, enclosures=False, max_bits=4096,
+                n=None, d=None)
+    grid = list(_core.drift_grid(analysis._drift_options(*[args[x] for x in (
+        "family", "start", "stop", "points", "log", "recipes", "policies", "object", "seed", "resolution",
+        "enclosures", "max_bits")], None, None, None)))
+    runs = [(0, 7), (7, 14), (14, 21), (21, 28)]
+    reports = [ad._drift_task(args, grid[s:e + 1]) for s, e in runs]
+    reports[1] = attncert.drift(**args, _grid=grid[7:10]).report  # what a run stopped at its budget keeps
+    reports[1]["summary"]["partial"] = True
+    reports[2] = None
+    merged = ad._merge_drift(reports, runs, grid, 2.0)
+    ref = attncert.drift(**kw).report
+    keep = list(range(0, 10)) + list(range(21, 29))
+    assert merged["points"]["a"] == [grid[i] for i in keep]
+    for key in ("exact_rank_lo", "exact_rank_hi", "diverges"):
+        assert merged["points"][key] == [ref["points"][key][i] for i in keep]
+    for rec, rrec in zip(merged["points"]["recipes"], ref["points"]["recipes"]):
+        for pol, ranks in rec["numerical_rank"].items():
+            assert ranks == [rrec["numerical_rank"][pol][i] for i in keep]
+        assert rec["sigma_min"] == [rrec["sigma_min"][i] for i in keep]
+    s = merged["summary"]
+    assert s["partial"] is True and s["points"] == 18 and s["points_planned"] == 29
+    assert s["not_computed"] == ("stopped at max_seconds 2 after 18 of 29 grid points: not computed: a in [%r, %r] "
+                                 "(11 points); the sweep and its intervals cover the other grid points only"
+                                 % (grid[10], grid[20]))
+    # intervals lie within the computed stretches [grid[0], grid[9]] and [grid[21], grid[28]]
+    for d in merged["divergence"]:
+        for lo, hi in d["intervals"]:
+            assert grid[0] <= lo <= hi <= grid[9] or grid[21] <= lo <= hi <= grid[28], (d, lo, hi)
+    assert sum(len(d["intervals"]) for d in merged["divergence"]) == s["intervals"] > 0
+
+
+def bad_seconds_calls():
+    q, k, v = qkv()
+    do = np.ones_like(q)
+    return {"attention": lambda c, ms: ad.attention(q, k, v, client=c, max_seconds=ms),
+            "attention_vjp": lambda c, ms: ad.attention_vjp(q, k, v, do, client=c, max_seconds=ms),
+            "grade": lambda c, ms: ad.grade(do, q, k, v, client=c, rows=4, max_seconds=ms),
+            "assert_attention_close": lambda c, ms: ad.assert_attention_close(do, q, k, v, client=c, max_seconds=ms),
+            "drift": lambda c, ms: ad.drift(points=5, recipes="fp64", policies="numpy", client=c, max_seconds=ms)}
+
+
+class NoCluster:
+    """A client whose use fails the test: max_seconds is checked before anything reaches the cluster."""
+
+    def submit(self, *a, **k):
+        raise AssertionError("a task was submitted")
+
+    gather = compute = replicate = scheduler_info = cancel = submit
+
+
+@pytest.mark.parametrize("call", ["attention", "attention_vjp", "grade", "assert_attention_close", "drift"])
+@pytest.mark.parametrize("bad,exc,msg", [
+    (-1, ValueError, r"max_seconds: must be in \[0, 1e\+07\], got -1"),
+    (1e8, ValueError, r"max_seconds: must be in \[0, 1e\+07\]"),
+    (float("nan"), ValueError, r"max_seconds: must be a finite number"),
+    ("1", TypeError, r"max_seconds: must be a real number, got '1' \(str\)"),
+    (True, TypeError, r"max_seconds: must be a real number, got True \(bool\)"),
+], ids=["-1", "1e8", "nan", "str", "bool"])
+def test_max_seconds_checked_as_the_single_process_calls(call, bad, exc, msg):
+    with pytest.raises(exc, match=msg):
+        bad_seconds_calls()[call](NoCluster(), bad)
+    with pytest.raises(exc, match=msg):  # the single-process call's own check, the same message
+        attncert.attention(*qkv(), max_seconds=bad)
