@@ -108,8 +108,12 @@ inline void check_interrupt() {
 inline void check_deadline() {
   check_interrupt();
   const auto& s = detail::current_deadline();
-  if (s.active && std::chrono::steady_clock::now() > s.at)
-    throw time_limit_reached("the time limit of " + std::to_string(static_cast<long long>(s.seconds)) + " s was reached");
+  if (s.active && std::chrono::steady_clock::now() > s.at) {
+    std::string t = std::to_string(s.seconds);  // "0.500000" -> "0.5", "2.000000" -> "2"
+    t.erase(t.find_last_not_of('0') + 1);
+    if (!t.empty() && t.back() == '.') t.pop_back();
+    throw time_limit_reached("the time limit of " + t + " s was reached");
+  }
 }
 
 }  // namespace attncert

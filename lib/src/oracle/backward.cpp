@@ -762,6 +762,7 @@ backward_block_result run_oracle_backward_block(const oracle_request& req, const
                                                 std::size_t row_begin, std::size_t row_end) {
   validate_request(req);
   if (!req.row_sample.empty()) throw input_error("a backward block takes its rows as [begin, end), not a row sample");
+  deadline_scope budget(req.max_seconds);  // as run_oracle_backward: time_limit_reached past it
   return backward_run(req, g).run_block(row_begin, row_end);
 }
 
