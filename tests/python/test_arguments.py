@@ -282,6 +282,8 @@ def cases():
             [("str", "x"), ("NaN", math.nan), ("complex", 1j), ("1", 1.0), ("negative", -0.5)])
     add("attention", lambda **kw: attncert.attention(q, k, v, **kw), "return_lse", BAD_FLAGS)
     add("attention_vjp", lambda **kw: attncert.attention_vjp(q, k, v, do, **kw), "dlse", bad_arrays((1, 2, 3)))
+    add("attention", lambda **kw: attncert.attention(q, k, v, **kw), "max_seconds", BAD_REALS)
+    add("attention_vjp", lambda **kw: attncert.attention_vjp(q, k, v, do, **kw), "max_seconds", BAD_REALS)
 
     # attncert.rank
     base = lambda **kw: attncert.rank(**dict(dict(scores=S, formats="binary64", policies="numpy"), **kw))  # noqa: E731
@@ -312,6 +314,7 @@ def cases():
     add("check", chk, "certify_bits", BAD_INTEGERS)
     add("check", chk, "certify_max_bits", BAD_INTEGERS)
     add("check", chk, "ids", [("int", 5), ("unknown", "no-such-check")])
+    add("check", chk, "max_seconds", BAD_REALS)
 
     # attncert.drift
     base = lambda **kw: attncert.drift(**dict(dict(family="two-token", start=0.1, stop=1.0, points=3, recipes="fp64",  # noqa
@@ -323,6 +326,7 @@ def cases():
         add("drift", base, name, [r for r in BAD_REALS if r[0] != "negative"] + [("huge", 1e300)])
     add("drift", base, "resolution", BAD_REALS + [("0.5", 0.5), ("zero", 0.0)])
     add("drift", base, "log", BAD_FLAGS)
+    add("drift", base, "max_seconds", BAD_REALS)
     add("drift", base, "enclosures", BAD_FLAGS)
     add("drift", base, "family", BAD_TEXTS)
     add("drift", base, "object", BAD_TEXTS)
