@@ -117,13 +117,14 @@ std::string rank_json(const py::dict& o) {
 std::string certify_json(const std::string& claim_text, const std::string& base_dir, unsigned max_bits, double max_seconds) {
   if (!(max_seconds >= 0) || max_seconds > 1e7) throw input_error("--max-seconds must be in [0, 1e7] (0: no limit)");
   const nlohmann::json claim = proofs::parse_claim_text(claim_text);
-  python::interruptible_nogil nogil;  // Ctrl-C: KeyboardInterrupt (interrupt.hpp)
-  const proofs::certify_result r = proofs::certify(claim, base_dir.empty() ? "." : base_dir, max_bits, max_seconds);
-  nlohmann::json out = r.report;
-  out["summary_text"] = r.summary;
-  out["certificate"] = r.certificate;
-  out["disagreement"] = r.disagreement;
-  return out.dump();
+  return python::run_in_child([&] {  // Ctrl-C stops it at once (child.hpp)
+    const proofs::certify_result r = proofs::certify(claim, base_dir.empty() ? "." : base_dir, max_bits, max_seconds);
+    nlohmann::json out = r.report;
+    out["summary_text"] = r.summary;
+    out["certificate"] = r.certificate;
+    out["disagreement"] = r.disagreement;
+    return out.dump();
+  });
 }
 
 std::string read_claim_file(const std::string& path) { return io::read_file_bounded(path); }
@@ -143,16 +144,20 @@ std::pair<std::string, std::string> check_json(const std::vector<std::string>& i
   rs.certify_max_bits = certify_max_bits;
   if (!(max_seconds >= 0) || max_seconds > 1e7) throw input_error("max_seconds must be in [0, 1e7] (0: no limit)");
   rs.max_seconds = max_seconds;
-  report::document doc;
-  doc.version = ATTNCERT_VERSION;
-  doc.command = "attncert.check (python)";
-  {
-    python::interruptible_nogil nogil;  // Ctrl-C: KeyboardInterrupt (interrupt.hpp)
+  // In a child process (child.hpp): the JSON report's length, a newline, the report, the text report.
+  const std::string both = python::run_in_child([&] {
+    report::document doc;
+    doc.version = ATTNCERT_VERSION;
+    doc.command = "attncert.check (python)";
     doc.checks = checks::run_checks(chosen, rs);  // within max_seconds; the rest are not-computed rows
-  }
-  std::ostringstream os;
-  report::write_text(os, doc);
-  return {report::to_json(doc).dump(), os.str()};
+    std::ostringstream os;
+    report::write_text(os, doc);
+    const std::string json = report::to_json(doc).dump();
+    return std::to_string(json.size()) + "\n" + json + os.str();
+  });
+  const std::size_t nl = both.find('\n');
+  const std::size_t n = std::stoul(both.substr(0, nl));
+  return {both.substr(nl + 1, n), both.substr(nl + 1 + n)};
 }
 
 // attncert drift's JSON report; `diagnostics` holds (name, callable) pairs: the caller's rank functions,
@@ -240,13 +245,19 @@ std::string drift_json_py(const py::dict& o, const py::list& diagnostics) {
                              }});
   }
   validate(r);
-  python::interruptible_nogil nogil;  // Ctrl-C: KeyboardInterrupt (interrupt.hpp)
-  const drift_result res = run_drift(r);
-  std::ostringstream os;
-  drift_write_options wo;
-  wo.per_point = true;
-  write_drift_json(os, r, res, "attncert.drift (python)", wo);
-  return os.str();
+  auto sweep = [&r] {
+    const drift_result res = run_drift(r);
+    std::ostringstream os;
+    drift_write_options wo;
+    wo.per_point = true;
+    write_drift_json(os, r, res, "attncert.drift (python)", wo);
+    return os.str();
+  };
+  // Without the caller's diagnostics, in a child process that Ctrl-C stops at once (child.hpp); with
+  // them in-process, so that they run in the caller's interpreter (their side effects kept).
+  if (r.diagnostics.empty()) return python::run_in_child(sweep);
+  python::interruptible_nogil nogil;  // Ctrl-C: KeyboardInterrupt at the next poll (interrupt.hpp)
+  return sweep();
 }
 
 }  // namespace

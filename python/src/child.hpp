@@ -14,6 +14,8 @@
 // the computation had run in-process.  A child that dies otherwise (a signal) is reported: SIGKILL
 // that we did not send is taken for the kernel's out-of-memory killer (MemoryError).
 //
+// A parent that dies otherwise (SIGKILL, SIGTERM) takes the child with it (PR_SET_PDEATHSIG).
+//
 // The fork happens with the GIL held and Python's fork hooks run (PyOS_BeforeFork / AfterFork_*),
 // so the child's copy of the interpreter is consistent; the child never calls Python.  When fork
 // fails (no memory for the page tables, a process limit), the computation runs in-process under
@@ -23,6 +25,7 @@
 #include <poll.h>
 #include <pybind11/pybind11.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -109,9 +112,14 @@ inline std::string run_in_child(const std::function<std::string()>& work) {
     interruptible_nogil nogil;
     return work();
   }
+  const pid_t parent = ::getpid();
   PyOS_BeforeFork();
   const pid_t pid = ::fork();
   if (pid == 0) {
+    // A parent that dies (killed, not only interrupted) takes the child with it: nothing computes
+    // on for nobody.  getppid() covers a parent that died before prctl took effect.
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != parent) ::_exit(3);
     PyOS_AfterFork_Child();
     ::close(fds[0]);
     ::signal(SIGINT, SIG_DFL);  // the parent decides: a terminal's Ctrl-C reaches the group

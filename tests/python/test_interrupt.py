@@ -48,6 +48,8 @@ CASES = {
     # child process that Ctrl-C kills (python/src/child.hpp)
     "rank_inside_eigen_svd": ("Q = rng.standard_normal((300, 8)); K = rng.standard_normal((300, 8))",
                               "attncert.rank(q=Q, k=K, formats='mpfr256', policies='numpy')"),
+    # drift without diagnostics runs in a child too: the mpfr256 recipe's Jacobi SVD at n = 300
+    "drift_inside_eigen_svd": ("", "attncert.drift('causal', 0, 1, points=2, recipes='mpfr256', policies='numpy', n=300)"),
     # inside one FLINT elimination: the exact rank of 3000 x 3000 scores (minutes)
     "rank_inside_flint": ("S = rng.integers(-9, 9, (3000, 3000)).astype(np.float64)",
                           "attncert.rank(scores=S, object='scores', formats='binary64', policies='numpy')"),
@@ -197,3 +199,27 @@ def test_oracle_backward_past_the_budget_writes_no_gradient(tmp_path):
     assert j["summary"].get("undecided_rows", 0) == 0, j["summary"]
     assert not list(tmp_path.glob("g_*")), list(tmp_path.glob("g_*"))
     assert elapsed < budget + 1.0 + 0.5, (elapsed, budget)  # + the start-up and input reading outside the budget
+
+
+def test_a_killed_caller_leaves_no_computation_behind():
+    # rank runs in a child process (python/src/child.hpp): when the caller is killed outright (not
+    # interrupted), the child dies with it instead of computing on for minutes.
+    code = textwrap.dedent("""
+        import numpy as np, attncert
+        rng = np.random.default_rng(0)
+        Q = rng.standard_normal((300, 8)); K = rng.standard_normal((300, 8))
+        attncert.rank(q=Q, k=K, formats='mpfr256', policies='numpy')
+    """)
+    p = subprocess.Popen([sys.executable, "-c", code], env=ENV)
+    time.sleep(1.5)
+    children = subprocess.run(["ps", "-o", "pid=", "--ppid", str(p.pid)], capture_output=True, text=True).stdout.split()
+    assert children, "rank did not start its computation in a child process"
+    p.kill()
+    p.wait()
+    deadline = time.monotonic() + 5
+    alive = children
+    while alive and time.monotonic() < deadline:
+        time.sleep(0.1)
+        alive = [c for c in children if os.path.exists("/proc/%s" % c) and
+                 open("/proc/%s/stat" % c).read().split(")")[-1].split()[0] != "Z"]
+    assert not alive, "the computation outlived its killed caller: %s" % alive
