@@ -21,7 +21,7 @@
 
 namespace attncert {
 
-/// The three tiers (DESIGN.md): what a result in this type means.
+/// The three tiers (docs/architecture.md, "Three tiers"): what a result in this type means.
 enum class tier { exact, enclosure, approx };
 
 inline const char* to_string(tier t) {

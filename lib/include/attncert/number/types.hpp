@@ -5,7 +5,7 @@
 //   approx     mpfr_float    (MPFR at run-time precision)           a floating result, no claim
 //
 // All three use `et_off`: expression templates are disabled because `auto` on an
-// expression template dangles (DESIGN.md, "Known pitfalls").  Precision of the MPFR and
+// expression template dangles (docs/architecture.md, "No expression templates").  Precision of the MPFR and
 // MPFI types is set only through attncert::precision_guard (precision_guard.hpp).
 #pragma once
 

@@ -27,7 +27,7 @@
 
 namespace attncert {
 
-/// Exact integers (GMP), without expression templates (DESIGN.md: `auto` would dangle).
+/// Exact integers (GMP), without expression templates (docs/architecture.md, "No expression templates").
 using mpz_int = boost::multiprecision::number<boost::multiprecision::gmp_int, boost::multiprecision::et_off>;
 
 /// Which object of the layer.

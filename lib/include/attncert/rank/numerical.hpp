@@ -5,7 +5,7 @@
 // for a numerical rank.
 //
 // Tier: approx.  A numerical rank is a labelled measurement (format + policy + value), not a
-// rank (DESIGN.md, "A rank is an interval").
+// rank (docs/architecture.md, "A rank is an interval").
 //
 // Where the SVD runs (`svd_scalar_t`, written once here):
 //   binary32, binary64, mpfrN  in the format itself (mpfrN at the caller's precision);
