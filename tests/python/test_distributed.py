@@ -141,7 +141,7 @@ def run_killing_a_worker(call):
 
 
 def test_killed_worker_loses_nothing():
-    q, k, v = qkv(B=1, H=8, Hk=8, n=256, d=32, seed=5)
+    q, k, v = qkv(B=1, H=8, Hk=8, n=512, d=32, seed=5)  # about 0.9 s of tasks: the kill comes at 0.3 s
     ref = attncert.attention(q, k, v, causal="top-left")
     out = run_killing_a_worker(lambda c: ad.attention(q, k, v, client=c, rows_per_task=16, causal="top-left"))
     same(out, ref)
@@ -375,12 +375,13 @@ def test_backward_row_blocks_dask_inputs_and_auto(client):
 
 
 def test_killed_worker_loses_nothing_backward_blocks():
-    q, k, v = qkv(B=1, H=8, Hk=1, n=256, d=32, seed=17)
+    # n = 512 (about 1 s of tasks): at n = 256 a quiet machine finished in 0.27 s, before the kill at 0.3 s
+    q, k, v = qkv(B=1, H=8, Hk=1, n=512, d=32, seed=17)
     do = np.random.default_rng(SEED + 18).standard_normal(q.shape)
     ref = attncert.attention_vjp(q, k, v, do, causal="top-left")
     stats = {}
     got = run_killing_a_worker(
-        lambda c: ad.attention_vjp(q, k, v, do, client=c, rows_per_task=64, stats=stats, causal="top-left"))
+        lambda c: ad.attention_vjp(q, k, v, do, client=c, rows_per_task=128, stats=stats, causal="top-left"))
     assert stats["blocks"] == 32 and stats["units_redone"] == 0, stats
     for a, b in zip(got[:3], ref[:3]):
         same(a, b)
