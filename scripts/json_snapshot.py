@@ -38,6 +38,81 @@ def run(binary, args, out_path, allowed=(0, 1, 3)):
         json.dump({"exit": p.returncode, "report": strip_timings(data)}, f, indent=1, sort_keys=True)
 
 
+def run_error(binary, args, out_path):
+    """A call that must fail: its exit code and its one-line message (the texts a refactor keeps)."""
+    p = subprocess.run([binary] + args, capture_output=True, text=True, cwd=os.path.dirname(out_path))
+    with open(out_path, "a") as f:
+        f.write(json.dumps({"args": args, "exit": p.returncode, "stderr": p.stderr.strip()}, sort_keys=True) + "\n")
+
+
+def variants(binary, out, data, rng):
+    """The oracle's variants (forward, LSE, backward) and the error texts of bad input."""
+    d = lambda n: os.path.join("inputs", n)
+    qv = rng.standard_normal((1, 2, 5, 4))
+    kv = rng.standard_normal((1, 2, 6, 4))
+    vv = rng.standard_normal((1, 2, 6, 3))
+    go = rng.standard_normal((1, 2, 5, 3))
+    keep = rng.random((1, 2, 5, 6)) < 0.7
+    for name, arr in dict(qv=qv, kv=kv, vv=vv, go=go, keep=keep, slopes=np.array([0.5, 0.25]),
+                          sink=np.array([0.3, -1.0]), bias=rng.standard_normal((5, 6)),
+                          cuq=np.array([0, 2, 5], dtype=np.int32), cuk=np.array([0, 3, 6], dtype=np.int32),
+                          qt=rng.standard_normal((5, 2, 4)), kt=rng.standard_normal((6, 2, 4)),
+                          vt=rng.standard_normal((6, 2, 3)), bad=np.array([[1.0, np.nan]])).items():
+        np.save(os.path.join(data, name + ".npy"), arr)
+    base = ["oracle", "--q", d("qv.npy"), "--k", d("kv.npy"), "--v", d("vv.npy")]
+    cases = {
+        "softcap": ["--softcap", "2.5", "--mask", "causal-bottom-right"],
+        "window": ["--window", "1,0", "--alibi-slopes", d("slopes.npy")],
+        "sink": ["--sink", d("sink.npy"), "--scale", "1/3", "--write-lse", "lse.npy"],
+        "dropout": ["--dropout-mask", d("keep.npy"), "--dropout-p", "0.125", "--bias", d("bias.npy")],
+        "backward": ["--softcap", "3", "--grad-out", d("go.npy"), "--target", "binary32", "--write-grad-references", "g"],
+        "offbyone": ["--sink-off-by-one", "--target", "bfloat16", "--write-lse", "lse.npy", "--lse-base", "2"],
+    }
+    for name, extra in cases.items():
+        run(binary, base + extra + ["--format", "json"], os.path.join(out, "oracle-" + name + ".json"))
+    run(binary, ["oracle", "--q", d("qt.npy"), "--k", d("kt.npy"), "--v", d("vt.npy"), "--layout", "thd",
+                 "--cu-seqlens-q", d("cuq.npy"), "--cu-seqlens-k", d("cuk.npy"), "--mask", "causal", "--format", "json"],
+        os.path.join(out, "oracle-thd.json"))
+    errors = os.path.join(out, "errors.jsonl")
+    if os.path.exists(errors):
+        os.remove(errors)
+    bad = [
+        ["--softcap", "-1"], ["--softcap", "abc"], ["--softcap", "1e99999"], ["--dropout-p", "1", "--dropout-mask", d("keep.npy")],
+        ["--dropout-p", "0.5"], ["--dropout-mask", d("keep.npy")], ["--scale", "abc"], ["--scale", "1e99999"],
+        ["--window", "x"], ["--window", "-2,0"], ["--window", "3"], ["--lse-base", "3", "--write-lse", "l.npy"],
+        ["--empty-lse", "x", "--write-lse", "l.npy"], ["--sink", d("sink.npy"), "--sink-off-by-one"],
+        ["--alibi-slopes", d("bias.npy")], ["--sink", d("bias.npy")], ["--bias", d("keep.npy")],
+        ["--max-ulp", "-1", "--candidate", d("go.npy")], ["--rule", "flash", "--candidate", d("go.npy")],
+        ["--flash-k", "0", "--candidate", d("go.npy")], ["--fudge", "nan", "--candidate", d("go.npy")],
+        ["--layout", "xyz"], ["--layout", "thd"], ["--block-table", d("cuq.npy")], ["--page-size", "4"],
+        ["--qkv-format", "e9"], ["--q-descale", "-1"], ["--target", "fp7"], ["--max-precision", "64"],
+        ["--mask", d("keep.npy"), "--layout", "thd", "--cu-seqlens-q", d("cuq.npy"), "--cu-seqlens-k", d("cuk.npy")],
+        ["--max-seconds", "-1"], ["--empty-rows", "maybe"], ["--window", "0,0", "--mask", "causal", "--scale", "1e400"],
+    ]
+    for extra in bad:
+        run_error(binary, base + extra, errors)
+    run_error(binary, ["oracle", "--q", d("bad.npy"), "--k", d("bad.npy"), "--v", d("bad.npy")], errors)
+    run_error(binary, ["oracle", "--q", d("qv.npy"), "--k", d("kv.npy"), "--v", d("vv.npy"), "--mask", d("keep.npy"),
+                       "--bias", d("bias.npy"), "--dropout-mask", d("keep.npy"), "--dropout-p", "0.5",
+                       "--layout", "thd"], errors)
+    for extra in (["--from", "1", "--to", "0"], ["--from", "0", "--to", "1", "--points", "1"],
+                  ["--log", "--from", "0", "--to", "1"], ["--from", "0", "--to", "1", "--object", "x"],
+                  ["--from", "0", "--to", "1", "--resolution", "0.7"], ["--from", "0", "--to", "1", "--n", "100000"],
+                  ["--family", "two-token", "--n", "3", "--from", "0", "--to", "1"],
+                  ["--family", "log-odds", "--d", "2", "--from", "0", "--to", "1"], ["--from", "nan", "--to", "1"],
+                  ["--from", "0", "--to", "1", "--max-seconds", "-1"]):
+        fam = [] if "--family" in extra else ["--family", "causal"]
+        run_error(binary, ["drift"] + fam + extra, errors)
+    for extra in ([], ["--q", d("q2.npy")], ["--q", d("q2.npy"), "--k", d("k2.npy"), "--object", "output"],
+                  ["--q", d("q2.npy"), "--k", d("k2.npy"), "--v", d("v2.npy"), "--object", "residual"],
+                  ["--scores", d("S.json"), "--q", d("q2.npy")], ["--scores", d("bad.npy")], ["--scores", d("S.json"), "--formats", "x"]):
+        run_error(binary, ["rank"] + extra, errors)
+    run_error(binary, ["rank", "--max-input-bytes", "0", "--scores", d("S.json")], errors)
+    run_error(binary, ["rank", "--max-input-bytes", "10", "--scores", d("S.json")], errors)
+    run_error(binary, ["check", "--formats", "nope"], errors)
+    run_error(binary, ["check", "no-such-check"], errors)
+
+
 def main():
     if len(sys.argv) < 3:
         sys.exit(__doc__)
@@ -82,6 +157,7 @@ def main():
                  "json"], os.path.join(out, "drift-two-token.json"))
     run(binary, ["drift", "--family", "causal", "--from", "0", "--to", "30", "--points", "7", "--format", "json"],
         os.path.join(out, "drift-causal.json"))
+    variants(binary, out, data, rng)
     claims = os.path.join(root, "proofs", "claims")
     for name in sorted(os.listdir(claims)):
         if name.endswith(".json"):
