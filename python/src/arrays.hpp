@@ -8,6 +8,7 @@
 #include <string>
 
 #include "attncert/error.hpp"
+#include "attncert/field.hpp"
 #include "attncert/io/npy.hpp"
 #include "attncert/oracle/grading.hpp"
 
@@ -30,6 +31,20 @@ class conversion_memory_error : public std::runtime_error {
 /// swap: refused before allocating) or an allocation fails.
 io::npy_array to_npy(const pybind11::handle& obj, const std::string& what, bool allow_nonfinite);
 
+/// Python's spelling of a library field (field.hpp): its keyword and "=" ("softcap="), the keywords
+/// whose names differ from the field's mapped (max_precision: max_bits=, from: start=, to: stop=).
+inline std::string python_spelling(std::string_view name) {
+  static const std::pair<std::string_view, std::string_view> renamed[] = {
+      {"max_precision", "max_bits"}, {"from", "start"}, {"to", "stop"}, {"write_lse", "return_lse"},
+      {"scores", "scores"}, {"grad_out", "do"}, {"grad_lse", "dlse"}};
+  for (const auto& [field_name, keyword] : renamed)
+    if (name == field_name) return std::string(keyword) + "=";
+  return std::string(name) + "=";
+}
+
+/// A library text (an error message, a report) with its fields spelled as Python's keywords.
+inline std::string spelled(const std::string& text) { return spell_fields(text, python_spelling); }
+
 /// f(), with an input_error it throws renamed for the Python parameter `name`: "name: " + the library's
 /// message, unless the message already names it (in Python's spelling or the command line's, --name).
 /// For the library's parsers whose messages name no option ("unknown format 'fp7'").
@@ -42,7 +57,7 @@ auto named(const std::string& name, F&& f) -> decltype(f()) {
     std::string cli = "--" + name;
     for (auto& c : cli)
       if (c == '_') c = '-';
-    if (m.rfind(name + ":", 0) == 0 || m.find(cli) != std::string::npos) throw;
+    if (m.rfind(name + ":", 0) == 0 || m.find(cli) != std::string::npos || m.find(field(name)) != std::string::npos) throw;
     throw input_error(name + ": " + m);
   }
 }

@@ -561,9 +561,9 @@ PYBIND11_MODULE(_core, m) {
     } catch (const interrupted&) {
       PyErr_SetNone(PyExc_KeyboardInterrupt);  // Ctrl-C seen by a poll inside the core (interrupt.hpp)
     } catch (const time_limit_reached& e) {
-      PyErr_SetString(PyExc_TimeoutError, e.what());  // past max_seconds (deadline.hpp): nothing returned
+      PyErr_SetString(PyExc_TimeoutError, python::spelled(e.what()).c_str());  // past max_seconds (deadline.hpp): nothing returned
     } catch (const input_error& e) {
-      PyErr_SetString(input_exc.ptr(), e.what());
+      PyErr_SetString(input_exc.ptr(), python::spelled(e.what()).c_str());  // fields named as keywords (field.hpp)
     } catch (const python::conversion_memory_error& e) {
       PyErr_SetString(PyExc_MemoryError, e.what());
     } catch (const internal_error& e) {

@@ -12,6 +12,7 @@
 
 #include "attncert/deadline.hpp"
 #include "attncert/error.hpp"
+#include "attncert/field.hpp"
 
 namespace attncert::cli {
 
@@ -25,7 +26,10 @@ std::string join_args(int argc, char** argv) {
 }
 
 int exit_code_of_current_exception() noexcept {
-  auto say = [](const std::string& what) { std::cerr << "attncert: " << one_line(what, 4096) << "\n"; };
+  // The library names fields (field.hpp); the command line spells them as its options.
+  auto say = [](const std::string& what) {
+    std::cerr << "attncert: " << one_line(spell_fields(what, cli_spelling), 4096) << "\n";
+  };
   try {
     throw;
   } catch (const CLI::ParseError& e) {
@@ -113,7 +117,8 @@ void clear_progress() {
   if (::isatty(2)) std::cerr << "\r" << std::string(80, ' ') << "\r" << std::flush;
 }
 
-void command_output::report(const std::string& out_path, const std::string& text) {
+void command_output::report(const std::string& out_path, const std::string& raw) {
+  const std::string text = spell_fields(raw, cli_spelling);
   if (out_path.empty() || out_path == "-") stdout_ = text + stdout_;
   else files.stage_file(out_path, text);
 }

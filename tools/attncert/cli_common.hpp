@@ -6,6 +6,7 @@
 #include <functional>
 #include <string>
 
+#include "attncert/field.hpp"
 #include "attncert/io/atomic_file.hpp"
 
 namespace attncert::cli {
@@ -51,10 +52,10 @@ void clear_progress();
 class command_output {
  public:
   io::output_transaction files;
-  /// The report `text`, for `out_path` or stdout.
+  /// The report `text`, for `out_path` or stdout, its fields (field.hpp) spelled as options.
   void report(const std::string& out_path, const std::string& text);
-  /// Text for stdout in addition to (after) the report.
-  void print(const std::string& text) { stdout_ += text; }
+  /// Text for stdout in addition to (after) the report, its fields spelled as options.
+  void print(const std::string& text) { stdout_ += spell_fields(text, cli_spelling); }
   /// Throws `interrupted` if an interruption was requested; else commits the files, then
   /// writes the stdout text.
   void commit();

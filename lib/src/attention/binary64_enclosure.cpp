@@ -15,7 +15,7 @@
 #include "attncert/deadline.hpp"
 #include "attncert/number/outward.hpp"
 #include "attncert/number/double_double.hpp"
-#include "attncert/oracle/oracle.hpp"
+#include "attncert/number/exp_batch.hpp"
 
 namespace attncert {
 
@@ -141,7 +141,7 @@ binary64_enclosure enclose_attention_binary64(const binary64_enclosure& S, const
       if (M.allows(i, j)) m = std::max(m, S.mid(i, j));
     if (m == -inf) throw input_error("row " + std::to_string(i) + " is fully masked: softmax is undefined");
     // weights ŵ_j with |W_j − ŵ_j| ≤ ρ_j ŵ_j + ω_j, W_j = exp(s_ij − m) for the exact score;
-    // the exponentials of the row in one batch (oracle::detail::exp_batch: exp_with_bound of
+    // the exponentials of the row in one batch (number/exp_batch.hpp: exp_with_bound of
     // number/double_double.hpp, bit for bit, four lanes at a time)
     zs.clear();
     idx.clear();
@@ -164,7 +164,7 @@ binary64_enclosure enclose_attention_binary64(const binary64_enclosure& S, const
     eh.resize(ne);
     el.resize(ne);
     eb.resize(ne);
-    oracle::detail::exp_batch(zs.data(), zl.data(), ne, eh.data(), el.data(), eb.data());
+    exp_batch(zs.data(), zl.data(), ne, eh.data(), el.data(), eb.data());
     for (std::size_t t = 0; t < ne; ++t) {
       const std::size_t k = idx[t];
       const double B = eb[t], dz = dzs[k];

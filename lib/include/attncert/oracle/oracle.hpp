@@ -264,11 +264,6 @@ void plain_row(const row_inputs& in, row_workspace& ws, double* out, double* lse
 /// (the first and one past the last allowed key), ws.m = m, tanh(s q·k_j / C) in ws.th_hi with a
 /// softcap; returns W = Σ_j w_j (+ the sink's weight).  Approx tier.
 double plain_weights(const row_inputs& in, row_workspace& ws, std::size_t& jbegin, std::size_t& jend);
-/// w[i] = exp_with_bound(z[i]) for i < n (number/double_double.hpp), bit for bit: the same
-/// sequence of IEEE operations, evaluated four lanes at a time with AVX2 when available; lanes
-/// off the common path (tiny reduced argument, subnormal low word, outside [-708, 709]) call
-/// exp_with_bound itself.  bound[i] is its relative error bound.
-void exp_batch(const double* z_hi, const double* z_lo, std::size_t n, double* w_hi, double* w_lo, double* bound);
 /// True when the AVX2+FMA build of the kernel is used.
 bool kernel_vectorized();
 }  // namespace detail
