@@ -11,7 +11,9 @@
 
 #include <random>
 
+#include "attncert/number/traits.hpp"
 #include "attncert/oracle/backward.hpp"
+#include "attncert/oracle/fast_row.hpp"
 #include "attncert/oracle/oracle.hpp"
 
 using namespace attncert;
@@ -33,7 +35,7 @@ oracle_request make_request(std::size_t n, int variant) {
   }
   if (variant == 1) {
     r.scale.inv_sqrt_d = false;
-    r.scale.rational = "3.75";
+    r.scale.rational = attncert::number_traits<attncert::mpq_rational>::from_string("3.75");
   }
   if (variant == 2) r.mask = mask_kind::causal;
   return r;
@@ -122,14 +124,14 @@ oracle_request make_variant_request(std::size_t n, int c) {
   attention_variant& v = r.variant;
   if (c == 0) {
     r.scale.inv_sqrt_d = false;
-    r.scale.rational = "50";
+    r.scale.rational = attncert::number_traits<attncert::mpq_rational>::from_string("50");
   }
   if (c == 1 || c == 3) r.mask = mask_kind::causal;
   if (c == 2) {
     v.causal_bottom_right = true;
     v.window_left = 256;
     v.window_right = 0;
-    v.softcap = "30";
+    v.softcap = attncert::number_traits<attncert::mpq_rational>::from_string("30");
     v.alibi_slopes = {0.0625};
     v.sink = {0.5};
   }
@@ -146,7 +148,7 @@ oracle_request make_variant_request(std::size_t n, int c) {
     v.bias.values.resize(Hq * nq * nk);
     for (auto& x : v.bias.values) x = 0.5 * N(g);
     v.has_dropout = true;
-    v.dropout_p = "0.1";
+    v.dropout_p = attncert::number_traits<attncert::mpq_rational>::from_string("0.1");
     v.dropout_keep.mb = 1, v.dropout_keep.mh = Hq, v.dropout_keep.nq = nq, v.dropout_keep.nk = nk;
     v.dropout_keep.allowed.resize(Hq * nq * nk);
     for (auto& x : v.dropout_keep.allowed) x = static_cast<std::uint8_t>(g() % 10 != 0);
@@ -192,7 +194,7 @@ oracle_request make_backward_request(std::size_t n, int c, backward_inputs& g) {
   oracle_request r = c == 2 ? make_variant_request(n, 1) : make_request(n, c == 1 ? 2 : c == 3 ? 1 : 0);
   if (c == 4) {
     r.scale.inv_sqrt_d = false;
-    r.scale.rational = "50";
+    r.scale.rational = attncert::number_traits<attncert::mpq_rational>::from_string("50");
   }
   r.threads = 1;
   std::mt19937_64 gen(99 + n + static_cast<std::size_t>(c));

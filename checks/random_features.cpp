@@ -6,6 +6,7 @@
 #include <array>
 #include <random>
 
+#include "attncert/number/traits.hpp"
 #include "attncert/oracle/grading.hpp"
 #include "checks/common.hpp"
 
@@ -127,7 +128,7 @@ void performer_output_bound(report::check_report& rep, const run_settings& rs) {
   for (int i = 0; i < n * d; ++i) req.K.values.push_back(src.next(-2, 2));
   for (int i = 0; i < n * dv; ++i) req.V.values.push_back(src.next(-8, 8));
   req.scale.inv_sqrt_d = false;
-  req.scale.rational = "1";
+  req.scale.rational = attncert::number_traits<attncert::mpq_rational>::from_string("1");
   req.threads = 1;
   std::normal_distribution<double> N(0, 1);
   std::vector<double> W(feats * d);

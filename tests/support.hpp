@@ -10,6 +10,7 @@
 #include <string>
 
 #include "attncert/error.hpp"
+#include "attncert/field.hpp"
 
 /// The run's seed: ATTNCERT_SEED if set, else a fixed default; printed once.
 inline std::uint64_t test_seed() {
@@ -30,13 +31,14 @@ inline std::mt19937_64 make_rng(std::uint64_t salt) {
   return std::mt19937_64(s ^ (0x9E3779B97F4A7C15ULL * (salt + 1)));
 }
 
-/// The message of the input_error that f() throws, or "" when it throws none.
+/// The message of the input_error that f() throws, as the command line prints it (fields spelled as
+/// its options, field.hpp), or "" when it throws none.
 template <class F>
 std::string input_error_of(F&& f) {
   try {
     f();
   } catch (const attncert::input_error& e) {
-    return e.what();
+    return attncert::spell_fields(e.what(), attncert::cli_spelling);
   }
   return "";
 }

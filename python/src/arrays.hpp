@@ -42,8 +42,32 @@ inline std::string python_spelling(std::string_view name) {
   return std::string(name) + "=";
 }
 
-/// A library text (an error message, a report) with its fields spelled as Python's keywords.
-inline std::string spelled(const std::string& text) { return spell_fields(text, python_spelling); }
+/// A library text (an error message, a report) with its fields spelled as Python's keywords; a field
+/// that heads a "FIELD: problem" message is its bare keyword ("q: shape ...", not "q=: shape ...").
+inline std::string spelled(const std::string& text) {
+  std::string t;
+  t.reserve(text.size());
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    if (text[i] == '\x1f' && i + 1 < text.size() && text[i + 1] == ':') {
+      t += "\x1f\x1d";  // U+001D never reaches a message (one_line escapes control characters)
+      ++i;
+    } else {
+      t += text[i];
+    }
+  }
+  t = spell_fields(t, python_spelling);
+  std::string out;
+  out.reserve(t.size());
+  for (std::size_t i = 0; i < t.size(); ++i) {
+    if (t[i] == '=' && i + 1 < t.size() && t[i + 1] == '\x1d') {
+      out += ':';
+      ++i;
+    } else {
+      out += t[i];
+    }
+  }
+  return out;
+}
 
 /// f(), with an input_error it throws renamed for the Python parameter `name`: "name: " + the library's
 /// message, unless the message already names it (in Python's spelling or the command line's, --name).

@@ -161,30 +161,27 @@ oracle::attention_spec make_spec(const py::handle& q, const py::handle& k, const
   s.k = to_npy(k, "k", true);
   s.v = to_npy(v, "v", true);
   s.layout = text(o, "layout", "bhsd");
-  s.cu_seqlens_q = optional_array(o, "cu_seqlens_q", "--cu-seqlens-q", false);
-  s.cu_seqlens_k = optional_array(o, "cu_seqlens_k", "--cu-seqlens-k", false);
-  s.seqlens_k = optional_array(o, "seqlens_k", "--seqlens-k", false);
+  s.cu_seqlens_q = optional_array(o, "cu_seqlens_q", field("cu_seqlens_q"), false);
+  s.cu_seqlens_k = optional_array(o, "cu_seqlens_k", field("cu_seqlens_k"), false);
+  s.seqlens_k = optional_array(o, "seqlens_k", field("seqlens_k"), false);
   s.causal = flag(o, "causal");
   s.causal_bottom_right = flag(o, "causal_bottom_right");
   s.mask = optional_array(o, "mask", "mask", false);
-  s.mask_name = "mask";
   s.scale = text(o, "scale");
   s.empty_rows = text(o, "empty_rows", "error");
   s.target = text(o, "target", "binary64");
   s.window = text(o, "window");
   s.softcap = text(o, "softcap");
   // the texts whose parsers' messages name no option, parsed once here to name the parameter (the
-  // library parses them again in build_request, with the same functions)
+  // library parses them again in build_request, with the same functions); build_request names the
+  // exact numbers (scale, softcap, dropout_p) itself
   python::named("empty_rows", [&] { return parse_empty_row_policy(s.empty_rows); });
   python::named("target", [&] { return oracle::parse_target(s.target); });
-  for (const auto& [name, t] : {std::pair<const char*, const std::string*>{"scale", &s.scale}, {"softcap", &s.softcap}})
-    if (!t->empty()) python::named(name, [&] { return python::exact_number(*t); });
-  s.alibi_slopes = optional_array(o, "alibi_slopes", "--alibi-slopes", false);
-  s.bias = optional_array(o, "bias", "--bias", true);
-  s.sink = optional_array(o, "sink", "--sink", true);
-  s.dropout_mask = optional_array(o, "dropout_mask", "--dropout-mask", false);
+  s.alibi_slopes = optional_array(o, "alibi_slopes", field("alibi_slopes"), false);
+  s.bias = optional_array(o, "bias", field("bias"), true);
+  s.sink = optional_array(o, "sink", field("sink"), true);
+  s.dropout_mask = optional_array(o, "dropout_mask", field("dropout_mask"), false);
   s.dropout_p = text(o, "dropout_p");
-  if (!s.dropout_p.empty()) python::named("dropout_p", [&] { return python::exact_number(s.dropout_p); });
   s.want_lse = flag(o, "want_lse");
   s.lse_base = text(o, "lse_base", "e");
   s.empty_lse = text(o, "empty_lse", "-inf");

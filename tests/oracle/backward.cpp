@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "../support.hpp"
+#include "attncert/number/traits.hpp"
 #include "attncert/oracle/backward.hpp"
 
 using namespace attncert;
@@ -309,13 +310,13 @@ grads reference(const oracle_request& r, const backward_inputs& g, mistake err =
     mpfr_set_ui(s.scale.v, static_cast<unsigned long>(r.Q.d), MPFR_RNDN);
     mpfr_rec_sqrt(s.scale.v, s.scale.v, MPFR_RNDN);
   } else {
-    s.scale = exact_text(r.scale.rational);
+    s.scale = exact_text(r.scale.rational.str());
   }
-  s.has_cap = !r.variant.softcap.empty();
-  if (s.has_cap) s.cap = exact_text(r.variant.softcap);
+  s.has_cap = r.variant.softcap.has_value();
+  if (s.has_cap) s.cap = exact_text(r.variant.softcap->str());
   s.has_drop = r.variant.has_dropout;
   if (s.has_drop) {
-    const mp p = exact_text(r.variant.dropout_p);
+    const mp p = exact_text(r.variant.dropout_p.str());
     mpfr_ui_sub(s.kf.v, 1, p.v, MPFR_RNDN);
     mpfr_ui_div(s.kf.v, 1, s.kf.v, MPFR_RNDN);
   }
@@ -621,7 +622,7 @@ BOOST_AUTO_TEST_CASE(peaked_scores_scale_50) {
   auto rng = make_rng(4);
   auto r = make_request(rng, {1, 2, 1, 6, 8, 4, 3});
   r.scale.inv_sqrt_d = false;
-  r.scale.rational = "50";
+  r.scale.rational = attncert::number_traits<attncert::mpq_rational>::from_string("50");
   const auto g = cotangents(rng, r);
   run_case("peaked (scale 50)", r, g);
 }
@@ -662,13 +663,13 @@ BOOST_AUTO_TEST_CASE(softcap) {
   auto rng = make_rng(7);
   auto r = make_request(rng, {1, 2, 2, 5, 6, 4, 3});
   r.scale.inv_sqrt_d = false;
-  r.scale.rational = "20";
-  r.variant.softcap = "0.5";
+  r.scale.rational = attncert::number_traits<attncert::mpq_rational>::from_string("20");
+  r.variant.softcap = attncert::number_traits<attncert::mpq_rational>::from_string("0.5");
   auto g = cotangents(rng, r);
   auto c = run_case("softcap 0.5 saturated", r, g);
   expect_told_apart("softcap 0.5", r, g, c.res, mistake::no_softcap_derivative, "leaves out the tanh derivative");
   r = make_request(rng, {2, 2, 1, 5, 6, 4, 3}, target_format::bfloat16);
-  r.variant.softcap = "30";
+  r.variant.softcap = attncert::number_traits<attncert::mpq_rational>::from_string("30");
   r.mask = mask_kind::causal;
   g = cotangents(rng, r);
   c = run_case("softcap 30", r, g);
@@ -714,7 +715,7 @@ BOOST_AUTO_TEST_CASE(dropout_keep_mask) {
   auto rng = make_rng(10);
   auto r = make_request(rng, {2, 2, 2, 5, 7, 3, 4});
   r.variant.has_dropout = true;
-  r.variant.dropout_p = "0.25";
+  r.variant.dropout_p = attncert::number_traits<attncert::mpq_rational>::from_string("0.25");
   bool_mask& m = r.variant.dropout_keep;
   m.mb = r.Q.B;
   m.mh = r.Q.H;
@@ -780,7 +781,7 @@ BOOST_AUTO_TEST_CASE(tiny_weights) {
   std::normal_distribution<double> N(0, 1);
   auto r = make_request(rng, {1, 1, 1, 4, 8, 2, 3});
   r.scale.inv_sqrt_d = false;
-  r.scale.rational = "1";
+  r.scale.rational = attncert::number_traits<attncert::mpq_rational>::from_string("1");
   for (std::size_t i = 0; i < r.Q.n; ++i) r.Q.values[i * 2] = 1, r.Q.values[i * 2 + 1] = 0.01 * N(rng);
   r.K.values[0] = 800;
   for (std::size_t j = 1; j < r.K.n; ++j) r.K.values[j * 2] = 800 - U(rng);
@@ -829,8 +830,8 @@ oracle_request random_request(std::mt19937_64& rng) {
   if (pick(3) == 0) r.mask = mask_kind::causal;
   v.causal_bottom_right = pick(3) == 0;
   if (pick(3) == 0) v.window_left = static_cast<long long>(pick(4)), v.window_right = static_cast<long long>(pick(3)) - 1;
-  if (pick(3) == 0) r.scale = {false, pick(2) ? "3" : "1/2"};
-  if (pick(3) == 0) v.softcap = pick(2) ? "1" : "30";
+  if (pick(3) == 0) r.scale = {false, pick(2) ? mpq_rational(3) : mpq_rational(1, 2)};
+  if (pick(3) == 0) v.softcap = attncert::number_traits<attncert::mpq_rational>::from_string(pick(2) ? "1" : "30");
   if (pick(3) == 0)
     for (std::size_t h = 0; h < H; ++h) v.alibi_slopes.push_back(std::ldexp(1.0, -static_cast<int>(h)));
   if ((v.has_bias = pick(3) == 0)) {
@@ -841,7 +842,7 @@ oracle_request random_request(std::mt19937_64& rng) {
   if (pick(3) == 0)
     for (std::size_t h = 0; h < H; ++h) v.sink.push_back(3 * N(rng));
   if ((v.has_dropout = pick(3) == 0)) {
-    v.dropout_p = pick(2) ? "0.25" : "0.5";
+    v.dropout_p = attncert::number_traits<attncert::mpq_rational>::from_string(pick(2) ? "0.25" : "0.5");
     v.dropout_keep = {pick(2) ? B : 1, pick(2) ? H : 1, r.Q.n, r.K.n, {}};
     v.dropout_keep.allowed.resize(v.dropout_keep.mb * v.dropout_keep.mh * r.Q.n * r.K.n);
     for (auto& x : v.dropout_keep.allowed) x = static_cast<std::uint8_t>(pick(4) != 0);
@@ -854,14 +855,14 @@ std::string describe(const oracle_request& r, const backward_inputs& g) {
   const attention_variant& v = r.variant;
   std::ostringstream os;
   os << "B " << r.Q.B << ", H " << r.Q.H << "/" << r.K.H << ", nq " << r.Q.n << ", nk " << r.K.n << ", d " << r.Q.d
-     << ", dv " << r.V.d << ", " << to_string(r.target) << ", scale " << (r.scale.inv_sqrt_d ? "1/sqrt(d)" : r.scale.rational)
+     << ", dv " << r.V.d << ", " << to_string(r.target) << ", scale " << (r.scale.inv_sqrt_d ? std::string("1/sqrt(d)") : r.scale.rational.str())
      << (r.mask == mask_kind::causal ? ", causal" : "") << (v.causal_bottom_right ? ", bottom-right" : "");
   if (v.window_left >= 0) os << ", window (" << v.window_left << ", " << v.window_right << ")";
-  if (!v.softcap.empty()) os << ", softcap " << v.softcap;
+  if (v.softcap) os << ", softcap " << v.softcap->str();
   if (!v.alibi_slopes.empty()) os << ", alibi";
   if (v.has_bias) os << ", bias (" << v.bias.mb << "," << v.bias.mh << "," << v.bias.mq << "," << v.bias.mk << ")";
   if (!v.sink.empty()) os << ", sink";
-  if (v.has_dropout) os << ", dropout " << v.dropout_p;
+  if (v.has_dropout) os << ", dropout " << v.dropout_p.str();
   if (!g.dLSE.empty()) os << ", dLSE" << (r.lse.base2 ? " base 2" : "");
   return os.str();
 }
@@ -970,7 +971,7 @@ void check_split(const std::string& name, const oracle_request& r, const backwar
     mpfr_set_ui(s.v, static_cast<unsigned long>(r.Q.d), MPFR_RNDN);
     mpfr_rec_sqrt(s.v, s.v, MPFR_RNDN);
   } else {
-    s = exact_text(r.scale.rational);
+    s = exact_text(r.scale.rational.str());
   }
   mp one;
   mpfr_set_ui(one.v, 1, MPFR_RNDN);
@@ -1015,7 +1016,7 @@ BOOST_AUTO_TEST_CASE(split_by_row_blocks_encloses_and_matches_the_whole_call) {
   }
   {  // binary32 target, a rational scale, a window, one block per row at the start
     auto r = make_request(rng, {1, 2, 1, 7, 7, 4, 3}, target_format::binary32);
-    r.scale = {false, "1/2"};
+    r.scale = {false, mpq_rational(1, 2)};
     r.variant.window_left = 2;
     r.variant.window_right = 0;
     const auto g = cotangents(rng, r);

@@ -10,7 +10,9 @@
 #include <random>
 
 #include "../support.hpp"
+#include "attncert/number/traits.hpp"
 #include "attncert/oracle/backward.hpp"
+#include "attncert/oracle/fast_row.hpp"
 #include "attncert/oracle/grading.hpp"
 #include "attncert/error.hpp"
 #include "attncert/number/double_double.hpp"
@@ -394,7 +396,7 @@ BOOST_AUTO_TEST_CASE(bad_input_and_policies) {
   // A huge scale: binary64 scores overflow; the exact computation does not.
   x = r;
   x.scale.inv_sqrt_d = false;
-  x.scale.rational = "1e300";
+  x.scale.rational = attncert::number_traits<attncert::mpq_rational>::from_string("1e300");
   res = run_oracle(x);
   BOOST_TEST(res.correctly_rounded == 2u);
   BOOST_TEST(res.reference[0] == 6.0);  // q0 = (1, 2): key 1 scores 2 > 1, so all weight (to 2^-10^300) is on it

@@ -46,7 +46,7 @@ void expect_input_error(F&& f, const std::string& problem) {
     f();
     BOOST_ERROR("no error; expected: " << problem);
   } catch (const input_error& e) {
-    const std::string m = e.what();
+    const std::string m = spell_fields(e.what(), cli_spelling);
     BOOST_TEST(m.find(problem) != std::string::npos, "'" << m << "' does not mention '" << problem << "'");
     BOOST_TEST(m.find('\n') == std::string::npos, m);
   }

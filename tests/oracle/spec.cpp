@@ -2,6 +2,7 @@
 // validated request — every option lands in its field, every refusal is one line naming the CLI's
 // option, and the request runs to the same bits as one built by hand with set_qkv.
 #define BOOST_TEST_MODULE oracle_spec
+#include "attncert/number/traits.hpp"
 #include "attncert/oracle/spec.hpp"
 
 #include <boost/test/unit_test.hpp>
@@ -62,11 +63,11 @@ BOOST_AUTO_TEST_CASE(options_land_in_their_fields) {
   BOOST_TEST((b.req.mask == mask_kind::none));
   BOOST_TEST(b.req.variant.window_left == 3);
   BOOST_TEST(b.req.variant.window_right == -1);
-  BOOST_TEST(b.req.variant.softcap == "30");
+  BOOST_TEST((b.req.variant.softcap && *b.req.variant.softcap == 30));
   BOOST_TEST(b.req.variant.alibi_slopes == std::vector<double>({0.5, 0.25}));
   BOOST_TEST(b.req.variant.sink == std::vector<double>({0.0, -1.0}));
   BOOST_TEST(!b.req.scale.inv_sqrt_d);
-  BOOST_TEST(b.req.scale.rational == "1/8");
+  BOOST_TEST(b.req.scale.rational == attncert::mpq_rational(1, 8));
   BOOST_TEST((b.req.target == target_format::bfloat16));
   BOOST_TEST(b.req.lse.want);
   BOOST_TEST(b.req.lse.base2);
@@ -154,4 +155,52 @@ BOOST_AUTO_TEST_CASE(refusals_are_one_line_naming_the_option) {
         s.bias = arr({5, 5}, std::vector<double>(25, 0));
       },
       "--bias and --dropout-mask are not supported with --layout thd");
+}
+
+BOOST_AUTO_TEST_CASE(errors_name_the_field_and_each_front_end_spells_it) {
+  // The library names the spec's field (field.hpp), never a command-line option: the CLI spells it
+  // --softcap, Python softcap=.
+  auto rng = make_rng(4);
+  const auto python = [](std::string_view n) { return std::string(n) + "="; };
+  const auto raw = [&](auto&& change) {
+    attention_spec s = small(rng);
+    change(s);
+    try {
+      build_request(s);
+    } catch (const input_error& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  std::string m = raw([](attention_spec& s) { s.softcap = "-1"; });
+  BOOST_TEST(m.find("--") == std::string::npos, m);
+  BOOST_TEST(spell_fields(m, cli_spelling) == "--softcap must be > 0 (got '-1')");
+  BOOST_TEST(spell_fields(m, python) == "softcap= must be > 0 (got '-1')");
+  m = raw([](attention_spec& s) { s.softcap = "abc"; });
+  BOOST_TEST(spell_fields(m, cli_spelling) == "--softcap: not a decimal number: 'abc'");
+  m = raw([](attention_spec& s) { s.dropout_mask = arr({5, 7}, std::vector<double>(35, 1), io::dtype::b1), s.dropout_p = "1"; });
+  BOOST_TEST(spell_fields(m, python) == "dropout_p= must be in [0, 1) (got '1')");
+  m = raw([](attention_spec& s) { s.scale = "1e99999"; });
+  BOOST_TEST(spell_fields(m, cli_spelling) == "--scale '1e99999' is too large or too small (more than 4000 bits)");
+}
+
+BOOST_AUTO_TEST_CASE(a_request_built_by_hand_is_checked_the_same) {
+  // The request holds exact rationals, not texts: validate_request refuses what build_request would.
+  auto rng = make_rng(5);
+  oracle_request r = build_request(small(rng)).req;
+  const auto spelled = [&](const oracle_request& x) { return input_error_of([&] { validate_request(x); }); };
+  oracle_request x = r;
+  x.variant.softcap = mpq_rational(-1, 2);
+  BOOST_TEST(spelled(x) == "--softcap must be > 0 (got -1/2)");
+  x = r;
+  x.variant.has_dropout = true;
+  x.variant.dropout_keep = bool_mask{1, 1, r.Q.n, r.K.n, std::vector<std::uint8_t>(r.Q.n * r.K.n, 1)};
+  x.variant.dropout_p = 1;
+  BOOST_TEST(spelled(x) == "--dropout-p must be in [0, 1) (got 1)");
+  x.variant.dropout_p = mpq_rational(1, 4);
+  BOOST_TEST(spelled(x) == "");
+  x = r;
+  x.scale.inv_sqrt_d = false;
+  x.scale.rational = number_traits<mpq_rational>::from_string("1e-2000");
+  BOOST_TEST(spelled(x) == "--scale is too large or too small (more than 4000 bits)");
 }

@@ -228,9 +228,14 @@ oracle::attention_spec make_spec(const oracle_args& a, nlohmann::json& inputs) {
   s.dropout_mask = read(a.dropout_mask, "dropout_mask");
   s.dropout_p = a.dropout_p;
   s.qkv_format = a.qkv_format;
-  s.q_descale = a.q_descale;
-  s.k_descale = a.k_descale;
-  s.v_descale = a.v_descale;
+  // A descale is a decimal or a .npy file: the file is read here, the library takes the array.
+  const auto descale = [](const std::string& text, std::string& number, std::optional<io::npy_array>& array) {
+    if (text.size() > 4 && text.compare(text.size() - 4, 4, ".npy") == 0) array = io::read_npy(text, io::nonfinite::allow);
+    else number = text;
+  };
+  descale(a.q_descale, s.q_descale, s.q_descale_array);
+  descale(a.k_descale, s.k_descale, s.k_descale_array);
+  descale(a.v_descale, s.v_descale, s.v_descale_array);
   s.want_lse = !a.write_lse.empty() || !a.grading.candidate_lse.empty() || !a.grad_lse.empty();
   s.lse_base = a.lse_base;
   s.empty_lse = a.empty_lse;
@@ -244,7 +249,7 @@ oracle::attention_spec make_spec(const oracle_args& a, nlohmann::json& inputs) {
 
 nlohmann::json settings(const oracle_args& a, const oracle::oracle_request& req) {
   nlohmann::json s = {{"target", to_string(req.target)},
-                      {"scale", req.scale.inv_sqrt_d ? "1/sqrt(d) (d = " + std::to_string(req.Q.d) + ")" : req.scale.rational},
+                      {"scale", req.scale.inv_sqrt_d ? "1/sqrt(d) (d = " + std::to_string(req.Q.d) + ")" : a.scale},
                       {"mask", a.masks.empty() ? std::vector<std::string>{"none"} : a.masks},
                       {"layout", a.layout},
                       {"empty_rows", a.empty_rows},
@@ -257,11 +262,11 @@ nlohmann::json settings(const oracle_args& a, const oracle::oracle_request& req)
   const auto& v = req.variant;
   nlohmann::json var = nlohmann::json::object();
   if (v.window_left != -1 || v.window_right != -1) var["window"] = {v.window_left, v.window_right};
-  if (!v.softcap.empty()) var["softcap"] = v.softcap;
+  if (v.softcap) var["softcap"] = a.softcap;  // as the user wrote it
   if (!v.alibi_slopes.empty()) var["alibi"] = true;
   if (v.has_bias) var["bias"] = true;
   if (!v.sink.empty()) var["sink"] = a.sink_off_by_one ? "off-by-one (logit 0)" : "per head";
-  if (v.has_dropout) var["dropout_p"] = v.dropout_p;
+  if (v.has_dropout) var["dropout_p"] = a.dropout_p;
   if (!a.qkv_format.empty()) var["qkv_format"] = a.qkv_format;
   if (req.K.H != req.Q.H) var["gqa"] = {{"h_q", req.Q.H}, {"h_kv", req.K.H}};
   if (!var.empty()) s["variant"] = var;
@@ -467,7 +472,7 @@ forward_files read_forward_files(const oracle_args& a, const oracle::attention_s
   for (const auto& c : a.candidates) f.cands.push_back(*read_checked(c, olay.out_shape));
   if (!a.attention_candidate.empty()) {
     const bool plain = req.K.H == req.Q.H && built.lay.layout == qkv_layout::bhsd && !built.lay.paged &&
-                       req.seqlens_k.empty() && req.variant.softcap.empty() && req.variant.alibi_slopes.empty() &&
+                       req.seqlens_k.empty() && !req.variant.softcap && req.variant.alibi_slopes.empty() &&
                        !req.variant.has_bias && req.variant.sink.empty() && !req.variant.has_dropout &&
                        !req.variant.causal_bottom_right && req.variant.window_left == -1 && req.variant.window_right == -1;
     if (!plain) throw input_error("--attention-candidate supports plain attention only (no variant options)");

@@ -25,6 +25,7 @@
 
 #include "attncert/deadline.hpp"
 #include "attncert/error.hpp"
+#include "attncert/field.hpp"
 #include "attncert/number/ziv.hpp"
 #include "attncert/oracle/request.hpp"
 #include "fast_backward.hpp"
@@ -269,7 +270,7 @@ class backward_run {
       if (row_source::none_allowed(allowed) && var_.sink.empty()) {
         if (req_.empty_rows == empty_row_policy::error)
           throw input_error("row " + row_text(r) +
-                            " is fully masked: softmax is undefined (use --empty-rows zeros|nan to choose a value)");
+                            " is fully masked: softmax is undefined (use " + field("empty_rows") + " zeros|nan to choose a value)");
         continue;
       }
       for (std::size_t k = 0; k < dv_; ++k)
@@ -701,7 +702,7 @@ class backward_run {
           mpfr_cmp_d(U.v, std::max(fl, fu)) < 0))
       throw input_error(std::string(s.name) + " element " + std::to_string(e) +
                         " could not be enclosed within one ulp of the target at " + std::to_string(prec) +
-                        " bits (precision too low: raise --max-precision)");
+                        " bits (precision too low: raise " + field("max_precision") + ")");
     mpfr_var mid(prec);
     mpfi_mid(mid.v, x);
     out.reference[e] = round_mpfr_to_target(mid.v, t);

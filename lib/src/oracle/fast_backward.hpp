@@ -12,7 +12,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "attncert/oracle/oracle.hpp"
+#include "attncert/oracle/fast_row.hpp"
+#include "attncert/oracle/target.hpp"
 
 namespace attncert::oracle::detail {
 

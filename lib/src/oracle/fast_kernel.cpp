@@ -12,7 +12,7 @@
 #include <cmath>
 #include <limits>
 
-#include "attncert/oracle/oracle.hpp"
+#include "attncert/oracle/fast_row.hpp"
 #include "attncert/number/double_double.hpp"
 #include "attncert/number/exp_batch.hpp"
 #include "fast_common.hpp"

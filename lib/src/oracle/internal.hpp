@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "attncert/number/c_handles.hpp"
+#include "attncert/oracle/fast_row.hpp"
 #include "attncert/oracle/oracle.hpp"
 
 namespace attncert::oracle::internal {

@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "attncert/error.hpp"
+#include "attncert/field.hpp"
 #include "attncert/number/traits.hpp"
 #include "internal.hpp"
 
@@ -81,7 +82,7 @@ qkv_layout parse_layout(const std::string& s) {
   if (s == "bhsd") return qkv_layout::bhsd;
   if (s == "bshd") return qkv_layout::bshd;
   if (s == "thd") return qkv_layout::thd;
-  throw input_error("--layout must be bhsd, bshd or thd (got '" + s + "')");
+  throw input_error(field("layout") + " must be bhsd, bshd or thd (got '" + s + "')");
 }
 
 std::string to_string(qkv_layout l) {
@@ -96,7 +97,7 @@ fp8_format parse_fp8_format(const std::string& s) {
   if (s.empty() || s == "none") return fp8_format::none;
   if (s == "e4m3fn") return fp8_format::e4m3fn;
   if (s == "e5m2") return fp8_format::e5m2;
-  throw input_error("--qkv-format must be e4m3fn or e5m2 (got '" + s + "')");
+  throw input_error(field("qkv_format") + " must be e4m3fn or e5m2 (got '" + s + "')");
 }
 
 double decode_fp8(std::uint8_t byte, fp8_format f) {
@@ -131,7 +132,7 @@ std::vector<std::size_t> to_index_vector(const io::npy_array& a, const std::stri
 
 namespace {
 
-void require_rank(const io::npy_array& a, std::size_t rank, const std::string& what, const char* layout) {
+void require_rank(const io::npy_array& a, std::size_t rank, const std::string& what, const std::string& layout) {
   if (a.shape.size() != rank)
     throw input_error(what + ": shape " + shape_text(a.shape) + " is not " + layout);
   for (auto x : a.shape)
@@ -140,7 +141,7 @@ void require_rank(const io::npy_array& a, std::size_t rank, const std::string& w
 
 // (b, s, h, d) -> tensor4 (b, h, s, d)
 tensor4 from_bshd(const io::npy_array& a, const std::string& what) {
-  require_rank(a, 4, what, "(b, s, h, d) (--layout bshd)");
+  require_rank(a, 4, what, "(b, s, h, d) (" + field("layout") + " bshd)");
   tensor4 t;
   t.B = a.shape[0];
   t.n = a.shape[1];
@@ -170,7 +171,7 @@ void check_cu(const std::vector<std::size_t>& cu, std::size_t total, const std::
 // packed (t, h, d) with offsets cu -> tensor4 (1, h, t, d): nothing padded (oracle_request::packed_cu_q).
 tensor4 from_thd(const io::npy_array& a, const std::vector<std::size_t>& cu, const std::string& what,
                  const std::string& cu_name) {
-  if (a.shape.size() != 3) throw input_error(what + ": shape " + shape_text(a.shape) + " is not (t, h, d) (--layout thd)");
+  if (a.shape.size() != 3) throw input_error(what + ": shape " + shape_text(a.shape) + " is not (t, h, d) (" + field("layout") + " thd)");
   if (a.shape[1] == 0 || a.shape[2] == 0) throw input_error(what + ": empty tensor, shape " + shape_text(a.shape));
   check_cu(cu, a.shape[0], cu_name);
   if (a.shape[0] == 0) throw input_error(what + ": no tokens (shape " + shape_text(a.shape) + ")");
@@ -193,7 +194,7 @@ tensor4 from_pages(const io::npy_array& a, const input_layout& lay, std::size_t 
                    const std::string& what) {
   if (a.shape.size() != 4) throw input_error(what + ": shape " + shape_text(a.shape) + " is not (pages, page_size, h, d) (paged K/V)");
   if (a.shape[1] != lay.page_size)
-    throw input_error(what + ": page size " + std::to_string(a.shape[1]) + " differs from --page-size " +
+    throw input_error(what + ": page size " + std::to_string(a.shape[1]) + " differs from " + field("page_size") + " " +
                       std::to_string(lay.page_size));
   const std::size_t pages = a.shape[0], P = a.shape[1];
   tensor4 t;
@@ -208,7 +209,7 @@ tensor4 from_pages(const io::npy_array& a, const input_layout& lay, std::size_t 
     for (std::size_t j = 0; j < used[b]; ++j) {
       const long long page = lay.block_table[b * lay.table_cols + j / P];
       if (page < 0 || static_cast<std::size_t>(page) >= pages)
-        throw input_error("--block-table: entry (" + std::to_string(b) + ", " + std::to_string(j / P) + ") = " +
+        throw input_error(field("block_table") + ": entry (" + std::to_string(b) + ", " + std::to_string(j / P) + ") = " +
                           std::to_string(page) + " is out of range [0, " + std::to_string(pages) + ")");
       for (std::size_t h = 0; h < t.H; ++h)
         for (std::size_t l = 0; l < t.d; ++l)
@@ -250,8 +251,8 @@ void decode_tensor(tensor4& t, fp8_format f, const descale& ds, std::size_t grou
 }
 
 void check_uint8(const io::npy_array& a, const std::string& what, bool fp8) {
-  if (fp8 && a.type != io::dtype::u1) throw input_error(what + ": --qkv-format needs uint8 arrays (the FP8 bytes)");
-  if (!fp8 && a.type == io::dtype::u1) throw input_error(what + ": a uint8 array needs --qkv-format e4m3fn|e5m2");
+  if (fp8 && a.type != io::dtype::u1) throw input_error(what + ": " + field("qkv_format") + " needs uint8 arrays (the FP8 bytes)");
+  if (!fp8 && a.type == io::dtype::u1) throw input_error(what + ": a uint8 array needs " + field("qkv_format") + " e4m3fn|e5m2");
 }
 
 }  // namespace
@@ -259,56 +260,56 @@ void check_uint8(const io::npy_array& a, const std::string& what, bool fp8) {
 void set_qkv(oracle_request& req, const io::npy_array& q, const io::npy_array& k, const io::npy_array& v,
              const input_layout& lay) {
   const bool fp8 = lay.fp8 != fp8_format::none;
-  check_uint8(q, "--q", fp8);
-  check_uint8(k, "--k", fp8);
-  check_uint8(v, "--v", fp8);
+  check_uint8(q, field("q"), fp8);
+  check_uint8(k, field("k"), fp8);
+  check_uint8(v, field("v"), fp8);
   if (lay.layout == qkv_layout::thd) {
-    if (lay.paged) throw input_error("--block-table is not supported with --layout thd (use bshd or bhsd queries)");
+    if (lay.paged) throw input_error(field("block_table") + " is not supported with " + field("layout") + " thd (use bshd or bhsd queries)");
     if (lay.cu_seqlens_q.empty() || lay.cu_seqlens_k.empty())
-      throw input_error("--layout thd needs --cu-seqlens-q and --cu-seqlens-k");
+      throw input_error(field("layout") + " thd needs " + field("cu_seqlens_q") + " and " + field("cu_seqlens_k"));
     if (lay.cu_seqlens_q.size() != lay.cu_seqlens_k.size())
-      throw input_error("--cu-seqlens-q and --cu-seqlens-k describe different batch sizes (" +
+      throw input_error(field("cu_seqlens_q") + " and " + field("cu_seqlens_k") + " describe different batch sizes (" +
                         std::to_string(lay.cu_seqlens_q.size() - 1) + " vs " + std::to_string(lay.cu_seqlens_k.size() - 1) + ")");
-    req.Q = from_thd(q, lay.cu_seqlens_q, "--q", "--cu-seqlens-q");
-    req.K = from_thd(k, lay.cu_seqlens_k, "--k", "--cu-seqlens-k");
-    req.V = from_thd(v, lay.cu_seqlens_k, "--v", "--cu-seqlens-k");
+    req.Q = from_thd(q, lay.cu_seqlens_q, field("q"), field("cu_seqlens_q"));
+    req.K = from_thd(k, lay.cu_seqlens_k, field("k"), field("cu_seqlens_k"));
+    req.V = from_thd(v, lay.cu_seqlens_k, field("v"), field("cu_seqlens_k"));
     req.packed_cu_q = lay.cu_seqlens_q;
     req.packed_cu_k = lay.cu_seqlens_k;
-    if (!lay.seqlens_k.empty()) throw input_error("--seqlens-k is not used with --layout thd (the key lengths come from --cu-seqlens-k)");
+    if (!lay.seqlens_k.empty()) throw input_error(field("seqlens_k") + " is not used with " + field("layout") + " thd (the key lengths come from " + field("cu_seqlens_k") + ")");
   } else {
     if (!lay.cu_seqlens_q.empty() || !lay.cu_seqlens_k.empty())
-      throw input_error("--cu-seqlens-q / --cu-seqlens-k need --layout thd");
-    if (lay.layout == qkv_layout::bshd) req.Q = from_bshd(q, "--q");
-    else req.Q = to_tensor4(q, "--q");
+      throw input_error(field("cu_seqlens_q") + " / " + field("cu_seqlens_k") + " need " + field("layout") + " thd");
+    if (lay.layout == qkv_layout::bshd) req.Q = from_bshd(q, field("q"));
+    else req.Q = to_tensor4(q, field("q"));
     if (lay.paged) {
-      if (lay.page_size == 0) throw input_error("--page-size must be >= 1");
+      if (lay.page_size == 0) throw input_error(field("page_size") + " must be >= 1");
       if (lay.table_rows != req.Q.B)
-        throw input_error("--block-table has " + std::to_string(lay.table_rows) + " rows, the batch has " +
+        throw input_error(field("block_table") + " has " + std::to_string(lay.table_rows) + " rows, the batch has " +
                           std::to_string(req.Q.B));
       std::vector<std::size_t> used(req.Q.B, lay.table_cols * lay.page_size);
       if (!lay.seqlens_k.empty()) {
         if (lay.seqlens_k.size() != req.Q.B)
-          throw input_error("--seqlens-k: " + std::to_string(lay.seqlens_k.size()) + " lengths for a batch of " +
+          throw input_error(field("seqlens_k") + ": " + std::to_string(lay.seqlens_k.size()) + " lengths for a batch of " +
                             std::to_string(req.Q.B));
         for (std::size_t b = 0; b < used.size(); ++b) {
           if (lay.seqlens_k[b] > used[b])
-            throw input_error("--seqlens-k: sequence " + std::to_string(b) + " has " + std::to_string(lay.seqlens_k[b]) +
+            throw input_error(field("seqlens_k") + ": sequence " + std::to_string(b) + " has " + std::to_string(lay.seqlens_k[b]) +
                               " keys, more than the block table holds (" + std::to_string(used[b]) + ")");
           used[b] = lay.seqlens_k[b];
         }
       }
-      req.K = from_pages(k, lay, req.Q.B, used, "--k");
-      req.V = from_pages(v, lay, req.Q.B, used, "--v");
+      req.K = from_pages(k, lay, req.Q.B, used, field("k"));
+      req.V = from_pages(v, lay, req.Q.B, used, field("v"));
     } else {
       if (q.shape.size() != k.shape.size() || q.shape.size() != v.shape.size())
         throw input_error("Q, K and V must have the same number of dimensions (got " + std::to_string(q.shape.size()) +
                           ", " + std::to_string(k.shape.size()) + ", " + std::to_string(v.shape.size()) + ")");
       if (lay.layout == qkv_layout::bshd) {
-        req.K = from_bshd(k, "--k");
-        req.V = from_bshd(v, "--v");
+        req.K = from_bshd(k, field("k"));
+        req.V = from_bshd(v, field("v"));
       } else {
-        req.K = to_tensor4(k, "--k");
-        req.V = to_tensor4(v, "--v");
+        req.K = to_tensor4(k, field("k"));
+        req.V = to_tensor4(v, field("v"));
       }
     }
     req.seqlens_k = lay.seqlens_k;
@@ -317,14 +318,14 @@ void set_qkv(oracle_request& req, const io::npy_array& q, const io::npy_array& k
     if (req.K.H == 0 || req.Q.H % req.K.H != 0)
       throw input_error("h_q = " + std::to_string(req.Q.H) + " is not a multiple of h_kv = " + std::to_string(req.K.H));
     const std::size_t group = req.Q.H / req.K.H;
-    check_descale(lay.q_descale, req.sequences(), req.K.H, "--q-descale");
-    check_descale(lay.k_descale, req.sequences(), req.K.H, "--k-descale");
-    check_descale(lay.v_descale, req.sequences(), req.K.H, "--v-descale");
-    decode_tensor(req.Q, lay.fp8, lay.q_descale, group, req.packed_cu_q, "--q");
-    decode_tensor(req.K, lay.fp8, lay.k_descale, 1, req.packed_cu_k, "--k");
-    decode_tensor(req.V, lay.fp8, lay.v_descale, 1, req.packed_cu_k, "--v");
+    check_descale(lay.q_descale, req.sequences(), req.K.H, field("q_descale"));
+    check_descale(lay.k_descale, req.sequences(), req.K.H, field("k_descale"));
+    check_descale(lay.v_descale, req.sequences(), req.K.H, field("v_descale"));
+    decode_tensor(req.Q, lay.fp8, lay.q_descale, group, req.packed_cu_q, field("q"));
+    decode_tensor(req.K, lay.fp8, lay.k_descale, 1, req.packed_cu_k, field("k"));
+    decode_tensor(req.V, lay.fp8, lay.v_descale, 1, req.packed_cu_k, field("v"));
   } else if (!lay.q_descale.values.empty() || !lay.k_descale.values.empty() || !lay.v_descale.values.empty()) {
-    throw input_error("--q-descale / --k-descale / --v-descale need --qkv-format");
+    throw input_error(field("q_descale") + " / " + field("k_descale") + " / " + field("v_descale") + " need " + field("qkv_format"));
   }
 }
 
@@ -471,7 +472,7 @@ void map_pages(const oracle_request& req, const input_layout& lay, const std::ve
       for (std::size_t h = 0; h < H; ++h) {
         const std::size_t x = (page * P + j % P) * H + h;
         if (taken[x])
-          throw input_error("--block-table: page " + std::to_string(page) + " slot " + std::to_string(j % P) +
+          throw input_error(field("block_table") + ": page " + std::to_string(page) + " slot " + std::to_string(j % P) +
                             " is used twice (sequence " + std::to_string(b) +
                             " among them); the backward pass does not sum gradients over shared pages yet");
         taken[x] = 1;
@@ -502,9 +503,9 @@ output_layout make_gradient_layout(const oracle_request& req, const input_layout
 
 namespace {
 
-void check_broadcast(std::size_t m, std::size_t full, const char* what, const char* dim) {
+void check_broadcast(std::size_t m, std::size_t full, const std::string& what, const char* dim) {
   if (m != 1 && m != full)
-    throw input_error(std::string(what) + " does not broadcast: its " + dim + " dimension is " + std::to_string(m) +
+    throw input_error(what + " does not broadcast: its " + dim + " dimension is " + std::to_string(m) +
                       ", expected 1 or " + std::to_string(full));
 }
 
@@ -524,7 +525,7 @@ void validate_packed(const oracle_request& req) {
   if (!req.seqlens_q.empty() || !req.seqlens_k.empty())
     throw input_error("packed sequences take their lengths from the offsets, not from sequence lengths");
   if (req.M.nk != 0 || req.variant.has_bias || req.variant.has_dropout)
-    throw input_error("packed sequences (--layout thd): no explicit mask, bias or dropout mask");
+    throw input_error("packed sequences (" + field("layout") + " thd): no explicit mask, bias or dropout mask");
 }
 
 void validate_lengths(const oracle_request& req) {
@@ -543,7 +544,7 @@ void validate_lengths(const oracle_request& req) {
                         " > " + std::to_string(Q.n));
   for (std::size_t b = 0; b < req.seqlens_k.size(); ++b)
     if (req.seqlens_k[b] > K.n)
-      throw input_error("--seqlens-k: sequence " + std::to_string(b) + " has " + std::to_string(req.seqlens_k[b]) +
+      throw input_error(field("seqlens_k") + ": sequence " + std::to_string(b) + " has " + std::to_string(req.seqlens_k[b]) +
                         " keys, more than the " + std::to_string(K.n) + " given");
 }
 
@@ -551,31 +552,47 @@ void validate_variant(const oracle_request& req) {
   const auto& v = req.variant;
   const std::size_t B = req.sequences(), H = req.Q.H, nq = req.Q.n, nk = req.K.n;
   if (v.window_left < -1 || v.window_right < -1)
-    throw input_error("--window: each side must be >= -1 (-1 = unbounded), got " + std::to_string(v.window_left) + "," +
+    throw input_error(field("window") + ": each side must be >= -1 (-1 = unbounded), got " + std::to_string(v.window_left) + "," +
                       std::to_string(v.window_right));
   if (!v.alibi_slopes.empty() && v.alibi_slopes.size() != H && v.alibi_slopes.size() != B * H)
-    throw input_error("--alibi-slopes: " + std::to_string(v.alibi_slopes.size()) + " slopes, expected h_q = " +
+    throw input_error(field("alibi_slopes") + ": " + std::to_string(v.alibi_slopes.size()) + " slopes, expected h_q = " +
                       std::to_string(H) + " or b·h_q = " + std::to_string(B * H));
   if (!v.sink.empty() && v.sink.size() != H)
-    throw input_error("--sink: " + std::to_string(v.sink.size()) + " logits, expected one per query head (" +
+    throw input_error(field("sink") + ": " + std::to_string(v.sink.size()) + " logits, expected one per query head (" +
                       std::to_string(H) + ")");
   if (v.has_bias) {
     const auto& b = v.bias;
-    check_broadcast(b.mb, B, "--bias", "batch");
-    check_broadcast(b.mh, H, "--bias", "head");
-    check_broadcast(b.mq, nq, "--bias", "query");
-    check_broadcast(b.mk, nk, "--bias", "key");
-    if (b.values.size() != b.mb * b.mh * b.mq * b.mk) throw input_error("--bias: values do not match its shape");
+    check_broadcast(b.mb, B, field("bias"), "batch");
+    check_broadcast(b.mh, H, field("bias"), "head");
+    check_broadcast(b.mq, nq, field("bias"), "query");
+    check_broadcast(b.mk, nk, field("bias"), "key");
+    if (b.values.size() != b.mb * b.mh * b.mq * b.mk) throw input_error(field("bias") + ": values do not match its shape");
   }
   if (v.has_dropout) {
     const auto& m = v.dropout_keep;
     if (m.nq != nq || m.nk != nk || (m.mb != 1 && m.mb != B) || (m.mh != 1 && m.mh != H))
-      throw input_error("--dropout-mask: shape (" + std::to_string(m.mb) + ", " + std::to_string(m.mh) + ", " +
+      throw input_error(field("dropout_mask") + ": shape (" + std::to_string(m.mb) + ", " + std::to_string(m.mh) + ", " +
                         std::to_string(m.nq) + ", " + std::to_string(m.nk) + ") does not match (b, h_q, n_q, n_k) = (" +
                         std::to_string(B) + ", " + std::to_string(H) + ", " + std::to_string(nq) + ", " +
                         std::to_string(nk) + ")");
-    if (m.allowed.size() != m.mb * m.mh * m.nq * m.nk) throw input_error("--dropout-mask: values do not match its shape");
+    if (m.allowed.size() != m.mb * m.mh * m.nq * m.nk) throw input_error(field("dropout_mask") + ": values do not match its shape");
   }
+}
+
+// The exact numbers of a request (build_request refuses them first, quoting the caller's text).
+void check_exact_numbers(const oracle_request& req) {
+  auto too_large = [](const mpq_rational& x) {
+    return mpz_sizeinbase(mpq_numref(x.backend().data()), 2) > 4000 || mpz_sizeinbase(mpq_denref(x.backend().data()), 2) > 4000;
+  };
+  if (!req.scale.inv_sqrt_d && too_large(req.scale.rational))
+    throw input_error(field("scale") + " is too large or too small (more than 4000 bits)");
+  if (const auto& C = req.variant.softcap) {
+    if (!(*C > 0)) throw input_error(field("softcap") + " must be > 0 (got " + C->str() + ")");
+    if (too_large(*C)) throw input_error(field("softcap") + " is too large or too small (more than 4000 bits)");
+  }
+  const mpq_rational& P = req.variant.dropout_p;
+  if (req.variant.has_dropout && (!(P >= 0) || !(P < 1)))
+    throw input_error(field("dropout_p") + " must be in [0, 1) (got " + P.str() + ")");
 }
 
 }  // namespace
@@ -635,28 +652,32 @@ bool_mask to_keep_mask(const io::npy_array& a, const std::string& what) {
 }
 
 descale parse_descale(const std::string& text, const std::string& what) {
-  descale d;
-  if (text.size() > 4 && text.compare(text.size() - 4, 4, ".npy") == 0) {
-    const io::npy_array a = io::read_npy(text, io::nonfinite::allow);
-    if (a.type == io::dtype::b1 || a.type == io::dtype::u1) throw input_error(what + ": must be a float array");
-    if (a.shape.size() > 2) throw input_error(what + ": shape " + shape_text(a.shape) + " is not (), (1,) or (b, h_kv)");
-    d.values = a.values;
-  } else {
-    const mpq_rational x = number_traits<mpq_rational>::from_string(text);
-    const double v = static_cast<double>(x);
-    if (!std::isfinite(v) || mpq_rational(v) != x)
-      throw input_error(what + " '" + text + "' is not exactly representable in binary64 (give it as a .npy float32 value)");
-    d.values = {v};
+  mpq_rational x;
+  try {
+    x = number_traits<mpq_rational>::from_string(text);
+  } catch (const input_error& e) {
+    throw input_error(what + ": " + e.what());
   }
-  for (double v : d.values)
+  const double v = static_cast<double>(x);
+  if (!std::isfinite(v) || mpq_rational(v) != x)
+    throw input_error(what + " '" + one_line(text) + "' is not exactly representable in binary64 (give it as a .npy float32 value)");
+  if (!(v > 0)) throw input_error(what + ": every descale factor must be finite and > 0");
+  return descale{{v}};
+}
+
+descale descale_from_array(const io::npy_array& a, const std::string& what) {
+  if (a.type == io::dtype::b1 || a.type == io::dtype::u1) throw input_error(what + ": must be a float array");
+  if (a.shape.size() > 2) throw input_error(what + ": shape " + shape_text(a.shape) + " is not (), (1,) or (b, h_kv)");
+  for (double v : a.values)
     if (!std::isfinite(v) || !(v > 0)) throw input_error(what + ": every descale factor must be finite and > 0");
-  return d;
+  return descale{a.values};
 }
 
 void validate_request(const oracle_request& req) {
   check_tensor(req.Q, "Q");
   check_tensor(req.K, "K");
   check_tensor(req.V, "V");
+  check_exact_numbers(req);
   if (!req.row_sample.empty() && req.row_sample.size() != req.Q.B * req.Q.H * req.Q.n)
     throw input_error("a row sample needs one flag per query row (" + std::to_string(req.Q.B * req.Q.H * req.Q.n) + "), got " +
                       std::to_string(req.row_sample.size()));

@@ -14,6 +14,7 @@
 
 #include "attncert/deadline.hpp"
 #include "attncert/error.hpp"
+#include "attncert/field.hpp"
 #include "attncert/number/double_double.hpp"
 #include "attncert/number/ziv.hpp"
 #include "attncert/oracle/request.hpp"
@@ -122,7 +123,7 @@ class oracle_run {
       if (!req_.row_used(r, job.b, job.i)) continue;
       if (!src_.any_allowed(job, a))
         throw input_error("row " + row_source::row_text(job) +
-                          " is fully masked: softmax is undefined (use --empty-rows zeros|nan to choose a value)");
+                          " is fully masked: softmax is undefined (use " + field("empty_rows") + " zeros|nan to choose a value)");
     }
   }
 
@@ -186,7 +187,7 @@ class oracle_run {
   void fill_ieee_row(const row_job& job, worker_space& w) {
     if (!req_.allow_nonfinite && !req_.approx_plain_binary64)
       throw input_error("row " + row_source::row_text(job) +
-                        " uses a NaN or Inf input (use --allow-nonfinite for IEEE semantics on the affected rows)");
+                        " uses a NaN or Inf input (use " + field("allow_nonfinite") + " for IEEE semantics on the affected rows)");
     double lse = 0;
     detail::plain_row(job.in, w.ws, w.plain.data(), &lse);
     for (std::size_t k = 0; k < dv_; ++k) {
@@ -330,7 +331,7 @@ class oracle_run {
     throw input_error((k == dv_ ? "the LSE of row " + row_source::row_text(job)
                                 : "element (b, h, i, k) = " + index_text(job.s, job.h, job.il, k)) +
                       " could not be enclosed within one ulp of the target at " + std::to_string(prec) +
-                      " bits (precision too low: raise --max-precision)");
+                      " bits (precision too low: raise " + field("max_precision") + ")");
   }
 
   // The escalation: Ziv steps at first_mpfi_bits, doubling, up to the cap, until no element

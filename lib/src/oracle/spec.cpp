@@ -2,25 +2,43 @@
 #include "attncert/oracle/spec.hpp"
 
 #include <stdexcept>
+#include <tuple>
 
 #include "attncert/error.hpp"
+#include "attncert/field.hpp"
+#include "attncert/number/traits.hpp"
 
 namespace attncert::oracle {
 
 namespace {
 
+// An exact number a caller gave as text (a scale, a softcap, a dropout probability): errors name the field.
+mpq_rational exact_field(const std::string& text, const char* name) {
+  try {
+    return number_traits<mpq_rational>::from_string(text);
+  } catch (const input_error& e) {
+    throw input_error(field(name) + ": " + e.what());
+  }
+}
+
+// A scale or softcap whose numerator or denominator has more than 4000 bits (1e99999) is refused:
+// the MPFI stage works at a few thousand bits at most.
+bool too_large(const mpq_rational& x) {
+  return mpz_sizeinbase(mpq_numref(x.backend().data()), 2) > 4000 || mpz_sizeinbase(mpq_denref(x.backend().data()), 2) > 4000;
+}
+
 // The layout options: offsets, lengths, block table, FP8 format and descales.
 input_layout make_input_layout(const attention_spec& s) {
   input_layout lay;
   lay.layout = parse_layout(s.layout);
-  if (s.cu_seqlens_q) lay.cu_seqlens_q = to_index_vector(*s.cu_seqlens_q, "--cu-seqlens-q");
-  if (s.cu_seqlens_k) lay.cu_seqlens_k = to_index_vector(*s.cu_seqlens_k, "--cu-seqlens-k");
-  if (s.seqlens_k) lay.seqlens_k = to_index_vector(*s.seqlens_k, "--seqlens-k");
+  if (s.cu_seqlens_q) lay.cu_seqlens_q = to_index_vector(*s.cu_seqlens_q, field("cu_seqlens_q"));
+  if (s.cu_seqlens_k) lay.cu_seqlens_k = to_index_vector(*s.cu_seqlens_k, field("cu_seqlens_k"));
+  if (s.seqlens_k) lay.seqlens_k = to_index_vector(*s.seqlens_k, field("seqlens_k"));
   if (s.block_table || s.page_size != 0) {
-    if (!s.block_table || s.page_size == 0) throw input_error("paged K/V needs both --block-table and --page-size >= 1");
+    if (!s.block_table || s.page_size == 0) throw input_error("paged K/V needs both " + field("block_table") + " and " + field("page_size") + " >= 1");
     const io::npy_array& t = *s.block_table;
     if ((t.type != io::dtype::i4 && t.type != io::dtype::i8) || t.shape.size() != 2)
-      throw input_error("--block-table: must be a 2-D int32/int64 array (b, max_pages)");
+      throw input_error(field("block_table") + ": must be a 2-D int32/int64 array (b, max_pages)");
     lay.paged = true;
     lay.page_size = s.page_size;
     lay.table_rows = t.shape[0];
@@ -29,9 +47,15 @@ input_layout make_input_layout(const attention_spec& s) {
     lay.trim_pages = s.seqlens_k.has_value() && !s.bias && !s.mask && !s.dropout_mask;
   }
   lay.fp8 = parse_fp8_format(s.qkv_format);
-  if (!s.q_descale.empty()) lay.q_descale = parse_descale(s.q_descale, "--q-descale");
-  if (!s.k_descale.empty()) lay.k_descale = parse_descale(s.k_descale, "--k-descale");
-  if (!s.v_descale.empty()) lay.v_descale = parse_descale(s.v_descale, "--v-descale");
+  const std::tuple<const std::string&, const std::optional<io::npy_array>&, descale&, const char*> descales[] = {
+      {s.q_descale, s.q_descale_array, lay.q_descale, "q_descale"},
+      {s.k_descale, s.k_descale_array, lay.k_descale, "k_descale"},
+      {s.v_descale, s.v_descale_array, lay.v_descale, "v_descale"}};
+  for (const auto& [text, array, out, name] : descales) {
+    if (!text.empty() && array) throw input_error(field(name) + ": give a number or an array, not both");
+    if (!text.empty()) out = parse_descale(text, field(name));
+    if (array) out = descale_from_array(*array, field(name));
+  }
   return lay;
 }
 
@@ -39,7 +63,12 @@ input_layout make_input_layout(const attention_spec& s) {
 void set_variant(const attention_spec& s, oracle_request& req) {
   attention_variant& v = req.variant;
   if (!s.window.empty()) parse_window(s.window, v);
-  v.softcap = s.softcap;
+  if (!s.softcap.empty()) {
+    const mpq_rational C = exact_field(s.softcap, "softcap");
+    if (!(C > 0)) throw input_error(field("softcap") + " must be > 0 (got '" + one_line(s.softcap) + "')");
+    if (too_large(C)) throw input_error(field("softcap") + " '" + one_line(s.softcap) + "' is too large or too small (more than 4000 bits)");
+    v.softcap = C;
+  }
   if (s.alibi_slopes) {
     // The shape, not the element count: (2, 1) holds b·h_q = 2 slopes for b = 1, h_q = 2 but is
     // (b = 2, h_q = 1).
@@ -50,32 +79,34 @@ void set_variant(const attention_spec& s, oracle_request& req) {
     for (std::size_t i = 0; i < sh.size(); ++i) shape += (i ? ", " : "") + std::to_string(sh[i]);
     shape += sh.size() == 1 ? ",)" : ")";
     if (!per_head && !per_batch_head)
-      throw input_error("--alibi-slopes: shape " + shape + " is neither (h_q,) = (" + std::to_string(req.Q.H) +
+      throw input_error(field("alibi_slopes") + ": shape " + shape + " is neither (h_q,) = (" + std::to_string(req.Q.H) +
                         ",) nor (b, h_q) = (" + std::to_string(req.sequences()) + ", " + std::to_string(req.Q.H) + ")");
-    v.alibi_slopes = to_alibi_slopes(*s.alibi_slopes, "--alibi-slopes");
+    v.alibi_slopes = to_alibi_slopes(*s.alibi_slopes, field("alibi_slopes"));
   }
   if (s.bias) {
     v.has_bias = true;
-    v.bias = to_score_bias(*s.bias, "--bias");
+    v.bias = to_score_bias(*s.bias, field("bias"));
   }
-  if (s.sink && s.sink_off_by_one) throw input_error("give --sink or --sink-off-by-one, not both");
+  if (s.sink && s.sink_off_by_one) throw input_error("give " + field("sink") + " or " + field("sink_off_by_one") + ", not both");
   if (s.sink) {
-    if (s.sink->shape.size() != 1) throw input_error("--sink: must be one-dimensional (h_q,)");
+    if (s.sink->shape.size() != 1) throw input_error(field("sink") + ": must be one-dimensional (h_q,)");
     v.sink = s.sink->values;
   }
   if (s.sink_off_by_one) v.sink.assign(req.Q.H, 0.0);
   if (s.dropout_mask.has_value() != !s.dropout_p.empty())
-    throw input_error("dropout needs both --dropout-mask and --dropout-p");
+    throw input_error("dropout needs both " + field("dropout_mask") + " and " + field("dropout_p"));
   if (s.dropout_mask) {
     v.has_dropout = true;
-    v.dropout_keep = to_keep_mask(*s.dropout_mask, "--dropout-mask");
-    v.dropout_p = s.dropout_p;
+    v.dropout_keep = to_keep_mask(*s.dropout_mask, field("dropout_mask"));
+    v.dropout_p = exact_field(s.dropout_p, "dropout_p");
+    if (!(v.dropout_p >= 0) || !(v.dropout_p < 1))
+      throw input_error(field("dropout_p") + " must be in [0, 1) (got '" + one_line(s.dropout_p) + "')");
   }
   if (s.want_lse) {
     req.lse.want = true;
-    if (s.lse_base != "e" && s.lse_base != "2") throw input_error("--lse-base must be e or 2 (got '" + s.lse_base + "')");
+    if (s.lse_base != "e" && s.lse_base != "2") throw input_error(field("lse_base") + " must be e or 2 (got '" + s.lse_base + "')");
     if (s.empty_lse != "-inf" && s.empty_lse != "+inf" && s.empty_lse != "inf")
-      throw input_error("--empty-lse must be -inf or +inf (got '" + s.empty_lse + "')");
+      throw input_error(field("empty_lse") + " must be -inf or +inf (got '" + s.empty_lse + "')");
     req.lse.base2 = s.lse_base == "2";
     req.lse.empty_plus_inf = s.empty_lse != "-inf";
     req.lse.target = !s.lse_target.empty()                 ? parse_target(s.lse_target)
@@ -96,11 +127,11 @@ void parse_window(const std::string& w, attention_variant& v) {
     } catch (const std::exception&) {
       used = 0;
     }
-    if (t.empty() || used != t.size()) throw input_error("--window must be LEFT,RIGHT with integers >= -1 (got '" + w + "')");
-    if (x < -1) throw input_error("--window: each side must be >= -1 (-1 = unbounded), got '" + w + "'");
+    if (t.empty() || used != t.size()) throw input_error(field("window") + " must be LEFT,RIGHT with integers >= -1 (got '" + w + "')");
+    if (x < -1) throw input_error(field("window") + ": each side must be >= -1 (-1 = unbounded), got '" + w + "'");
     return x;
   };
-  if (comma == std::string::npos) throw input_error("--window must be LEFT,RIGHT with integers >= -1 (got '" + w + "')");
+  if (comma == std::string::npos) throw input_error(field("window") + " must be LEFT,RIGHT with integers >= -1 (got '" + w + "')");
   v.window_left = parse_side(w.substr(0, comma));
   v.window_right = parse_side(w.substr(comma + 1));
 }
@@ -113,15 +144,17 @@ built_request build_request(const attention_spec& s) {
   if (s.causal) req.mask = mask_kind::causal;
   if (s.causal_bottom_right) req.variant.causal_bottom_right = true;
   if (s.mask) {
-    if (b.lay.layout == qkv_layout::thd) throw input_error("--mask FILE is not supported with --layout thd");
+    if (b.lay.layout == qkv_layout::thd) throw input_error(field("mask") + " FILE is not supported with " + field("layout") + " thd");
     if (req.mask == mask_kind::none) req.mask = mask_kind::explicit_mask;
     req.M = to_bool_mask(*s.mask, s.mask_name);
   }
   if (b.lay.layout == qkv_layout::thd && (s.bias || s.dropout_mask))
-    throw input_error("--bias and --dropout-mask are not supported with --layout thd (use bhsd/bshd with --seqlens-k)");
+    throw input_error(field("bias") + " and " + field("dropout_mask") + " are not supported with " + field("layout") + " thd (use bhsd/bshd with " + field("seqlens_k") + ")");
   if (!s.scale.empty()) {
     req.scale.inv_sqrt_d = false;
-    req.scale.rational = s.scale;
+    req.scale.rational = exact_field(s.scale, "scale");
+    if (too_large(req.scale.rational))
+      throw input_error(field("scale") + " '" + one_line(s.scale) + "' is too large or too small (more than 4000 bits)");
   }
   req.empty_rows = parse_empty_row_policy(s.empty_rows);
   req.target = parse_target(s.target);
@@ -129,7 +162,7 @@ built_request build_request(const attention_spec& s) {
   req.max_bits = s.max_bits;
   req.threads = s.threads;
   if (!(s.max_seconds >= 0) || s.max_seconds > 1e7)
-    throw input_error("--max-seconds must be in [0, 1e7] (0: no limit), got " + std::to_string(s.max_seconds));
+    throw input_error(field("max_seconds") + " must be in [0, 1e7] (0: no limit), got " + std::to_string(s.max_seconds));
   req.max_seconds = s.max_seconds;
   req.allow_nonfinite = s.allow_nonfinite;
   validate_request(req);

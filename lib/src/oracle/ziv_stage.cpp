@@ -12,6 +12,7 @@
 #include <memory>
 
 #include "attncert/error.hpp"
+#include "attncert/field.hpp"
 #include "attncert/number/double_double.hpp"
 #include "attncert/number/emulated.hpp"
 #include "attncert/number/traits.hpp"
@@ -22,17 +23,7 @@ namespace attncert::oracle::internal {
 void init_scale(scale_value& sv, const scale_spec& spec, std::size_t d) {
   sv.inv_sqrt_d = spec.inv_sqrt_d;
   sv.d = static_cast<unsigned>(d);
-  if (!spec.inv_sqrt_d) {
-    mpq_rational r;
-    try {
-      r = number_traits<mpq_rational>::from_string(spec.rational);
-    } catch (const input_error& e) {
-      throw input_error(std::string("--scale: ") + e.what());
-    }
-    mpq_set(sv.q, r.backend().data());
-    if (mpz_sizeinbase(mpq_numref(sv.q), 2) > 4000 || mpz_sizeinbase(mpq_denref(sv.q), 2) > 4000)
-      throw input_error("--scale '" + spec.rational + "' is too large or too small (more than 4000 bits)");
-  }
+  if (!spec.inv_sqrt_d) mpq_set(sv.q, spec.rational.backend().data());  // its size is bounded by validate_request
   mpfi_var s(400);
   sv.enclose(s.v);
   mpfr_var mid(400), a(2600), t(2600);
@@ -65,11 +56,8 @@ void init_scale(scale_value& sv, const scale_spec& spec, std::size_t d) {
 }
 
 void init_variant_values(variant_values& vv, const attention_variant& v) {
-  if (!v.softcap.empty()) {
-    const mpq_rational C = number_traits<mpq_rational>::from_string(v.softcap);
-    if (!(C > 0)) throw input_error("--softcap must be > 0 (got '" + v.softcap + "')");
-    if (mpz_sizeinbase(mpq_numref(C.backend().data()), 2) > 4000 || mpz_sizeinbase(mpq_denref(C.backend().data()), 2) > 4000)
-      throw input_error("--softcap '" + v.softcap + "' is too large or too small (more than 4000 bits)");
+  if (v.softcap) {  // C > 0 and its size are checked by validate_request
+    const mpq_rational& C = *v.softcap;
     vv.has_softcap = true;
     mpq_set(vv.softcap, C.backend().data());
     // The fast path takes C only when it is a binary64 number in [2^-900, 2^900]; every other C
@@ -86,8 +74,7 @@ void init_variant_values(variant_values& vv, const attention_variant& v) {
     }
   }
   if (v.has_dropout) {
-    const mpq_rational P = number_traits<mpq_rational>::from_string(v.dropout_p);
-    if (!(P >= 0) || !(P < 1)) throw input_error("--dropout-p must be in [0, 1) (got '" + v.dropout_p + "')");
+    const mpq_rational& P = v.dropout_p;  // in [0, 1): validate_request
     vv.has_dropout = true;
     const mpq_rational c = mpq_rational(1) / (mpq_rational(1) - P);
     mpq_set(vv.keep_factor, c.backend().data());

@@ -23,38 +23,21 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "attncert/attention/empty_rows.hpp"
+#include "attncert/number/types.hpp"
+#include "attncert/oracle/target.hpp"
 
 namespace attncert::oracle {
 
-/// The formats a reference can be rounded to.
-enum class target_format { binary64, binary32, binary16, bfloat16 };
-
-/// "binary64", "binary32", "binary16", "bfloat16"; parse accepts also float64/fp64/f64, float32/
-/// fp32/f32, float16/fp16/f16/half and bf16.  Throws input_error on anything else.
-target_format parse_target(const std::string& s);
-std::string to_string(target_format t);
-/// Precision (bits, implicit bit included) and exponent of the smallest normal of `t`.
-int target_precision(target_format t);
-int target_emin(target_format t);
-
-/// Round-to-nearest-even of the exact sum a + b (two binary64 numbers) in format t, returned
-/// as the binary64 number equal to it (±Inf on overflow).  Exact: one rounding, no double
-/// rounding.  Preconditions: a, b finite, |a + b| below 2^1023.
-double round_sum_to_target(double a, double b, target_format t) noexcept;
-
-/// The spacing of format t at x (ulp(x) = 2^(max(e, emin) - p + 1), e = floor(log2|x|);
-/// for x = 0 the smallest subnormal).  Exact power of two.
-double target_ulp(double x, target_format t) noexcept;
-
-/// The scale s of s·QKᵀ: either 1/sqrt(d) (irrational unless d is a square) or an exact
-/// rational given as text ("0.125", "1/8", "1e300", "-2.5e-3").
+/// The scale s of s·QKᵀ: either 1/sqrt(d) (irrational unless d is a square) or an exact rational
+/// (a caller's text such as "0.125", "1/8", "1e300" is parsed by build_request, spec.hpp).
 struct scale_spec {
   bool inv_sqrt_d = true;
-  std::string rational;  ///< exact text when !inv_sqrt_d (parsed with number_traits<mpq_rational>)
+  mpq_rational rational;  ///< the scale when !inv_sqrt_d; numerator and denominator below 2^4000
 };
 
 enum class mask_kind { none, causal, explicit_mask };
@@ -93,14 +76,14 @@ struct score_bias {
 struct attention_variant {
   bool causal_bottom_right = false;    ///< key j allowed iff j <= i + nk(b) - nq(b)
   long long window_left = -1, window_right = -1;  ///< -1 = unbounded; both -1: no window
-  std::string softcap;                 ///< exact decimal C > 0; empty = none
+  std::optional<mpq_rational> softcap; ///< C > 0 (numerator and denominator below 2^4000); none: no softcap
   std::vector<double> alibi_slopes;    ///< empty, H_q slopes, or B·H_q slopes (row-major (b, h))
   bool has_bias = false;
   score_bias bias;                     ///< additive; -inf masks the key
   std::vector<double> sink;            ///< empty or one logit per query head
   bool has_dropout = false;
   bool_mask dropout_keep;              ///< (B, H_q, nq, nk) keep-mask (leading dims may broadcast)
-  std::string dropout_p = "0";         ///< exact decimal in [0, 1)
+  mpq_rational dropout_p = 0;          ///< P in [0, 1) (with has_dropout)
 };
 
 /// What the LSE output is.
@@ -211,61 +194,5 @@ struct oracle_result {
 /// ("precision too low").
 oracle_result run_oracle(const oracle_request& req);
 
-namespace detail {
-/// The fast path for one row (exposed for tests).  Fills out_hi/out_lo/out_rad (dv each) with an
-/// enclosure of the exact outputs; returns false if the fast path cannot handle the row.
-/// `allowed` has nk entries.  scale_hi + scale_lo approximates s with |s - (hi + lo)| <= scale_rad.
-struct row_inputs {
-  const double* q;
-  const double* K;   ///< nk × d, row-major
-  const double* KT;  ///< d × nk (K transposed)
-  const double* V;   ///< nk × dv
-  const std::uint8_t* allowed;
-  std::size_t nk, d, dv;
-  double scale_hi, scale_lo, scale_rad;
-  // The variants (proofs/P14-oracle-variants.md); the defaults give plain attention.
-  double softcap = 0;               ///< C > 0 (a binary64 number), or 0 for none
-  const double* add_hi = nullptr;   ///< per key additive term (ALiBi + bias): a_j in [add_hi + add_lo ± add_rad]
-  const double* add_lo = nullptr;
-  const double* add_rad = nullptr;
-  bool has_sink = false;            ///< a sink logit in the denominator
-  double sink = 0;
-  const std::uint8_t* keep = nullptr;  ///< dropout keep-mask over the keys, or null
-  double keep_hi = 1, keep_lo = 0, keep_rad = 0;  ///< 1/(1 - P) in [keep_hi + keep_lo ± keep_rad]
-  /// Steps 1-4 without the value sums: the weights and W only, no outputs (the backward, P15).
-  bool weights_only = false;
-};
-struct row_workspace {
-  std::vector<double> s_hi, s_lo, s_rad, w_hi, w_lo;
-  std::vector<double> acc_s, acc_c, acc_p;
-  std::vector<double> z_hi, z_lo, z_rad, e_hi, e_lo, e_b;
-  std::vector<double> y_hi, y_lo, y_b;  ///< softcap: y_j = x_j / C and its relative bound
-  std::vector<std::size_t> z_idx;
-  // After a successful fast_row: weights w_j = w_hi[j] + w_lo[j] with |w_true - w| <= rho |w|
-  // (w_hi[j] == 0: an underflowed weight in [0, 2^-1019], `under` of them), and
-  // W_lo_bound <= sum_j w_true_j <= W_hi_bound.
-  double rho = 0, W_lo_bound = 0, W_hi_bound = 0;
-  std::size_t under = 0;
-  double W_hi = 0, W_lo = 0, W_err = 0;  ///< |sum_j w_true_j - (W_hi + W_lo)| <= W_err
-  double m = 0;  ///< the binary64 shift: W_true = sum_j e^{x_j - m} (+ e^{sink - m}), so LSE = m + ln W_true
-  double sink_hi = 0, sink_lo = 0;  ///< the sink's weight e^{sink - m} (0 when it underflowed or there is none)
-  /// |w_true - w| <= rho_normal |w| for the weights with |w_hi| >= 2^-900; the `tiny` others
-  /// (0 < |w_hi| < 2^-900) err by less than 2^-928 absolutely (P11 step 3).
-  double rho_normal = 0;
-  std::size_t tiny = 0;
-  /// With a softcap: |tanh(s q·k_j / C) - (th_hi[j] + th_lo[j])| <= th_rad[j] for the allowed keys.
-  std::vector<double> th_hi, th_lo, th_rad;
-};
-bool fast_row(const row_inputs& in, row_workspace& ws, double* out_hi, double* out_lo, double* out_rad);
-/// The same computation in plain binary64, no certification (the benchmark's baseline, and the
-/// IEEE semantics of rows touching NaN/Inf).  With `lse`, also writes ln W there.
-void plain_row(const row_inputs& in, row_workspace& ws, double* out, double* lse = nullptr);
-/// The plain row's weights: w_j = exp(x_j - m) in ws.w_hi[j] for the allowed j in [jbegin, jend)
-/// (the first and one past the last allowed key), ws.m = m, tanh(s q·k_j / C) in ws.th_hi with a
-/// softcap; returns W = Σ_j w_j (+ the sink's weight).  Approx tier.
-double plain_weights(const row_inputs& in, row_workspace& ws, std::size_t& jbegin, std::size_t& jend);
-/// True when the AVX2+FMA build of the kernel is used.
-bool kernel_vectorized();
-}  // namespace detail
 
 }  // namespace attncert::oracle

@@ -128,9 +128,10 @@ io::npy_array lse_array(const oracle_result& r, const output_layout& lay);
 std::vector<double> to_alibi_slopes(const io::npy_array& a, const std::string& what);
 score_bias to_score_bias(const io::npy_array& a, const std::string& what);
 bool_mask to_keep_mask(const io::npy_array& a, const std::string& what);
-/// A descale from a decimal (exactly representable in binary64) or a .npy file of shape (), (1,)
-/// or (b, h_kv).  Errors name `what`.
-descale parse_descale(const std::string& text_or_file, const std::string& what);
+/// A descale from a decimal text (exactly representable in binary64).  Errors name `what`.
+descale parse_descale(const std::string& text, const std::string& what);
+/// A descale from a float array of shape (), (1,) or (b, h_kv) (finite, > 0).  Errors name `what`.
+descale descale_from_array(const io::npy_array& a, const std::string& what);
 
 /// The one validation of a request (run_oracle calls it first).  Errors (input_error): empty
 /// tensors, Q/K/V batch, head, feature or length mismatch, max_bits outside [128, 65536], a

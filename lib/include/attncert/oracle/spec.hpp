@@ -1,20 +1,23 @@
 // attncert/oracle/spec.hpp — an oracle call as its user describes it (arrays plus named options:
 // the CLI's flags, the Python keywords), turned into one validated oracle_request by one function.
 // The CLI reads files into a spec; the Python extension fills one from NumPy buffers.  Both get the
-// same validation and the same one-line error texts (which name the CLI's options).
+// same validation and the same one-line error texts, which name the spec's fields (field.hpp): each
+// front end spells them its own way (--softcap, softcap=).
 #pragma once
 
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "attncert/field.hpp"
 #include "attncert/io/npy.hpp"
 #include "attncert/oracle/request.hpp"
 
 namespace attncert::oracle {
 
 /// Everything an oracle call says about its inputs and variant (proofs/P14-oracle-variants.md).
-/// Arrays are as the caller holds them (the layout given by `layout`); strings are the CLI's texts.
+/// Arrays are as the caller holds them (the layout given by `layout`); strings are the caller's texts
+/// (exact numbers are parsed into the request's rationals by build_request).
 struct attention_spec {
   io::npy_array q, k, v;
   std::string layout = "bhsd";                                        ///< bhsd, bshd or thd
@@ -24,7 +27,7 @@ struct attention_spec {
   bool causal = false;               ///< top-left (PyTorch's is_causal)
   bool causal_bottom_right = false;  ///< FlashAttention's
   std::optional<io::npy_array> mask; ///< boolean, true = attend (ANDed with the above)
-  std::string mask_name = "--mask";  ///< names the mask in errors (the CLI: its file)
+  std::string mask_name = field("mask");  ///< names the mask in errors (the CLI: its file)
   std::string scale;                 ///< "" = 1/sqrt(d); else an exact rational text
   std::string empty_rows = "error";  ///< error, zeros or nan
   std::string target = "binary64";
@@ -34,7 +37,8 @@ struct attention_spec {
   bool sink_off_by_one = false;
   std::string dropout_p;             ///< exact decimal; needed with dropout_mask
   std::string qkv_format;            ///< FP8: e4m3fn, e5m2 or ""
-  std::string q_descale, k_descale, v_descale;  ///< decimal text or a .npy file name
+  std::string q_descale, k_descale, v_descale;  ///< a decimal text (exact in binary64), or "" ...
+  std::optional<io::npy_array> q_descale_array, k_descale_array, v_descale_array;  ///< ... an array: (), (1,) or (b, h_kv)
   bool want_lse = false;
   std::string lse_base = "e", empty_lse = "-inf", lse_target;  ///< lse_target "" = binary64 for a binary64 target, else binary32
   unsigned max_bits = 4096, threads = 2;
@@ -49,7 +53,7 @@ struct built_request {
   output_layout olay;  ///< the output's and LSE's layout
 };
 
-/// "LEFT,RIGHT" with integers >= -1 into v.window_left / window_right.  Errors: input_error naming --window.
+/// "LEFT,RIGHT" with integers >= -1 into v.window_left / window_right.  Errors: input_error naming field("window").
 void parse_window(const std::string& w, attention_variant& v);
 
 /// The request of `s`, validated (validate_request) and with its output layout.  Errors (input_error,
