@@ -1,5 +1,9 @@
 set terminal pngcairo enhanced size 1200,520 font 'DejaVu Sans,11' background rgb 'white'
 set output 'fig1-two-token-contrast.png'
+# Figure 1 of the README: the two-token family's contrast eigenvalue and det A, exact and formed.
+# Data: fig1-two-token-contrast.exact.dat (the certified enclosure of tanh a, P01) and
+# fig1-two-token-contrast.points.dat (A formed in fp32 and fp64), written by `attncert figures`
+# (lib/src/drift/figures.cpp), which runs this script after the terminal and output lines.
 set multiplot layout 1,2 title 'Figure 1. Two-token family S = a qk^T: contrast eigenvalue and det A (both tanh a)'
 set datafile missing 'NaN'
 set grid

@@ -1,5 +1,7 @@
 set terminal pngcairo enhanced size 900,520 font 'DejaVu Sans,11' background rgb 'white'
 set output 'fig2-saturation.png'
+# Figure 2 of the README: tanh a and its derivative 1 - tanh^2 a (data: fig2-saturation.dat, written by
+# `attncert figures`, lib/src/drift/figures.cpp).
 set title 'Figure 2. Contrast transmission and its sensitivity to the score scale (two-token family)'
 set xlabel 'score scale a (dimensionless)'
 set ylabel 'dimensionless'

@@ -1,0 +1,10 @@
+plot_title = 'Figure 4. Two-token family: smallest singular value of A per recipe (exact zeros: bottom row)'
+data_file = 'fig4-sigma-min.dat'
+nrec = 5
+array recipe[5] = ['mpfr256', 'fp64', 'fp32', 'bf16-fp32acc', 'fp16']
+array color[5] = ['#d62728', '#1f77b4', '#2ca02c', '#9467bd', '#ff7f0e']
+array point[5] = [7, 5, 9, 11, 13]
+zeros_at = 1e-22
+zeros_low = 1.0000000000000001e-23
+zeros_label_y = 3e-22
+array zero_y[5] = [1e-22, 6.25e-23, 3.906249999999999e-23, 2.4414062499999996e-23, 1.5258789062499998e-23]
