@@ -2,7 +2,7 @@
 // with known answers (two-token, causal, identical values, an isolated drop confirmed by an
 // MPFR sweep), Sturm isolation against polynomials with known roots, and cross-checks
 // against the transcendence method (linalg/attention_rank.hpp) at a = 1.
-#define BOOST_TEST_MODULE proofs_family_rank
+#define BOOST_TEST_MODULE rank_family
 #include <boost/test/unit_test.hpp>
 
 #include "../random_matrices.hpp"
@@ -13,7 +13,6 @@
 #include "attncert/rank/family.hpp"
 
 using namespace attncert;
-using namespace attncert::proofs;
 using Q = mpq_rational;
 
 namespace {

@@ -18,7 +18,7 @@
 
 #include "attncert/number/ziv.hpp"
 
-namespace attncert::proofs {
+namespace attncert {
 
 namespace {
 
@@ -763,4 +763,4 @@ sign_analysis analyze_sign(const int_poly& H, const a_range& range, const mpz_in
   return res;
 }
 
-}  // namespace attncert::proofs
+}  // namespace attncert

@@ -26,7 +26,7 @@
 #include "attncert/rank/exact_rank.hpp"
 #include "attncert/linalg/matrix.hpp"
 
-namespace attncert::proofs {
+namespace attncert {
 
 using attncert::mpz_int;
 /// An integer polynomial, coefficients from degree 0 upwards, no trailing zeros (0 = {}).
@@ -173,4 +173,4 @@ struct sign_analysis {
 };
 sign_analysis analyze_sign(const int_poly& H, const a_range& range, const mpz_int& q, unsigned max_bits = 4096);
 
-}  // namespace attncert::proofs
+}  // namespace attncert
