@@ -18,8 +18,8 @@ input_layout make_input_layout(const attention_spec& s) {
   if (s.seqlens_k) lay.seqlens_k = to_index_vector(*s.seqlens_k, "--seqlens-k");
   if (s.block_table || s.page_size != 0) {
     if (!s.block_table || s.page_size == 0) throw input_error("paged K/V needs both --block-table and --page-size >= 1");
-    const io::npy_array& t = *s.block_table;
-    if ((t.type != io::dtype::i4 && t.type != io::dtype::i8) || t.shape.size() != 2)
+    const tensor& t = *s.block_table;
+    if ((t.type != dtype::i4 && t.type != dtype::i8) || t.shape.size() != 2)
       throw input_error("--block-table: must be a 2-D int32/int64 array (b, max_pages)");
     lay.paged = true;
     lay.page_size = s.page_size;
