@@ -11,7 +11,10 @@
 #   (c) the compiler, given the attention layer's include directories, finds
 #       "attncert/oracle/oracle.hpp" (it must fail with "No such file"), or fails on the allowed
 #       "attncert/attention/softmax.hpp"; and likewise every layer must not find a header of each
-#       module outside its closure.
+#       module outside its closure;
+#   (d) a layer's archive leaves an attncert symbol undefined that no archive of its closure defines
+#       (an upward call, say through a declaration written by hand: static archives would link it
+#       whenever the layer above happens to be on the link line).  Needs the library built.
 # Usage: cmake -DSOURCE_DIR=<repo> -DLAYERS=<build>/layers/layers.cmake -DWORK_DIR=<dir> -P layering.cmake
 # (LAYERS is written by CMakeLists.txt with file(GENERATE): the DAG and each target's properties.)
 cmake_minimum_required(VERSION 3.25)
@@ -201,8 +204,52 @@ foreach(layer ${LAYERS})
   endforeach()
 endforeach()
 
+# (d) the archives: what a layer calls is defined below it
+function(archive_symbols file kind out)
+  if(kind STREQUAL "defined")
+    execute_process(COMMAND ${NM} -P --defined-only ${file} RESULT_VARIABLE rc OUTPUT_VARIABLE text ERROR_VARIABLE err)
+  else()
+    execute_process(COMMAND ${NM} -P -u ${file} RESULT_VARIABLE rc OUTPUT_VARIABLE text ERROR_VARIABLE err)
+  endif()
+  if(NOT rc EQUAL 0)
+    fail("${NM} ${file}: exit ${rc}: ${err}")
+  endif()
+  set(${out} "\n${text}" PARENT_SCOPE)
+endfunction()
+set(nsymbols 0)
+foreach(layer ${LAYERS})
+  if(NOT EXISTS "${LAYER_${layer}_FILE}")
+    fail("${LAYER_${layer}_FILE} missing: build the library before running this test")
+    continue()
+  endif()
+  set(below ${LAYER_${layer}_CLOSURE})
+  if(LAYER_${layer}_EXCEPTION)
+    list(GET LAYER_${layer}_EXCEPTION 1 exception_layer)
+    list(APPEND below ${LAYER_${exception_layer}_CLOSURE})
+    list(REMOVE_DUPLICATES below)
+  endif()
+  set(defined "")
+  foreach(b ${below})
+    if(EXISTS "${LAYER_${b}_FILE}")
+      archive_symbols(${LAYER_${b}_FILE} defined text)
+      string(APPEND defined "${text}")
+    endif()
+  endforeach()
+  archive_symbols(${LAYER_${layer}_FILE} undefined text)
+  string(REGEX MATCHALL "\n[^ \n]*8attncert[^ \n]* U" calls "${text}")
+  list(REMOVE_DUPLICATES calls)
+  foreach(call ${calls})
+    string(REGEX REPLACE "^\n(.*) U$" "\\1" symbol "${call}")
+    math(EXPR nsymbols "${nsymbols} + 1")
+    string(FIND "${defined}" "\n${symbol} " at)
+    if(at EQUAL -1)
+      fail("${LAYER_${layer}_TARGET} calls ${symbol}, which no layer below it (${below}) defines")
+    endif()
+  endforeach()
+endforeach()
+
 if(failures GREATER 0)
   message(FATAL_ERROR "layers.independence: ${failures} violation(s)")
 endif()
 list(LENGTH LAYERS nlayers)
-message(STATUS "layers.independence: ${nlayers} layers, ${nfiles} files include only the layers below them; ${nprobes} compile probes as expected")
+message(STATUS "layers.independence: ${nlayers} layers, ${nfiles} files include only the layers below them; ${nprobes} compile probes as expected; ${nsymbols} calls into attncert resolved below their layer")
