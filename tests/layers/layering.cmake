@@ -5,7 +5,8 @@
 #       sources the layer owns) includes "attncert/<module>/..." of a module outside the layer's
 #       closure (the layer and those below it), a base header no layer below owns, or a quoted
 #       header that is not a file next to it (a relative path such as "../oracle/x.hpp" would
-#       dodge the include trees); or a module directory or base file belongs to no layer;
+#       dodge the include trees); or a module directory or base file belongs to no layer; or a
+#       layer's EXCEPTION (one unit allowed to include one more layer) is no longer used;
 #   (b) a layer target's include path holds lib/include or a tree of a layer outside its closure, or
 #       lacks its own tree, or the target links a layer outside its closure;
 #   (c) the compiler, given the attention layer's include directories, finds
@@ -69,6 +70,7 @@ foreach(layer ${LAYERS})
   endforeach()
   set(exception_file "")
   set(exception_layer "")
+  set(exception_used OFF)
   if(LAYER_${layer}_EXCEPTION)
     list(GET LAYER_${layer}_EXCEPTION 0 exception_file)
     list(GET LAYER_${layer}_EXCEPTION 1 exception_layer)
@@ -100,7 +102,9 @@ foreach(layer ${LAYERS})
       endif()
       if(name MATCHES "^attncert/([^/]+)/")
         set(module ${CMAKE_MATCH_1})
-        if(NOT module IN_LIST LAYER_${layer}_CLOSURE AND NOT (f STREQUAL exception_file AND module STREQUAL exception_layer))
+        if(NOT module IN_LIST LAYER_${layer}_CLOSURE AND f STREQUAL exception_file AND module STREQUAL exception_layer)
+          set(exception_used ON)
+        elseif(NOT module IN_LIST LAYER_${layer}_CLOSURE)
           fail("${f}: includes ${name}, but layer ${layer} sees only ${LAYER_${layer}_CLOSURE} (a layer includes only the layers below it)")
         endif()
       elseif(name MATCHES "^attncert/([^/]+)$")
@@ -114,6 +118,9 @@ foreach(layer ${LAYERS})
       endif()
     endforeach()
   endforeach()
+  if(exception_file AND NOT exception_used)
+    fail("layer ${layer}: its EXCEPTION (${LAYER_${layer}_EXCEPTION}) is no longer used: remove it from the attncert_layer call")
+  endif()
 endforeach()
 
 # (b) the targets' include directories and link libraries
