@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "attncert/error.hpp"
+#include "attncert/io/npy.hpp"
 #include "attncert/oracle/oracle.hpp"
 #include "attncert/oracle/spec.hpp"
 

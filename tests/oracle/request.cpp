@@ -10,6 +10,7 @@
 
 #include "../support.hpp"
 #include "attncert/error.hpp"
+#include "attncert/io/npy.hpp"
 #include "attncert/oracle/request.hpp"
 
 using namespace attncert;

@@ -11,6 +11,7 @@
 
 #include "../support.hpp"
 #include "attncert/error.hpp"
+#include "attncert/io/npy.hpp"
 
 using namespace attncert;
 using namespace attncert::oracle;

@@ -29,10 +29,10 @@ void check_tensor(const tensor4& t, const char* name) {
 
 }  // namespace
 
-tensor4 to_tensor4(const io::npy_array& a, const std::string& what) {
+tensor4 to_tensor4(const tensor& a, const std::string& what) {
   tensor4 t;
   const auto& s = a.shape;
-  if (a.type == io::dtype::b1) throw input_error(what + ": a bool array cannot be " + what);
+  if (a.type == dtype::b1) throw input_error(what + ": a bool array cannot be " + what);
   if (s.size() == 2) {
     t.n = s[0];
     t.d = s[1];
@@ -53,8 +53,8 @@ tensor4 to_tensor4(const io::npy_array& a, const std::string& what) {
   return t;
 }
 
-bool_mask to_bool_mask(const io::npy_array& a, const std::string& what) {
-  if (a.type != io::dtype::b1) throw input_error(what + ": a mask must be a bool array (true = may attend)");
+bool_mask to_bool_mask(const tensor& a, const std::string& what) {
+  if (a.type != dtype::b1) throw input_error(what + ": a mask must be a bool array (true = may attend)");
   const auto& s = a.shape;
   bool_mask m;
   if (s.size() == 2) {
@@ -119,8 +119,8 @@ double decode_fp8(std::uint8_t byte, fp8_format f) {
   return neg ? -v : v;
 }
 
-std::vector<std::size_t> to_index_vector(const io::npy_array& a, const std::string& what) {
-  if (a.type != io::dtype::i4 && a.type != io::dtype::i8) throw input_error(what + ": must be an int32 or int64 array");
+std::vector<std::size_t> to_index_vector(const tensor& a, const std::string& what) {
+  if (a.type != dtype::i4 && a.type != dtype::i8) throw input_error(what + ": must be an int32 or int64 array");
   if (a.shape.size() != 1) throw input_error(what + ": must be one-dimensional, got shape " + shape_text(a.shape));
   std::vector<std::size_t> out;
   for (std::size_t i = 0; i < a.values.size(); ++i) {
@@ -132,7 +132,7 @@ std::vector<std::size_t> to_index_vector(const io::npy_array& a, const std::stri
 
 namespace {
 
-void require_rank(const io::npy_array& a, std::size_t rank, const std::string& what, const std::string& layout) {
+void require_rank(const tensor& a, std::size_t rank, const std::string& what, const std::string& layout) {
   if (a.shape.size() != rank)
     throw input_error(what + ": shape " + shape_text(a.shape) + " is not " + layout);
   for (auto x : a.shape)
@@ -140,7 +140,7 @@ void require_rank(const io::npy_array& a, std::size_t rank, const std::string& w
 }
 
 // (b, s, h, d) -> tensor4 (b, h, s, d)
-tensor4 from_bshd(const io::npy_array& a, const std::string& what) {
+tensor4 from_bshd(const tensor& a, const std::string& what) {
   require_rank(a, 4, what, "(b, s, h, d) (" + field("layout") + " bshd)");
   tensor4 t;
   t.B = a.shape[0];
@@ -169,7 +169,7 @@ void check_cu(const std::vector<std::size_t>& cu, std::size_t total, const std::
 }
 
 // packed (t, h, d) with offsets cu -> tensor4 (1, h, t, d): nothing padded (oracle_request::packed_cu_q).
-tensor4 from_thd(const io::npy_array& a, const std::vector<std::size_t>& cu, const std::string& what,
+tensor4 from_thd(const tensor& a, const std::vector<std::size_t>& cu, const std::string& what,
                  const std::string& cu_name) {
   if (a.shape.size() != 3) throw input_error(what + ": shape " + shape_text(a.shape) + " is not (t, h, d) (" + field("layout") + " thd)");
   if (a.shape[1] == 0 || a.shape[2] == 0) throw input_error(what + ": empty tensor, shape " + shape_text(a.shape));
@@ -190,7 +190,7 @@ tensor4 from_thd(const io::npy_array& a, const std::vector<std::size_t>& cu, con
 // pages (p, P, h, d) with a block table (B, m) -> tensor4 (B, h, m·P, d) (n = max used[b] when
 // lay.trim_pages); only keys below used[b] are read (their table entries must be in range), the
 // rest is zero.
-tensor4 from_pages(const io::npy_array& a, const input_layout& lay, std::size_t B, const std::vector<std::size_t>& used,
+tensor4 from_pages(const tensor& a, const input_layout& lay, std::size_t B, const std::vector<std::size_t>& used,
                    const std::string& what) {
   if (a.shape.size() != 4) throw input_error(what + ": shape " + shape_text(a.shape) + " is not (pages, page_size, h, d) (paged K/V)");
   if (a.shape[1] != lay.page_size)
@@ -250,14 +250,14 @@ void decode_tensor(tensor4& t, fp8_format f, const descale& ds, std::size_t grou
     }
 }
 
-void check_uint8(const io::npy_array& a, const std::string& what, bool fp8) {
-  if (fp8 && a.type != io::dtype::u1) throw input_error(what + ": " + field("qkv_format") + " needs uint8 arrays (the FP8 bytes)");
-  if (!fp8 && a.type == io::dtype::u1) throw input_error(what + ": a uint8 array needs " + field("qkv_format") + " e4m3fn|e5m2");
+void check_uint8(const tensor& a, const std::string& what, bool fp8) {
+  if (fp8 && a.type != dtype::u1) throw input_error(what + ": " + field("qkv_format") + " needs uint8 arrays (the FP8 bytes)");
+  if (!fp8 && a.type == dtype::u1) throw input_error(what + ": a uint8 array needs " + field("qkv_format") + " e4m3fn|e5m2");
 }
 
 }  // namespace
 
-void set_qkv(oracle_request& req, const io::npy_array& q, const io::npy_array& k, const io::npy_array& v,
+void set_qkv(oracle_request& req, const tensor& q, const tensor& k, const tensor& v,
              const input_layout& lay) {
   const bool fp8 = lay.fp8 != fp8_format::none;
   check_uint8(q, field("q"), fp8);
@@ -418,13 +418,13 @@ output_layout make_output_layout(const oracle_request& req, const input_layout& 
   return o;
 }
 
-std::vector<std::size_t> output_shape(const io::npy_array& q, const io::npy_array& v) {
+std::vector<std::size_t> output_shape(const tensor& q, const tensor& v) {
   std::vector<std::size_t> s(q.shape.begin(), q.shape.end() - 1);
   s.push_back(v.shape.back());
   return s;
 }
 
-void check_candidate_array(const io::npy_array& c, const std::vector<std::size_t>& out_shape, const std::string& file) {
+void check_candidate_array(const tensor& c, const std::vector<std::size_t>& out_shape, const std::string& file) {
   if (c.shape != out_shape) {
     std::string s;
     for (auto x : out_shape) s += (s.empty() ? "" : ", ") + std::to_string(x);
@@ -432,26 +432,26 @@ void check_candidate_array(const io::npy_array& c, const std::vector<std::size_t
     for (auto x : c.shape) got += (got.empty() ? "" : ", ") + std::to_string(x);
     throw input_error(file + ": shape (" + got + ") does not match the expected shape (" + s + ")");
   }
-  if (c.type == io::dtype::b1) throw input_error(file + ": a candidate must be a float array");
+  if (c.type == dtype::b1) throw input_error(file + ": a candidate must be a float array");
 }
 
-void check_attention_array(const io::npy_array& a, const io::npy_array& q, const io::npy_array& k,
+void check_attention_array(const tensor& a, const tensor& q, const tensor& k,
                            const std::string& file) {
   std::vector<std::size_t> want(q.shape.begin(), q.shape.end() - 1);
   want.push_back(k.shape[k.shape.size() - 2]);
   if (a.shape != want) throw input_error(file + ": attention candidate shape must be (…, n_q, n_k)");
 }
 
-io::npy_array target_array(const std::vector<double>& values, target_format t, const std::vector<std::size_t>& shape) {
-  io::npy_array ref;
-  ref.type = t == target_format::binary64 ? io::dtype::f8 : t == target_format::binary16 ? io::dtype::f2 : io::dtype::f4;
+tensor target_array(const std::vector<double>& values, target_format t, const std::vector<std::size_t>& shape) {
+  tensor ref;
+  ref.type = t == target_format::binary64 ? dtype::f8 : t == target_format::binary16 ? dtype::f2 : dtype::f4;
   ref.shape = shape;
   ref.values = values;
   ref.allow_nonfinite = true;
   return ref;
 }
 
-io::npy_array reference_array(const oracle_result& r, target_format t, const std::vector<std::size_t>& shape) {
+tensor reference_array(const oracle_result& r, target_format t, const std::vector<std::size_t>& shape) {
   return target_array(r.reference, t, shape);
 }
 
@@ -597,27 +597,27 @@ void check_exact_numbers(const oracle_request& req) {
 
 }  // namespace
 
-io::npy_array reference_array(const oracle_result& r, target_format t, const output_layout& lay) {
-  io::npy_array ref = reference_array(r, t, lay.out_shape);
+tensor reference_array(const oracle_result& r, target_format t, const output_layout& lay) {
+  tensor ref = reference_array(r, t, lay.out_shape);
   ref.values = lay.output_to_external(r.reference);
   return ref;
 }
 
-io::npy_array lse_array(const oracle_result& r, const output_layout& lay) {
-  io::npy_array a = reference_array(r, r.lse_target, lay.lse_shape);
+tensor lse_array(const oracle_result& r, const output_layout& lay) {
+  tensor a = reference_array(r, r.lse_target, lay.lse_shape);
   a.values = lay.lse_to_external(r.lse_reference);
   return a;
 }
 
-std::vector<double> to_alibi_slopes(const io::npy_array& a, const std::string& what) {
-  if (a.type == io::dtype::b1 || a.type == io::dtype::u1) throw input_error(what + ": slopes must be a float array");
+std::vector<double> to_alibi_slopes(const tensor& a, const std::string& what) {
+  if (a.type == dtype::b1 || a.type == dtype::u1) throw input_error(what + ": slopes must be a float array");
   if (a.shape.size() != 1 && a.shape.size() != 2)
     throw input_error(what + ": shape " + shape_text(a.shape) + " is not (h_q,) or (b, h_q)");
   return a.values;
 }
 
-score_bias to_score_bias(const io::npy_array& a, const std::string& what) {
-  if (a.type == io::dtype::b1 || a.type == io::dtype::u1) throw input_error(what + ": a bias must be a float array");
+score_bias to_score_bias(const tensor& a, const std::string& what) {
+  if (a.type == dtype::b1 || a.type == dtype::u1) throw input_error(what + ": a bias must be a float array");
   if (a.shape.empty() || a.shape.size() > 4)
     throw input_error(what + ": shape " + shape_text(a.shape) + " does not broadcast to (b, h_q, n_q, n_k)");
   std::vector<std::size_t> s(4 - a.shape.size(), 1);
@@ -631,8 +631,8 @@ score_bias to_score_bias(const io::npy_array& a, const std::string& what) {
   return b;
 }
 
-bool_mask to_keep_mask(const io::npy_array& a, const std::string& what) {
-  if (a.type != io::dtype::b1 && a.type != io::dtype::u1)
+bool_mask to_keep_mask(const tensor& a, const std::string& what) {
+  if (a.type != dtype::b1 && a.type != dtype::u1)
     throw input_error(what + ": a dropout keep-mask must be a bool (or uint8 0/1) array");
   if (a.shape.empty() || a.shape.size() > 4)
     throw input_error(what + ": shape " + shape_text(a.shape) + " is not (b, h_q, n_q, n_k)");
@@ -665,8 +665,8 @@ descale parse_descale(const std::string& text, const std::string& what) {
   return descale{{v}};
 }
 
-descale descale_from_array(const io::npy_array& a, const std::string& what) {
-  if (a.type == io::dtype::b1 || a.type == io::dtype::u1) throw input_error(what + ": must be a float array");
+descale descale_from_array(const tensor& a, const std::string& what) {
+  if (a.type == dtype::b1 || a.type == dtype::u1) throw input_error(what + ": must be a float array");
   if (a.shape.size() > 2) throw input_error(what + ": shape " + shape_text(a.shape) + " is not (), (1,) or (b, h_kv)");
   for (double v : a.values)
     if (!std::isfinite(v) || !(v > 0)) throw input_error(what + ": every descale factor must be finite and > 0");

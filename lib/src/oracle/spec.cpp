@@ -36,8 +36,8 @@ input_layout make_input_layout(const attention_spec& s) {
   if (s.seqlens_k) lay.seqlens_k = to_index_vector(*s.seqlens_k, field("seqlens_k"));
   if (s.block_table || s.page_size != 0) {
     if (!s.block_table || s.page_size == 0) throw input_error("paged K/V needs both " + field("block_table") + " and " + field("page_size") + " >= 1");
-    const io::npy_array& t = *s.block_table;
-    if ((t.type != io::dtype::i4 && t.type != io::dtype::i8) || t.shape.size() != 2)
+    const tensor& t = *s.block_table;
+    if ((t.type != dtype::i4 && t.type != dtype::i8) || t.shape.size() != 2)
       throw input_error(field("block_table") + ": must be a 2-D int32/int64 array (b, max_pages)");
     lay.paged = true;
     lay.page_size = s.page_size;
@@ -47,7 +47,7 @@ input_layout make_input_layout(const attention_spec& s) {
     lay.trim_pages = s.seqlens_k.has_value() && !s.bias && !s.mask && !s.dropout_mask;
   }
   lay.fp8 = parse_fp8_format(s.qkv_format);
-  const std::tuple<const std::string&, const std::optional<io::npy_array>&, descale&, const char*> descales[] = {
+  const std::tuple<const std::string&, const std::optional<tensor>&, descale&, const char*> descales[] = {
       {s.q_descale, s.q_descale_array, lay.q_descale, "q_descale"},
       {s.k_descale, s.k_descale_array, lay.k_descale, "k_descale"},
       {s.v_descale, s.v_descale_array, lay.v_descale, "v_descale"}};

@@ -20,20 +20,17 @@
 #include <string>
 #include <vector>
 
+#include "attncert/tensor.hpp"
+
 namespace attncert::io {
 
-/// Element types of an npy_array: float16, float32, float64, int32, int64, bool.
-enum class dtype { f2, f4, f8, i4, i8, b1, u1 };
+/// Element types of an npy_array: attncert::dtype (tensor.hpp): float16, float32, float64,
+/// int32, int64, bool, uint8.
+using dtype = attncert::dtype;
 
-/// An n-dimensional array as stored in a `.npy` file.
-struct npy_array {
-  dtype type = dtype::f8;           ///< dtype of the file
-  std::vector<std::size_t> shape;   ///< C-order shape as NumPy reports it; {} is a scalar
-  std::vector<double> values;       ///< all elements in C (row-major) order, exact
-  /// When true, NaN and ±Inf float elements are accepted (read with parse_npy/read_npy's
-  /// nonfinite::allow) and written (serialize_npy/write_npy); false rejects them.
-  bool allow_nonfinite = false;
-};
+/// An n-dimensional array as stored in a `.npy` file: attncert::tensor (tensor.hpp), named here
+/// for the codec's callers.
+using npy_array = attncert::tensor;
 
 /// What parse_npy/read_npy do with NaN and ±Inf elements of float arrays.
 enum class nonfinite { reject, allow };

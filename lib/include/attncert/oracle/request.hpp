@@ -5,18 +5,18 @@
 #include <string>
 #include <vector>
 
-#include "attncert/io/npy.hpp"
 #include "attncert/oracle/oracle.hpp"
+#include "attncert/tensor.hpp"
 
 namespace attncert::oracle {
 
 /// A (n, d), (h, n, d) or (b, h, n, d) array as a tensor4.  Errors: input_error naming `what`
 /// for other ranks or an empty dimension.
-tensor4 to_tensor4(const io::npy_array& a, const std::string& what);
+tensor4 to_tensor4(const tensor& a, const std::string& what);
 
 /// A boolean mask of shape (nq, nk), (h, nq, nk) or (b, h, nq, nk) (dtype bool; true = the key
 /// may be attended, as PyTorch's boolean attn_mask).  Errors: input_error naming `what`.
-bool_mask to_bool_mask(const io::npy_array& a, const std::string& what);
+bool_mask to_bool_mask(const tensor& a, const std::string& what);
 
 /// How Q, K and V are laid out (proofs/P14-oracle-variants.md, "Geometry").
 enum class qkv_layout { bhsd, bshd, thd };
@@ -53,7 +53,7 @@ struct input_layout {
 };
 
 /// 1-D non-negative integer offsets/lengths from an int32/int64 array.  Errors name `what`.
-std::vector<std::size_t> to_index_vector(const io::npy_array& a, const std::string& what);
+std::vector<std::size_t> to_index_vector(const tensor& a, const std::string& what);
 
 /// Sets req.Q, req.K, req.V (and req.seqlens_q / seqlens_k) from the arrays as laid out by `lay`,
 /// gathering bshd and paged K/V into the internal (B, H, n, d) tensors and packed thd into
@@ -61,7 +61,7 @@ std::vector<std::size_t> to_index_vector(const io::npy_array& a, const std::stri
 /// are decoded and descaled exactly.  Errors (input_error, one line): wrong ranks, cu_seqlens not
 /// starting at 0 / not monotone / not matching the tensors, a block-table entry out of range,
 /// a descale <= 0 or non-finite or of the wrong shape, uint8 arrays without an FP8 format.
-void set_qkv(oracle_request& req, const io::npy_array& q, const io::npy_array& k, const io::npy_array& v,
+void set_qkv(oracle_request& req, const tensor& q, const tensor& k, const tensor& v,
              const input_layout& lay = {});
 
 /// Where the internal rows go in the caller's layout.  Internal row r = (b·H + h)·nq + i.
@@ -100,38 +100,38 @@ enum class gradient_of { q, k, v };
 output_layout make_gradient_layout(const oracle_request& req, const input_layout& lay, gradient_of which,
                                    const std::vector<std::size_t>& shape);
 /// Values rounded to `t` as a .npy array of `shape` (float64/32/16; bfloat16 stored exactly as float32).
-io::npy_array target_array(const std::vector<double>& values, target_format t, const std::vector<std::size_t>& shape);
+tensor target_array(const std::vector<double>& values, target_format t, const std::vector<std::size_t>& shape);
 
 /// The output's shape as the inputs lay it out: Q's leading dimensions, then (n_q, d_v).
-std::vector<std::size_t> output_shape(const io::npy_array& q, const io::npy_array& v);
+std::vector<std::size_t> output_shape(const tensor& q, const tensor& v);
 
 /// Checks that the array `c` read from `file` can be graded as an output candidate: a float
 /// array of shape `out_shape`.  Errors: input_error starting with `file`.
-void check_candidate_array(const io::npy_array& c, const std::vector<std::size_t>& out_shape, const std::string& file);
+void check_candidate_array(const tensor& c, const std::vector<std::size_t>& out_shape, const std::string& file);
 
 /// Checks that the array `a` read from `file` has an attention candidate's shape
 /// (…, n_q, n_k) for the inputs `q`, `k`.  Errors: input_error starting with `file`.
-void check_attention_array(const io::npy_array& a, const io::npy_array& q, const io::npy_array& k,
+void check_attention_array(const tensor& a, const tensor& q, const tensor& k,
                            const std::string& file);
 
 /// The reference as --write-reference stores it: float64, float32 or float16 as the target
 /// format (bfloat16 values are stored exactly as float32), of shape `shape`, NaN/Inf allowed.
-io::npy_array reference_array(const oracle_result& r, target_format t, const std::vector<std::size_t>& shape);
+tensor reference_array(const oracle_result& r, target_format t, const std::vector<std::size_t>& shape);
 /// The same in the caller's layout.
-io::npy_array reference_array(const oracle_result& r, target_format t, const output_layout& lay);
+tensor reference_array(const oracle_result& r, target_format t, const output_layout& lay);
 /// The LSE as --write-lse stores it (format of r.lse_target, as reference_array), in the caller's layout.
-io::npy_array lse_array(const oracle_result& r, const output_layout& lay);
+tensor lse_array(const oracle_result& r, const output_layout& lay);
 
 /// The variant inputs from arrays: ALiBi slopes (h_q,) or (b, h_q); a bias of up to 4 dims
 /// broadcastable to (b, h_q, n_q, n_k) (right-aligned, as PyTorch broadcasts); sink logits (h_q,);
 /// a dropout keep-mask (bool or uint8 0/1, up to 4 dims, broadcast as a mask).  Errors name `what`.
-std::vector<double> to_alibi_slopes(const io::npy_array& a, const std::string& what);
-score_bias to_score_bias(const io::npy_array& a, const std::string& what);
-bool_mask to_keep_mask(const io::npy_array& a, const std::string& what);
+std::vector<double> to_alibi_slopes(const tensor& a, const std::string& what);
+score_bias to_score_bias(const tensor& a, const std::string& what);
+bool_mask to_keep_mask(const tensor& a, const std::string& what);
 /// A descale from a decimal text (exactly representable in binary64).  Errors name `what`.
 descale parse_descale(const std::string& text, const std::string& what);
 /// A descale from a float array of shape (), (1,) or (b, h_kv) (finite, > 0).  Errors name `what`.
-descale descale_from_array(const io::npy_array& a, const std::string& what);
+descale descale_from_array(const tensor& a, const std::string& what);
 
 /// The one validation of a request (run_oracle calls it first).  Errors (input_error): empty
 /// tensors, Q/K/V batch, head, feature or length mismatch, max_bits outside [128, 65536], a

@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "attncert/field.hpp"
-#include "attncert/io/npy.hpp"
 #include "attncert/oracle/request.hpp"
+#include "attncert/tensor.hpp"
 
 namespace attncert::oracle {
 
@@ -19,26 +19,26 @@ namespace attncert::oracle {
 /// Arrays are as the caller holds them (the layout given by `layout`); strings are the caller's texts
 /// (exact numbers are parsed into the request's rationals by build_request).
 struct attention_spec {
-  io::npy_array q, k, v;
+  tensor q, k, v;
   std::string layout = "bhsd";                                        ///< bhsd, bshd or thd
-  std::optional<io::npy_array> cu_seqlens_q, cu_seqlens_k, seqlens_k;  ///< int arrays
-  std::optional<io::npy_array> block_table;                           ///< paged K/V (with page_size)
+  std::optional<tensor> cu_seqlens_q, cu_seqlens_k, seqlens_k;        ///< int arrays
+  std::optional<tensor> block_table;                                  ///< paged K/V (with page_size)
   std::size_t page_size = 0;
   bool causal = false;               ///< top-left (PyTorch's is_causal)
   bool causal_bottom_right = false;  ///< FlashAttention's
-  std::optional<io::npy_array> mask; ///< boolean, true = attend (ANDed with the above)
+  std::optional<tensor> mask; ///< boolean, true = attend (ANDed with the above)
   std::string mask_name = field("mask");  ///< names the mask in errors (the CLI: its file)
   std::string scale;                 ///< "" = 1/sqrt(d); else an exact rational text
   std::string empty_rows = "error";  ///< error, zeros or nan
   std::string target = "binary64";
   std::string window;                ///< "LEFT,RIGHT" or ""
   std::string softcap;               ///< exact decimal or ""
-  std::optional<io::npy_array> alibi_slopes, bias, sink, dropout_mask;
+  std::optional<tensor> alibi_slopes, bias, sink, dropout_mask;
   bool sink_off_by_one = false;
   std::string dropout_p;             ///< exact decimal; needed with dropout_mask
   std::string qkv_format;            ///< FP8: e4m3fn, e5m2 or ""
   std::string q_descale, k_descale, v_descale;  ///< a decimal text (exact in binary64), or "" ...
-  std::optional<io::npy_array> q_descale_array, k_descale_array, v_descale_array;  ///< ... an array: (), (1,) or (b, h_kv)
+  std::optional<tensor> q_descale_array, k_descale_array, v_descale_array;  ///< ... an array: (), (1,) or (b, h_kv)
   bool want_lse = false;
   std::string lse_base = "e", empty_lse = "-inf", lse_target;  ///< lse_target "" = binary64 for a binary64 target, else binary32
   unsigned max_bits = 4096, threads = 2;
