@@ -63,7 +63,7 @@ std::string rank_json(const py::dict& o) {
   }
   s.scale = o.contains("scale") && !o["scale"].is_none() ? std::string(py::str(o["scale"])) : "";
   s.mask = o.contains("mask_kind") ? std::string(py::str(o["mask_kind"])) : "none";
-  if (s.mask == "matrix") {
+  if (s.mask == "matrix" && o.contains("mask")) {  // else build_rank_request names the missing matrix
     const io::npy_array b = python::to_npy(o["mask"], "mask", false);
     if (b.shape.size() != 2) throw input_error("mask: must be a 2-D boolean array");
     const auto rows = static_cast<Eigen::Index>(b.shape[0]), cols = static_cast<Eigen::Index>(b.shape[1]);
