@@ -17,14 +17,17 @@
 #include "attncert/error.hpp"
 #include "attncert/io/bounded_input.hpp"
 #include "attncert/linalg/matrix.hpp"
-#include "attncert/number/precision_guard.hpp"
 #include "attncert/proofs/claim.hpp"
+#include "attncert/proofs/spec.hpp"
+#include "attncert/drift/spec.hpp"
 #include "attncert/drift/sweep.hpp"
 #include "attncert/rank/analysis.hpp"
+#include "attncert/rank/spec.hpp"
 #include "attncert/report/drift.hpp"
 #include "attncert/report/rank.hpp"
 #include "attncert/report/writers.hpp"
 #include "checks/common.hpp"
+#include "checks/spec.hpp"
 #include "arrays.hpp"
 
 namespace py = pybind11;
@@ -34,7 +37,7 @@ namespace {
 
 // A 2-D float/int array as an exact rational matrix (every binary64 value is a rational), read by the
 // binding's one conversion (arrays.hpp: complex, unsupported dtypes, int64 beyond 2^53 refused).
-// Checked here (the GIL held); exact_values makes the rationals (in the computation's process).
+// Checked here (the GIL held); build_rank_request makes the rationals (in the computation's process).
 io::npy_array checked_matrix(const py::handle& obj, const std::string& what) {
   io::npy_array a = python::to_npy(obj, what, true);
   if (a.shape.size() != 2) throw input_error(what + ": must be a 2-D array, got " + std::to_string(a.shape.size()) + " dimensions");
@@ -47,84 +50,62 @@ io::npy_array checked_matrix(const py::handle& obj, const std::string& what) {
   return a;
 }
 
-matrix<mpq_rational> exact_values(const io::npy_array& a) {
-  const auto rows = static_cast<Eigen::Index>(a.shape[0]), cols = static_cast<Eigen::Index>(a.shape[1]);
-  matrix<double> m(rows, cols);
-  for (Eigen::Index i = 0; i < rows; ++i)
-    for (Eigen::Index j = 0; j < cols; ++j) m(i, j) = a.values[static_cast<std::size_t>(i * cols + j)];
-  return from_double_matrix<mpq_rational>(m);
-}
-
 std::string rank_json(const py::dict& o) {
-  rank_request req;
-  nlohmann::json inputs;
-  std::optional<io::npy_array> arrays[5];  // scores, q, k, v, x: made exact in the child (the long part at n = 10^4)
+  rank_spec s;
+  s.name_parse_errors = true;  // "formats=: unknown format 'fp7'"
+  // scores, q, k, v, x as arrays: made exact by build_rank_request, in the child (the long part at n = 10^4)
+  rank_matrix_input* arrays[5] = {&s.scores, &s.q, &s.k, &s.v, &s.x};
   const char* keys[5] = {"scores", "q", "k", "v", "x"};
   for (int t = 0; t < 5; ++t) {
     if (!o.contains(keys[t]) || o[keys[t]].is_none()) continue;
-    arrays[t] = checked_matrix(o[keys[t]], keys[t]);
-    inputs[keys[t]] = {{"array", "numpy"}, {"shape", {arrays[t]->shape[0], arrays[t]->shape[1]}}};
+    arrays[t]->array = checked_matrix(o[keys[t]], keys[t]);
+    s.inputs[keys[t]] = {{"array", "numpy"}, {"shape", {arrays[t]->array->shape[0], arrays[t]->array->shape[1]}}};
   }
-  const bool has_s = arrays[0].has_value(), has_q = arrays[1].has_value(), has_k = arrays[2].has_value();
-  if (has_s && (has_q || has_k)) throw input_error("give either --scores or --q/--k, not both");
-  if (!has_s && !(has_q && has_k)) throw input_error("give --scores S, or --q Q and --k K");
-  const std::string scale = o.contains("scale") && !o["scale"].is_none() ? std::string(py::str(o["scale"])) : "";
-  if (!scale.empty() && has_s) throw input_error("--scale applies to --q/--k (scores given with --scores are used as they are)");
-  if (!has_s) {
-    if (scale.empty()) req.inv_sqrt_d = true;
-    else req.scale = python::named("scale", [&] { return number_traits<mpq_rational>::from_string(scale); });
-  }
-  const std::string mask = o.contains("mask_kind") ? std::string(py::str(o["mask_kind"])) : "none";
-  if (mask == "causal") req.M = mask::causal();
-  else if (mask == "matrix") {
+  s.scale = o.contains("scale") && !o["scale"].is_none() ? std::string(py::str(o["scale"])) : "";
+  s.mask = o.contains("mask_kind") ? std::string(py::str(o["mask_kind"])) : "none";
+  if (s.mask == "matrix" && o.contains("mask")) {  // else build_rank_request names the missing matrix
     const io::npy_array b = python::to_npy(o["mask"], "mask", false);
     if (b.shape.size() != 2) throw input_error("mask: must be a 2-D boolean array");
     const auto rows = static_cast<Eigen::Index>(b.shape[0]), cols = static_cast<Eigen::Index>(b.shape[1]);
-    matrix<bool> mb(rows, cols);
+    io::bool_matrix mb(rows, cols);
     for (Eigen::Index i = 0; i < rows; ++i)
       for (Eigen::Index j = 0; j < cols; ++j) mb(i, j) = b.values[static_cast<std::size_t>(i * cols + j)] != 0;
-    req.M = mask::from_matrix(mb);
-    inputs["mask"] = {{"array", "numpy"}, {"shape", {b.shape[0], b.shape[1]}}};
-  } else if (mask != "none") {
-    throw input_error("mask: None, 'causal' or a boolean array");
+    s.mask_matrix = std::move(mb);
+    s.inputs["mask"] = {{"array", "numpy"}, {"shape", {b.shape[0], b.shape[1]}}};
   }
-  req.object = python::named("object", [&] { return parse_layer_object(std::string(py::str(o["object"]))); });
-  req.formats = python::named("formats", [&] { return parse_formats(std::string(py::str(o["formats"]))); });
-  req.policies = python::named("policies", [&] { return parse_policies(std::string(py::str(o["policies"]))); });
-  req.max_bits = o["max_bits"].cast<unsigned>();
-  req.seed = o["seed"].cast<std::uint64_t>();
-  req.formats_explicit = o["formats_explicit"].cast<bool>();
-  req.max_seconds = o["max_seconds"].cast<double>();
-  req.sigma_rel_width = o["sigma_rel_width"].cast<double>();
-  if (!(req.max_seconds >= 0) || !(req.sigma_rel_width >= 0)) throw input_error("max_seconds and sigma_rel_width must be >= 0");
-  const long dk = o["deflate_max_k"].cast<long>();
-  req.deflation_seconds = o["deflate_seconds"].cast<double>();
-  if (dk < 0 || dk > 4096 || !(req.deflation_seconds >= 0))
-    throw input_error("deflate_max_k must be in [0, 4096] and deflate_seconds >= 0");
-  req.deflation_max_k = static_cast<std::size_t>(dk);
-  req.inputs = inputs;
+  s.object = std::string(py::str(o["object"]));
+  s.formats = std::string(py::str(o["formats"]));
+  s.policies = std::string(py::str(o["policies"]));
+  s.max_precision = o["max_bits"].cast<unsigned>();
+  s.seed = o["seed"].cast<std::uint64_t>();
+  s.formats_explicit = o["formats_explicit"].cast<bool>();
+  s.max_seconds = o["max_seconds"].cast<double>();
+  s.sigma_rel_width = o["sigma_rel_width"].cast<double>();
+  s.deflate_max_k = o["deflate_max_k"].cast<long long>();
+  s.deflate_seconds = o["deflate_seconds"].cast<double>();
   // In a child process: Ctrl-C stops it at once, inside an Eigen/LAPACK SVD or a FLINT elimination too (child.hpp).
-  return python::run_in_child([&] {
-    std::optional<matrix<mpq_rational>>* fields[5] = {&req.S, &req.Q, &req.K, &req.V, &req.X};
-    for (int t = 0; t < 5; ++t)
-      if (arrays[t]) *fields[t] = exact_values(*arrays[t]);
-    return to_json(analyse_rank(req), "attncert.rank (python)").dump();
-  });
+  // The request is built there (its errors come back as input_error): making the arrays exact is long at n = 10^4.
+  return python::spelled(python::run_in_child(
+      [&] { return to_json(analyse_rank(build_rank_request(s)), "attncert.rank (python)").dump(); }));
 }
 
 // certify(claim): the claim as JSON text (a dict dumped by the caller, numbers kept exact by
 // parse_claim_text) or a file path; relative matrix paths resolve against `base_dir`.
 std::string certify_json(const std::string& claim_text, const std::string& base_dir, unsigned max_bits, double max_seconds) {
-  if (!(max_seconds >= 0) || max_seconds > 1e7) throw input_error("--max-seconds must be in [0, 1e7] (0: no limit)");
-  const nlohmann::json claim = proofs::parse_claim_text(claim_text);
-  return python::run_in_child([&] {  // Ctrl-C stops it at once (child.hpp)
-    const proofs::certify_result r = proofs::certify(claim, base_dir.empty() ? "." : base_dir, max_bits, max_seconds);
+  proofs::certify_spec spec;
+  spec.claim_text = claim_text;
+  spec.base_dir = base_dir;
+  spec.max_precision = max_bits;
+  spec.max_seconds = max_seconds;
+  const proofs::certify_request req = proofs::build_certify_request(spec);
+  return python::spelled(python::run_in_child([&] {  // Ctrl-C stops it at once (child.hpp)
+    const proofs::certify_result r = proofs::certify(req);
     nlohmann::json out = r.report;
     out["summary_text"] = r.summary;
     out["certificate"] = r.certificate;
     out["disagreement"] = r.disagreement;
     return out.dump();
-  });
+  }));
 }
 
 std::string read_claim_file(const std::string& path) { return io::read_file_bounded(path); }
@@ -132,24 +113,22 @@ std::string read_claim_file(const std::string& path) { return io::read_file_boun
 std::pair<std::string, std::string> check_json(const std::vector<std::string>& ids, const std::string& formats,
                                                const std::string& policies, std::uint64_t seed, unsigned certify_bits,
                                                unsigned certify_max_bits, double max_seconds) {
-  const std::vector<const checks::check_entry*> chosen = python::named("ids", [&] { return checks::select_checks(ids); });
-  checks::run_settings rs;
-  rs.formats = python::named("formats", [&] { return parse_formats(formats); });
-  rs.policies = python::named("policies", [&] { return parse_policies(policies); });
-  rs.seed = seed;
-  if (certify_bits < min_precision_bits || certify_bits > certify_max_bits || certify_max_bits > max_precision_bits)
-    throw input_error("--certify-bits must satisfy " + std::to_string(min_precision_bits) +
-                      " <= certify-bits <= certify-max-bits <= " + std::to_string(max_precision_bits));
-  rs.certify_bits = certify_bits;
-  rs.certify_max_bits = certify_max_bits;
-  if (!(max_seconds >= 0) || max_seconds > 1e7) throw input_error("max_seconds must be in [0, 1e7] (0: no limit)");
-  rs.max_seconds = max_seconds;
+  checks::check_spec spec;
+  spec.ids = ids;
+  spec.formats = formats;
+  spec.policies = policies;
+  spec.seed = seed;
+  spec.certify_bits = certify_bits;
+  spec.certify_max_bits = certify_max_bits;
+  spec.max_seconds = max_seconds;
+  spec.name_parse_errors = true;
+  const checks::check_run run = checks::build_check_run(spec);
   // In a child process (child.hpp): the JSON report's length, a newline, the report, the text report.
   const std::string both = python::run_in_child([&] {
     report::document doc;
     doc.version = ATTNCERT_VERSION;
     doc.command = "attncert.check (python)";
-    doc.checks = checks::run_checks(chosen, rs);  // within max_seconds; the rest are not-computed rows
+    doc.checks = checks::run_checks(run.chosen, run.settings);  // within max_seconds; the rest are not-computed rows
     std::ostringstream os;
     report::write_text(os, doc);
     const std::string json = report::to_json(doc).dump();
@@ -157,43 +136,32 @@ std::pair<std::string, std::string> check_json(const std::vector<std::string>& i
   });
   const std::size_t nl = both.find('\n');
   const std::size_t n = std::stoul(both.substr(0, nl));
-  return {both.substr(nl + 1, n), both.substr(nl + 1 + n)};
+  return {python::spelled(both.substr(nl + 1, n)), python::spelled(both.substr(nl + 1 + n))};
 }
 
 // attncert drift's JSON report; `diagnostics` holds (name, callable) pairs: the caller's rank functions,
 // called (with the GIL) on each formed matrix as a float64 NumPy array.
 // The drift request of the options the Python layer built (attncert.analysis.drift).
 drift_request drift_request_of(const py::dict& o) {
-  drift_request r;
-  r.family = python::named("family", [&] { return parse_drift_family(std::string(py::str(o["family"]))); });
-  r.from = o["start"].cast<double>();
-  r.to = o["stop"].cast<double>();
-  const long long points = o["points"].cast<long long>();
-  if (points < 2) throw input_error("--points must be >= 2");
-  r.points = static_cast<std::size_t>(points);
-  r.log = o["log"].cast<bool>();
-  r.recipes = python::named("recipes", [&] { return parse_recipes(std::string(py::str(o["recipes"]))); });
-  r.policies = python::named("policies", [&] { return parse_policies(std::string(py::str(o["policies"]))); });
-  const std::string object = o["object"].is_none() ? "" : std::string(py::str(o["object"]));
-  if (object.empty()) r.object = r.family == drift_family::identical_values ? layer_object::output : layer_object::attention;
-  else if (object == "attention") r.object = layer_object::attention;
-  else if (object == "output") r.object = layer_object::output;
-  else throw input_error("unknown --object '" + object + "' (expected attention or output)");
-  r.seed = o["seed"].cast<std::uint64_t>();
-  r.resolution = o["resolution"].cast<double>();
-  if (o.contains("max_seconds")) r.max_seconds = o["max_seconds"].cast<double>();
-  r.enclosures = o["enclosures"].cast<bool>();
-  r.max_bits = o["max_bits"].cast<unsigned>();
-  if (o.contains("grid") && !o["grid"].is_none()) r.grid = o["grid"].cast<std::vector<double>>();
-  for (const char* key : {"n", "d"})
-    if (o.contains(key) && !o[key].is_none()) {
-      const long long v = o[key].cast<long long>();
-      if (v < 1 || v > drift_max_n)
-        throw input_error(std::string("--") + key + " must be in [1, " + std::to_string(drift_max_n) + "] (got " +
-                          std::to_string(v) + ")");
-      (key[0] == 'n' ? r.n : r.d) = static_cast<long>(v);
-    }
-  return r;
+  drift_spec s;
+  s.name_parse_errors = true;
+  s.family = std::string(py::str(o["family"]));
+  s.from = o["start"].cast<double>();
+  s.to = o["stop"].cast<double>();
+  s.points = o["points"].cast<long long>();
+  s.log = o["log"].cast<bool>();
+  s.recipes = std::string(py::str(o["recipes"]));
+  s.policies = std::string(py::str(o["policies"]));
+  s.object = o["object"].is_none() ? "" : std::string(py::str(o["object"]));
+  s.seed = o["seed"].cast<std::uint64_t>();
+  s.resolution = o["resolution"].cast<double>();
+  if (o.contains("max_seconds")) s.max_seconds = o["max_seconds"].cast<double>();
+  s.enclosures = o["enclosures"].cast<bool>();
+  s.max_precision = o["max_bits"].cast<unsigned>();
+  if (o.contains("grid") && !o["grid"].is_none()) s.grid = o["grid"].cast<std::vector<double>>();
+  if (o.contains("n") && !o["n"].is_none()) s.n = o["n"].cast<long long>();
+  if (o.contains("d") && !o["d"].is_none()) s.d = o["d"].cast<long long>();
+  return build_drift_request(s);
 }
 
 // What a caller's diagnostic returned, as a rank of an m x n matrix: an int (Python's, or a NumPy integer; a
@@ -217,11 +185,7 @@ std::size_t diagnostic_rank(const py::object& k, const std::string& name, std::s
   return static_cast<std::size_t>(x);
 }
 
-std::vector<double> drift_grid_py(const py::dict& o) {
-  drift_request r = drift_request_of(o);
-  validate(r);
-  return drift_grid(r);
-}
+std::vector<double> drift_grid_py(const py::dict& o) { return drift_grid(drift_request_of(o)); }
 
 std::string drift_json_py(const py::dict& o, const py::list& diagnostics) {
   drift_request r = drift_request_of(o);
@@ -244,7 +208,6 @@ std::string drift_json_py(const py::dict& o, const py::list& diagnostics) {
                                return diagnostic_rank(k, name, static_cast<std::size_t>(M.rows()), static_cast<std::size_t>(M.cols()));
                              }});
   }
-  validate(r);
   auto sweep = [&r] {
     const drift_result res = run_drift(r);
     std::ostringstream os;
@@ -255,9 +218,9 @@ std::string drift_json_py(const py::dict& o, const py::list& diagnostics) {
   };
   // Without the caller's diagnostics, in a child process that Ctrl-C stops at once (child.hpp); with
   // them in-process, so that they run in the caller's interpreter (their side effects kept).
-  if (r.diagnostics.empty()) return python::run_in_child(sweep);
+  if (r.diagnostics.empty()) return python::spelled(python::run_in_child(sweep));
   python::interruptible_nogil nogil;  // Ctrl-C: KeyboardInterrupt at the next poll (interrupt.hpp)
-  return sweep();
+  return python::spelled(sweep());
 }
 
 }  // namespace

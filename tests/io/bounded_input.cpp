@@ -15,6 +15,7 @@
 #include <string>
 
 #include "attncert/error.hpp"
+#include "attncert/field.hpp"
 #include "attncert/io/bounded_input.hpp"
 #include "attncert/io/matrix_input.hpp"
 #include "attncert/io/npy.hpp"
@@ -85,10 +86,10 @@ BOOST_AUTO_TEST_CASE(the_process_wide_limit_applies_to_npy_and_json_matrices) {
   io::set_max_input_bytes(1 << 16);
   const auto t0 = std::chrono::steady_clock::now();
   const std::string e1 = error_of([&] { (void)io::read_npy(npy.string()); });
-  const std::string e2 = error_of([&] { (void)io::read_exact_matrix(js.string(), "--scores"); });
+  const std::string e2 = error_of([&] { (void)io::read_exact_matrix(js.string(), field("scores")); });
   io::set_max_input_bytes(old);
   BOOST_TEST(e1.find("larger than the input limit of 65536 bytes") != std::string::npos, e1);
-  BOOST_TEST(e2.find("--scores: ") == 0, e2);
+  BOOST_TEST(e2.find(field("scores") + ": ") == 0, e2);
   BOOST_TEST(e2.find("larger than the input limit") != std::string::npos, e2);
   BOOST_TEST(seconds_since(t0) < 1.0);
   BOOST_CHECK_THROW(io::set_max_input_bytes(0), input_error);
@@ -117,7 +118,7 @@ BOOST_AUTO_TEST_CASE(json_matrices_read_float_literals_exactly) {
   temp_dir d;
   const fs::path p = d.path / "m.json";
   std::ofstream(p) << "[[1e100000, \"1e100000\"], [0.1, 1e-100000]]";
-  const auto m = io::read_exact_matrix(p.string(), "--scores");
+  const auto m = io::read_exact_matrix(p.string(), field("scores"));
   BOOST_TEST(m(0, 0) == m(0, 1));
   BOOST_TEST(m(1, 0) == mpq_rational(1, 10));
   BOOST_TEST(m(1, 1) > 0);

@@ -86,17 +86,54 @@ def test_rank_at_scale_keywords():
     assert {m["format"] for m in r.report["numerical"]} == {"binary16", "bfloat16", "binary32", "binary64"}
     p = attncert.rank(q=q, k=k, formats="binary64", policies="numpy", max_seconds=1e-9)
     assert p.report["partial"] and any("not computed" in n for n in p.report["notes"])
+    # the library's notes name the keyword (field.hpp), never the CLI's option nor an unspelled field
+    assert any("stopped at max_seconds=" in n for n in p.report["notes"]), p.report["notes"]
+    assert not any("--max-seconds" in n or "\x1e" in n or "\x1f" in n for n in p.report["notes"])
     with pytest.raises(ValueError, match=">= 0"):
         attncert.rank(q=q, k=k, max_seconds=-1)
 
 
 def test_rank_errors():
-    with pytest.raises(ValueError, match="give --scores S, or --q Q and --k K"):
+    with pytest.raises(ValueError, match="give scores= S, or q= Q and k= K"):
         attncert.rank()
     with pytest.raises(ValueError, match="2-D"):
         attncert.rank(np.zeros(3))
     with pytest.raises(ValueError, match="NaN"):
         attncert.rank(np.array([[np.nan, 0.0], [0.0, 1.0]]))
+
+
+def test_errors_name_keywords():
+    # The one builder of each call (rank/spec.hpp, drift/spec.hpp, checks/spec.hpp, proofs/spec.hpp) names
+    # fields; Python spells them as its keywords, never as the command line's options.
+    def message(call):
+        with pytest.raises(ValueError) as e:
+            call()
+        m = str(e.value)
+        assert "--" not in m and "\x1e" not in m and "\x1f" not in m, m
+        return m
+
+    rng = np.random.default_rng(4)
+    q, k, v = (rng.standard_normal((3, 2)) for _ in range(3))
+    # past the Python layer's own checks, the binding's builder: max_seconds out of range
+    o = {"q": q, "k": k, "object": "attention", "formats": "binary64", "formats_explicit": True, "policies": "numpy",
+         "max_bits": 4096, "seed": 1, "max_seconds": -1.0, "sigma_rel_width": 0.0, "deflate_max_k": 64,
+         "deflate_seconds": 120.0}
+    assert message(lambda: attncert._core.rank_json(o)).startswith("max_seconds= must be in [0, 1e7]")
+    o["max_seconds"], o["deflate_max_k"] = 0.0, 5000
+    assert message(lambda: attncert._core.rank_json(o)).startswith("deflate_max_k= must be in [0, 4096]")
+    o["deflate_max_k"], o["max_bits"] = 64, 64
+    assert message(lambda: attncert._core.rank_json(o)).startswith("max_bits= must be in [128, 1048576]")
+    assert message(lambda: attncert.rank(q=q, k=k, object="output")) == "object= output needs v="
+    assert message(lambda: attncert.rank(q @ k.T, scale="1/2")).startswith("scale= applies to q=/k=")
+    assert message(lambda: attncert.rank(q=q, k=k, v=v, formats="fp7")).startswith("formats: unknown format")
+    assert message(lambda: attncert.check(["two-token"], formats="fp7")).startswith("formats: ")
+    assert message(lambda: attncert.check(["no-such-check"])).startswith("ids: unknown check 'no-such-check'")
+    assert message(lambda: attncert.drift("causal", 2.0, 1.0, points=3, recipes="fp64", policies="numpy")) == \
+        "start= must be smaller than stop="
+    assert message(lambda: attncert.drift("two-token", 0.5, 1.0, points=3, recipes="fp64", policies="numpy", n=3)) == \
+        "the two-token family has n = 2, d = 1: n=/d= do not apply"
+    assert message(lambda: attncert.drift("causal", 0.5, 1.0, points=3, recipes="fp7", policies="numpy")).startswith(
+        "recipes: ")
 
 
 @needs_cli

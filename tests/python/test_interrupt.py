@@ -88,7 +88,7 @@ def test_rank_max_seconds_bounds_every_stage():
     elapsed, partial = first.split()
     assert float(elapsed) < 2 + 1, p.stdout
     assert partial == "True", p.stdout
-    assert "not computed" in notes and "max-seconds" in notes, notes
+    assert "not computed" in notes and "max_seconds=" in notes and "--max-seconds" not in notes, notes
 
 
 def test_drift_max_seconds_gives_a_partial_sweep():

@@ -11,6 +11,7 @@
 #include "attncert/io/bounded_input.hpp"
 #include "attncert/verify/certificate.hpp"
 #include "attncert/proofs/claim.hpp"
+#include "attncert/proofs/spec.hpp"
 #include "cli_common.hpp"
 #include "cli_options.hpp"
 
@@ -41,10 +42,14 @@ std::string seconds_text(double s) {
 }
 
 int run_certify(const certify_args& a) {
-  check_max_seconds(a.max_seconds);
-  const nlohmann::json claim = proofs::parse_claim_text(io::read_file_bounded(a.claim));
-  const std::string base = std::filesystem::path(a.claim).parent_path().string();
-  const proofs::certify_result r = proofs::certify(claim, base.empty() ? "." : base, a.max_precision, a.max_seconds);
+  proofs::certify_spec spec;
+  spec.max_precision = a.max_precision;
+  spec.max_seconds = a.max_seconds;
+  spec.claim_text = io::read_file_bounded(a.claim);
+  spec.base_dir = std::filesystem::path(a.claim).parent_path().string();
+  const proofs::certify_request req = proofs::build_certify_request(spec);
+  const nlohmann::json& claim = req.claim;
+  const proofs::certify_result r = proofs::certify(req);
   command_output out;
   const std::string keep = a.certificate.empty() ? "attncert-disagreement.json" : a.certificate + ".disagreement.json";
   if (r.disagreement) {
@@ -53,7 +58,7 @@ int run_certify(const certify_args& a) {
     nlohmann::json bug = r.report;
     bug["claim_file"] = a.claim;
     bug["claim"] = claim;
-    out.files.stage_file(keep, bug.dump(1) + "\n");
+    out.files.stage_file(keep, spell_fields(bug.dump(1), cli_spelling) + "\n");
   }
   if (!a.certificate.empty() && !r.certificate.is_null() && !r.disagreement)
     out.files.stage_file(a.certificate, r.certificate.dump(1) + "\n");

@@ -28,6 +28,7 @@
 #include "attncert/deadline.hpp"
 #include "attncert/io/atomic_file.hpp"
 #include "attncert/drift/figures.hpp"
+#include "attncert/drift/spec.hpp"
 #include "attncert/drift/sweep.hpp"
 #include "attncert/report/drift.hpp"
 
@@ -140,29 +141,26 @@ struct figures_args {
   double max_seconds = 0;
 };
 
-// The request from the options (the library validates it: validate() in drift/sweep.hpp).
+// The request from the options (the library validates it: build_drift_request in drift/spec.hpp).
 drift_request make_drift_request(const drift_args& a) {
-  drift_request r;
-  r.family = parse_drift_family(a.family);
-  if (a.param != "a") throw input_error("unknown --param '" + a.param + "' (the swept parameter is the score scale a)");
-  r.from = a.from;
-  r.to = a.to;
-  r.points = a.points;
-  r.log = a.log;
-  r.recipes = parse_recipes(a.recipes);
-  r.policies = parse_policies(a.policies);
-  if (a.object.empty()) r.object = r.family == drift_family::identical_values ? layer_object::output : layer_object::attention;
-  else if (a.object == "attention") r.object = layer_object::attention;
-  else if (a.object == "output") r.object = layer_object::output;
-  else throw input_error("unknown --object '" + a.object + "' (expected attention or output)");
-  r.seed = a.seed;
-  r.n = a.n;  // 0 (option not given): the family's default
-  r.d = a.d;
-  r.resolution = a.resolution;
-  r.max_seconds = a.max_seconds;
-  r.enclosures = !a.no_enclosures;
-  r.max_bits = a.max_bits;
-  validate(r);
+  drift_spec s;
+  s.family = a.family;
+  s.param = a.param;
+  s.from = a.from;
+  s.to = a.to;
+  s.points = static_cast<long long>(a.points);
+  s.log = a.log;
+  s.recipes = a.recipes;
+  s.policies = a.policies;
+  s.object = a.object;
+  s.seed = a.seed;
+  if (a.n != 0) s.n = a.n;  // 0: not given (CLI11 refuses a given 0), the family's default
+  if (a.d != 0) s.d = a.d;
+  s.resolution = a.resolution;
+  s.max_seconds = a.max_seconds;
+  s.enclosures = !a.no_enclosures;
+  s.max_precision = a.max_bits;
+  drift_request r = build_drift_request(s);
   r.progress = progress_reporter("drift", "points", true);
   return r;
 }

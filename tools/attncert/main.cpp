@@ -10,12 +10,13 @@
 
 #include "attncert/io/bounded_input.hpp"
 #include "attncert/memory.hpp"
-#include "attncert/io/matrix_input.hpp"
 #include "attncert/rank/numerical.hpp"
+#include "attncert/rank/spec.hpp"
 #include "attncert/report/rank.hpp"
 #include "attncert/report/writers.hpp"
 #include "certify_command.hpp"
 #include "checks/common.hpp"
+#include "checks/spec.hpp"
 #include "cli_common.hpp"
 #include "cli_options.hpp"
 #include "oracle_command.hpp"
@@ -46,17 +47,17 @@ int run_check_command(const check_args& a, const std::string& command) {
     out.commit();
     return 0;
   }
-  const std::vector<const checks::check_entry*> chosen = checks::select_checks(ids);
-  checks::run_settings rs;
-  rs.formats = parse_formats(a.formats);
-  rs.policies = parse_policies(a.policies);
-  rs.seed = a.seed;
-  if (a.certify_bits < min_precision_bits || a.certify_bits > a.certify_max_bits || a.certify_max_bits > max_precision_bits)
-    throw input_error("--certify-bits must satisfy " + std::to_string(min_precision_bits) +
-                      " <= certify-bits <= certify-max-bits <= " + std::to_string(max_precision_bits));
-  rs.certify_bits = a.certify_bits;
-  rs.certify_max_bits = a.certify_max_bits;
-  rs.max_seconds = a.max_seconds;
+  checks::check_spec spec;
+  spec.ids = ids;
+  spec.formats = a.formats;
+  spec.policies = a.policies;
+  spec.seed = a.seed;
+  spec.certify_bits = a.certify_bits;
+  spec.certify_max_bits = a.certify_max_bits;
+  spec.max_seconds = a.max_seconds;
+  const checks::check_run run = checks::build_check_run(spec);
+  const std::vector<const checks::check_entry*>& chosen = run.chosen;
+  const checks::run_settings& rs = run.settings;
   const auto fmt = report::parse_output_format(a.out_format);
 
   report::document doc;
@@ -104,52 +105,27 @@ struct rank_args {
 };
 
 int run_rank_command(const rank_args& a, const std::string& command) {
-  rank_request req;
-  nlohmann::json inputs;
-  auto load = [&](const std::string& path, const char* what) {
-    matrix<mpq_rational> m = io::read_exact_matrix(path, what);
-    inputs[what] = {{"file", path}, {"shape", {m.rows(), m.cols()}}};
-    return m;
-  };
-  if (!a.scores.empty() && (!a.q.empty() || !a.k.empty())) throw input_error("give either --scores or --q/--k, not both");
-  if (!a.scores.empty()) req.S = load(a.scores, "--scores");
-  else if (!a.q.empty() && !a.k.empty()) {
-    req.Q = load(a.q, "--q");
-    req.K = load(a.k, "--k");
-  } else {
-    throw input_error("give --scores S, or --q Q and --k K");
-  }
-  if (!a.scale.empty() && req.S)
-    throw input_error("--scale applies to --q/--k (scores given with --scores are used as they are)");
-  if (!req.S) {
-    if (cli::scale_is_default(a.scale)) req.inv_sqrt_d = true;
-    else
-      try {
-        req.scale = number_traits<mpq_rational>::from_string(a.scale);
-      } catch (const input_error& e) {
-        throw input_error(std::string("--scale: ") + e.what());
-      }
-  }
-  if (!a.v.empty()) req.V = load(a.v, "--v");
-  if (!a.x.empty()) req.X = load(a.x, "--x");
+  rank_spec spec;
+  spec.scores.file = a.scores;
+  spec.q.file = a.q;
+  spec.k.file = a.k;
+  spec.v.file = a.v;
+  spec.x.file = a.x;
+  spec.scale = a.scale;
   const cli::mask_choice mc = cli::parse_mask(a.mask);
-  if (mc.type == cli::mask_choice::kind::none) req.M = mask::none();
-  else if (mc.type == cli::mask_choice::kind::causal) req.M = mask::causal();
-  else {
-    req.M = mask::from_matrix(io::read_bool_matrix(mc.file, "--mask"));
-    inputs["--mask"] = mc.file;
-  }
-  req.object = parse_layer_object(a.object);
-  req.formats = parse_formats(a.formats);
-  req.policies = parse_policies(a.policies);
-  req.max_bits = a.max_precision;
-  req.seed = a.seed;
-  req.inputs = inputs;
-  req.formats_explicit = a.formats_given;
-  req.max_seconds = a.max_seconds;
-  req.sigma_rel_width = a.sigma_rel_width;
-  req.deflation_max_k = a.deflate_max_k;
-  req.deflation_seconds = a.deflate_seconds;
+  spec.mask = mc.type == cli::mask_choice::kind::none ? "none" : mc.type == cli::mask_choice::kind::causal ? "causal" : "matrix";
+  spec.mask_file = mc.file;
+  spec.object = a.object;
+  spec.formats = a.formats;
+  spec.policies = a.policies;
+  spec.formats_explicit = a.formats_given;
+  spec.max_precision = a.max_precision;
+  spec.seed = a.seed;
+  spec.max_seconds = a.max_seconds;
+  spec.sigma_rel_width = a.sigma_rel_width;
+  spec.deflate_max_k = static_cast<long long>(a.deflate_max_k);
+  spec.deflate_seconds = a.deflate_seconds;
+  rank_request req = build_rank_request(spec);
   req.progress = cli::stage_progress("rank");
   const rank_analysis analysis = analyse_rank(req);
   cli::clear_progress();

@@ -8,6 +8,7 @@
 
 #include "attncert/attention/binary64_enclosure.hpp"
 #include "attncert/deadline.hpp"
+#include "attncert/field.hpp"
 #include "attncert/linalg/certified_svd.hpp"
 #include "attncert/linalg/fast_svd.hpp"
 #include "attncert/linalg/spectra.hpp"
@@ -83,21 +84,21 @@ matrix<mpq_rational> exact_of(const matrix<double>& m) { return from_double_matr
 }  // namespace
 
 void validate(const drift_request& r) {
-  if (!std::isfinite(r.from) || !std::isfinite(r.to)) throw input_error("--from and --to must be finite numbers");
-  if (!(r.from < r.to)) throw input_error("--from must be smaller than --to");
-  if (r.points < 2 || r.points > 10000000) throw input_error("--points must be in [2, 10000000]");
-  if (r.log && !(r.from > 0)) throw input_error("--log needs --from > 0");
+  if (!std::isfinite(r.from) || !std::isfinite(r.to)) throw input_error(field("from") + " and " + field("to") + " must be finite numbers");
+  if (!(r.from < r.to)) throw input_error(field("from") + " must be smaller than " + field("to"));
+  if (r.points < 2 || r.points > 10000000) throw input_error(field("points") + " must be in [2, 10000000]");
+  if (r.log && !(r.from > 0)) throw input_error(field("log") + " needs " + field("from") + " > 0");
   if (r.recipes.empty()) throw input_error("no recipe given");
   if (r.policies.empty()) throw input_error("no rank policy given");
-  if (!(r.resolution > 0 && r.resolution < 0.5)) throw input_error("--resolution must be in (0, 0.5)");
+  if (!(r.resolution > 0 && r.resolution < 0.5)) throw input_error(field("resolution") + " must be in (0, 0.5)");
   if (r.object != layer_object::attention && r.object != layer_object::output)
-    throw input_error("--object must be attention or output");
+    throw input_error(field("object") + " must be attention or output");
   if (r.n < 0 || r.n > drift_max_n || r.d < 0 || r.d > drift_max_n)
-    throw input_error("--n and --d must be in [1, " + std::to_string(drift_max_n) + "]");
+    throw input_error(field("n") + " and " + field("d") + " must be in [1, " + std::to_string(drift_max_n) + "]");
   if (r.family == drift_family::two_token && (r.n > 0 || r.d > 0))
-    throw input_error("the two-token family has n = 2, d = 1: --n/--d do not apply");
-  if (r.family == drift_family::log_odds && r.d > 0) throw input_error("the log-odds family has d = 1: --d does not apply");
-  if (r.family == drift_family::causal && r.d > 0) throw input_error("the causal family has d = n: --d does not apply");
+    throw input_error("the two-token family has n = 2, d = 1: " + field("n") + "/" + field("d") + " do not apply");
+  if (r.family == drift_family::log_odds && r.d > 0) throw input_error("the log-odds family has d = 1: " + field("d") + " does not apply");
+  if (r.family == drift_family::causal && r.d > 0) throw input_error("the causal family has d = n: " + field("d") + " does not apply");
   if (r.start_bits < min_precision_bits || r.start_bits > r.max_bits || r.max_bits > max_precision_bits)
     throw input_error("enclosure precision must satisfy 24 <= start <= cap <= 2^20 bits");
   // Beyond 1e30 every exp(score difference) over- or underflows in the fixed formats, and the
@@ -106,7 +107,7 @@ void validate(const drift_request& r) {
     if (std::fabs(a) > 1e30) throw input_error("|a| = " + num17(std::fabs(a)) + " is outside the supported range |a| <= 1e30");
   for (std::size_t i = 0; i < r.grid.size(); ++i)
     if (!(r.grid[i] >= r.from && r.grid[i] <= r.to) || (i > 0 && !(r.grid[i] > r.grid[i - 1])))
-      throw input_error("an explicit grid must be strictly increasing within [--from, --to]");
+      throw input_error("an explicit grid must be strictly increasing within [" + field("from") + ", " + field("to") + "]");
 }
 
 recipe_input drift_instance(const drift_request& r, double a) {
@@ -531,7 +532,7 @@ drift_result run_drift(const drift_request& r) {
   }
   if (res.partial) {
     if (res.points.size() < 2)
-      throw time_limit_reached("--max-seconds " + std::to_string(r.max_seconds) + " passed before two grid points were computed (" +
+      throw time_limit_reached(field("max_seconds") + " " + std::to_string(r.max_seconds) + " passed before two grid points were computed (" +
                                std::to_string(res.points.size()) + " of " + std::to_string(res.points_planned) + ")");
     res.grid.resize(res.points.size());
   }

@@ -13,6 +13,7 @@
 #include <system_error>
 
 #include "attncert/error.hpp"
+#include "attncert/field.hpp"
 
 namespace attncert::io {
 
@@ -70,7 +71,7 @@ bool fits_json_integer(std::string_view tok) {
 std::size_t max_input_bytes() { return g_max_input_bytes.load(std::memory_order_relaxed); }
 
 void set_max_input_bytes(std::size_t bytes) {
-  if (bytes == 0) throw input_error("--max-input-bytes must be at least 1");
+  if (bytes == 0) throw input_error(field("max_input_bytes") + " must be at least 1");
   g_max_input_bytes.store(bytes, std::memory_order_relaxed);
 }
 
@@ -93,7 +94,7 @@ std::string read_file_bounded(const std::string& path, std::size_t limit) {
     if (n == 0) break;
     if (static_cast<std::size_t>(n) > limit - bytes.size()) {
       ::close(fd);
-      fail(path, "larger than the input limit of " + std::to_string(limit) + " bytes (raise it with --max-input-bytes)");
+      fail(path, "larger than the input limit of " + std::to_string(limit) + " bytes (raise it with " + field("max_input_bytes") + ")");
     }
     bytes.append(buf, static_cast<std::size_t>(n));
   }

@@ -60,7 +60,7 @@ class exact_collector : public nlohmann::json_sax<nlohmann::json> {
   }
 };
 
-// `label` ("--scores: FILE") starts every message.
+// `label` (field("scores") + ": FILE") starts every message.
 std::vector<std::vector<std::string>> json_rows(const std::string& text, const std::string& label) {
   exact_collector c;
   const bool ok = nlohmann::json::sax_parse(quote_huge_number_literals(text), &c);

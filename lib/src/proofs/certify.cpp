@@ -3,6 +3,7 @@
 #include <chrono>
 
 #include "attncert/deadline.hpp"
+#include "attncert/field.hpp"
 #include "attncert/verify/certificate.hpp"
 #include "internal.hpp"
 
@@ -81,7 +82,7 @@ certify_result certify(const nlohmann::json& claim, const std::string& base_dir,
   try {
     res = prove_claim(claim, base_dir, max_bits);
   } catch (const time_limit_reached& e) {
-    res = undecided_result(claim, std::string(e.what()) + " (raise it with --max-seconds)");
+    res = undecided_result(claim, std::string(e.what()) + " (raise it with " + field("max_seconds") + ")");
     res.report["max_seconds"] = max_seconds;
     return res;
   } catch (const method_limit& e) {
@@ -116,7 +117,7 @@ certify_result validate_with_checker(certify_result res, unsigned max_bits) {
   std::string why;
   if (v.stopped) {
     why = "the prover answered " + prover + " but the time limit was reached while the independent checker re-checked the certificate "
-          "(raise it with --max-seconds)";
+          "(raise it with " + field("max_seconds") + ")";
   } else if (v.result == verification::status::unchecked) {
     why = "the prover answered " + prover + " but the independent checker could not re-check the certificate within its cap (" +
           why_checker + ")";

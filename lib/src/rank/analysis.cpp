@@ -12,6 +12,7 @@
 #include "attncert/attention/binary64_enclosure.hpp"
 #include "attncert/attention/heads.hpp"
 #include "attncert/deadline.hpp"
+#include "attncert/field.hpp"
 #include "attncert/linalg/deflated_svd.hpp"
 #include "attncert/linalg/fast_svd.hpp"
 #include "attncert/number/ziv.hpp"
@@ -72,9 +73,10 @@ matrix<mpfi_float> form_object_mpfi(const rank_request& r) {
   return form_object<mpfi_float>(r);
 }
 
-// Shapes and masks: one input_error naming the first problem.
+}  // namespace
+
 void validate(const rank_request& req) {
-  if (!req.S && !(req.Q && req.K)) throw input_error("give either --scores or both --q and --k");
+  if (!req.S && !(req.Q && req.K)) throw input_error("give either " + field("scores") + " or both " + field("q") + " and " + field("k"));
   if (req.Q && req.K && req.Q->cols() != req.K->cols())
     throw input_error("Q has " + std::to_string(req.Q->cols()) + " columns but K has " + std::to_string(req.K->cols()));
   const Eigen::Index nq = req.S ? req.S->rows() : req.Q->rows(), nk = req.S ? req.S->cols() : req.K->rows();
@@ -91,11 +93,11 @@ void validate(const rank_request& req) {
                         "ask for the attention (softmax of the masked scores)");
   }
   if ((req.object == layer_object::output || req.object == layer_object::residual) && !req.V)
-    throw input_error(std::string("--object ") + to_string(req.object) + " needs --v");
+    throw input_error(field("object") + " " + to_string(req.object) + " needs " + field("v"));
   if (req.V && req.V->rows() != nk)
     throw input_error("V has " + std::to_string(req.V->rows()) + " rows but there are " + std::to_string(nk) + " keys");
   if (req.object == layer_object::residual) {
-    if (!req.X) throw input_error("--object residual needs --x");
+    if (!req.X) throw input_error(field("object") + " residual needs " + field("x"));
     if (req.X->rows() != nq || req.X->cols() != req.V->cols())
       throw input_error("X must have shape (" + std::to_string(nq) + ", " + std::to_string(req.V->cols()) + ")");
   }
@@ -106,6 +108,8 @@ void validate(const rank_request& req) {
       throw input_error("row " + std::to_string(i) + " is fully masked: softmax is undefined");
   }
 }
+
+namespace {
 
 // The settings echoed by the report.
 void describe(const rank_request& req, rank_analysis& a) {
@@ -301,13 +305,13 @@ void escalate_deflated(const rank_request& req, rank_analysis& a, const binary64
     const double spent = clock.elapsed() - start, estimate = 3 * level_seconds;
     if (clock.expired()) {
       a.partial = true;
-      stopped = "stopped at --max-seconds";
+      stopped = "stopped at " + field("max_seconds");
       break;
     }
     if (req.deflation_seconds > 0 && reached > 0 && spent + estimate > req.deflation_seconds) {
       std::ostringstream os;
       os.precision(2);
-      os << "stopped before " << bits << " bits: estimated " << estimate << " s more, past --deflate-seconds "
+      os << "stopped before " << bits << " bits: estimated " << estimate << " s more, past " << field("deflate_seconds") << " "
          << req.deflation_seconds;
       stopped = os.str();
       break;
@@ -327,7 +331,7 @@ void escalate_deflated(const rank_request& req, rank_analysis& a, const binary64
       std::ostringstream os;
       os.precision(3);
       os << "stopped inside the " << bits << "-bit level after " << clock.elapsed() - t0 << " s, at "
-         << (clock.expired() ? "--max-seconds" : "--deflate-seconds");
+         << field(clock.expired() ? "max_seconds" : "deflate_seconds");
       if (clock.expired()) a.partial = true;
       stopped = os.str();
       break;
@@ -406,7 +410,7 @@ void enclose_singular_values(const rank_request& req, rank_analysis& a, const st
       std::ostringstream os;
       os.precision(2);
       os << "singular values: not computed (the binary64 path would take about " << est << " s here, past the " << left
-         << " s left of --max-seconds)";
+         << " s left of " << field("max_seconds") << ")";
       a.partial = true;
       a.notes.push_back(os.str());
       return finish();
@@ -510,13 +514,13 @@ void measure_numerical(const rank_request& req, rank_analysis& a, const stage_cl
   for (const auto& f : req.formats) {
     if (clock.expired()) {
       a.partial = true;
-      a.notes.push_back("numerical ranks in " + f.name + ": not computed (stopped at --max-seconds)");
+      a.notes.push_back("numerical ranks in " + f.name + ": not computed (stopped at " + field("max_seconds") + ")");
       continue;
     }
     if (f.type == format_spec::kind::mpfr && !req.formats_explicit && std::max(a.rows, a.cols) > req.mpfr_svd_max_dim) {
       a.notes.push_back(f.name + " left out of the default formats above " + std::to_string(req.mpfr_svd_max_dim) +
                         " rows or columns: its SVD (Jacobi in MPFR) would take about " +
-                        duration_text(estimate_mpfr_svd_seconds(f, a.rows, a.cols)) + " here; name it in --formats to run it");
+                        duration_text(estimate_mpfr_svd_seconds(f, a.rows, a.cols)) + " here; name it in " + field("formats") + " to run it");
       continue;
     }
     if (std::isfinite(seconds_left()) && (f.type == format_spec::kind::mpfr || std::max(a.rows, a.cols) > 512)) {
@@ -528,7 +532,7 @@ void measure_numerical(const rank_request& req, rank_analysis& a, const stage_cl
       if (est > left) {
         a.partial = true;
         a.notes.push_back("numerical ranks in " + f.name + ": not computed (its SVD would take about " + duration_text(est) +
-                          " here, past the " + duration_text(left) + " left of --max-seconds)");
+                          " here, past the " + duration_text(left) + " left of " + field("max_seconds") + ")");
         continue;
       }
     }
@@ -537,7 +541,7 @@ void measure_numerical(const rank_request& req, rank_analysis& a, const stage_cl
       numerical_in_format(req, a, f);
     } catch (const time_limit_reached&) {
       a.partial = true;
-      a.notes.push_back("numerical ranks in " + f.name + ": not computed (stopped at --max-seconds)");
+      a.notes.push_back("numerical ranks in " + f.name + ": not computed (stopped at " + field("max_seconds") + ")");
     }
   }
 }
@@ -649,14 +653,14 @@ void exact_stage(const rank_request& req, const score_factors& F, const rank_opt
       std::ostringstream os;
       os.precision(2);
       os << "its eliminations mod p would take about " << est << " s here, past the " << left
-         << " s left of --max-seconds";
+         << " s left of " << field("max_seconds");
       return not_computed(os.str());
     }
   }
   try {
     a.exact = layer_rank_from_factors(F, req.M, req.object, req.V, req.X, opt);
   } catch (const time_limit_reached&) {
-    not_computed("stopped at --max-seconds");
+    not_computed("stopped at " + field("max_seconds"));
   }
 }
 
@@ -693,7 +697,7 @@ rank_analysis analyse_rank(const rank_request& req) {
   stage_done("exact rank");
   if (clock.expired()) {
     a.partial = true;
-    a.notes.push_back("singular values: not computed (stopped at --max-seconds)");
+    a.notes.push_back("singular values: not computed (stopped at " + field("max_seconds") + ")");
   } else {
     if (req.progress) req.progress("singular values: binary64 SVD + residual bound");
     try {
@@ -702,7 +706,7 @@ rank_analysis analyse_rank(const rank_request& req) {
       // Stopped inside (an MPFI escalation step): what an earlier step certified stays.
       a.partial = true;
       a.singular_values_decided = false;
-      a.notes.push_back("singular values: stopped at --max-seconds inside the " + a.singular_value_method +
+      a.notes.push_back("singular values: stopped at " + field("max_seconds") + " inside the " + a.singular_value_method +
                         " stage; what is not certified stays UNDECIDED");
     }
     stage_done("singular values");

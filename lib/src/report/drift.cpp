@@ -1,5 +1,6 @@
 #include "attncert/report/drift.hpp"
 
+#include "attncert/field.hpp"
 #include <algorithm>
 #include <charconv>
 #include <cmath>
@@ -251,10 +252,10 @@ nlohmann::json drift_json(const drift_request& r, const drift_result& res, const
   j["summary"] = {{"points", res.points.size()}, {"diverging_points", diverging_points(res)}, {"intervals", nint},
                   {"partial", res.partial || res.bisection_stopped}, {"points_planned", res.points_planned}};
   if (res.bisection_stopped)
-    j["summary"]["bisection"] = "stopped at --max-seconds: some interval ends are not bisected to the resolution (each is the "
+    j["summary"]["bisection"] = "stopped at " + field("max_seconds") + ": some interval ends are not bisected to the resolution (each is the "
                                 "last point seen diverging; the boundary lies between it and the previous point seen quiet)";
   if (res.partial)
-    j["summary"]["not_computed"] = "stopped at --max-seconds " + num17(r.max_seconds) + " after " + std::to_string(res.points.size()) +
+    j["summary"]["not_computed"] = "stopped at " + field("max_seconds") + " " + num17(r.max_seconds) + " after " + std::to_string(res.points.size()) +
                                    " of " + std::to_string(res.points_planned) + " grid points: the sweep and its intervals cover a in [" +
                                    num17(res.grid.front()) + ", " + num17(res.grid.back()) + "] only";
   return j;
@@ -298,10 +299,10 @@ void write_drift_text(std::ostream& os, const drift_request& r, const drift_resu
   os << "summary: " << res.points.size() << " points, " << diverging_points(res) << " diverging, " << nint
      << " divergence intervals\n";
   if (res.bisection_stopped)
-    os << "PARTIAL: the bisection stopped at --max-seconds: some interval ends are the last point seen diverging, not bisected "
+    os << "PARTIAL: the bisection stopped at " << field("max_seconds") << ": some interval ends are the last point seen diverging, not bisected "
           "to the resolution\n";
   if (res.partial)
-    os << "PARTIAL: stopped at --max-seconds " << num17(r.max_seconds) << " after " << res.points.size() << " of "
+    os << "PARTIAL: stopped at " << field("max_seconds") << " " << num17(r.max_seconds) << " after " << res.points.size() << " of "
        << res.points_planned << " grid points; the sweep and its intervals cover a in [" << num17(res.grid.front()) << ", "
        << num17(res.grid.back()) << "] only\n";
   if (!opt.per_point) return;

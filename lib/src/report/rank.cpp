@@ -1,5 +1,6 @@
 #include "attncert/report/rank.hpp"
 
+#include "attncert/field.hpp"
 #include "attncert/number/decimal.hpp"
 #include "attncert/rank/numerical.hpp"
 
@@ -95,7 +96,7 @@ void write_rank_text(std::ostream& os, const rank_analysis& a) {
   const std::size_t count = sv.sigma.size();
   for (std::size_t k = 0; k < count; ++k) {
     if (count > 12 && k == 6) {
-      os << "  ... (" << count - 12 << " more in --format json)\n";
+      os << "  ... (" << count - 12 << " more in " << field("format") << " json)\n";
       k = count - 6;
     }
     const auto [lo, hi] = outward_decimal(sv.sigma[k], 20);
@@ -116,7 +117,7 @@ void write_rank_text(std::ostream& os, const rank_analysis& a) {
   }
   if (!current.empty()) os << "\n";
   for (const auto& n : a.notes) os << "note: " << n << "\n";
-  if (a.partial) os << "PARTIAL: stopped at --max-seconds; the parts noted above were not computed\n";
+  if (a.partial) os << "PARTIAL: stopped at " << field("max_seconds") << "; the parts noted above were not computed\n";
   os << "summary: exact rank " << rank_text(e) << "; " << a.divergences << " of " << a.numerical.size()
      << " numerical measurements diverge\n";
 }

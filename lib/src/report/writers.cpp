@@ -13,6 +13,7 @@
 #include <utility>
 
 #include "attncert/error.hpp"
+#include "attncert/field.hpp"
 
 namespace attncert::report {
 
@@ -351,7 +352,7 @@ std::string summary_line(const summary& s) {
      << " divergences (numerical rank != exact rank; measured, not failures)";
   if (s.sigma_min_divergences > 0)
     os << "; " << s.sigma_min_divergences << " sigma_min off the certified sigma_min of the formed matrix (DIVERGES (sigma_min))";
-  if (s.not_computed > 0) os << "\nPARTIAL: " << s.not_computed << " checks not computed within --max-seconds (one undecided claim each)";
+  if (s.not_computed > 0) os << "\nPARTIAL: " << s.not_computed << " checks not computed within " << field("max_seconds") << " (one undecided claim each)";
   return os.str();
 }
 
@@ -692,7 +693,7 @@ void write_summary_text(std::ostream& os, const document& doc) {
   write_table(os, "  ", rows, right);
   for (std::size_t k = 0; k < not_passed.size() && k < max_listed; ++k)
     write_wrapped(os, "  ", "      ", truncate_display(not_passed[k], 2 * text_width));
-  if (not_passed.size() > max_listed) os << "  ... and " << not_passed.size() - max_listed << " more (--verbose)\n";
+  if (not_passed.size() > max_listed) os << "  ... and " << not_passed.size() - max_listed << " more (" << field("verbose") << ")\n";
 }
 
 }  // namespace
@@ -703,7 +704,7 @@ void write_text(std::ostream& os, const document& doc, const write_options& opt)
   if (!opt.verbose) {
     write_summary_text(os, doc);
     os << summary_line(doc.totals()) << '\n';
-    os << "(settings and every claim: --verbose, or --format json, md or csv)\n";
+    os << "(settings and every claim: " << field("verbose") << ", or " << field("format") << " json, md or csv)\n";
     return;
   }
   write_settings_text(os, doc);

@@ -10,6 +10,7 @@
 #include "attncert/attention/empty_rows.hpp"
 #include "attncert/attention/mask.hpp"
 #include "attncert/deadline.hpp"
+#include "attncert/field.hpp"
 #include "attncert/linalg/matrix.hpp"
 
 namespace attncert {
@@ -46,7 +47,8 @@ bool row_shift(const matrix<T>& S, const mask& M, Eigen::Index i, T& shift) {
 template <class T>
 void empty_row(matrix<T>& A, Eigen::Index i, empty_row_policy p) {
   if (p == empty_row_policy::error)
-    throw input_error("row " + std::to_string(i) + " is fully masked: softmax is undefined (use --empty-rows zeros|nan to choose a value)");
+    throw input_error("row " + std::to_string(i) + " is fully masked: softmax is undefined (use " + field("empty_rows") +
+                      " zeros|nan to choose a value)");
   for (Eigen::Index j = 0; j < A.cols(); ++j) A(i, j) = p == empty_row_policy::zeros ? T(0) : quiet_nan<T>();
 }
 }  // namespace detail

@@ -32,7 +32,7 @@ void set_max_input_bytes(std::size_t bytes);
 
 /// Reads the whole file at `path`, but never more than `limit` bytes: a larger file, or a
 /// device or FIFO that keeps producing bytes (/dev/zero), stops the read at limit + 1 bytes
-/// with input_error "PATH: larger than the input limit of N bytes (--max-input-bytes)".
+/// with input_error "PATH: larger than the input limit of N bytes (raise it with " + field("max_input_bytes") + ")".
 /// FIFOs are opened without blocking on a missing writer (they then read as empty).
 /// Errors (input_error, one line starting with the escaped path): cannot open, cannot read
 /// (e.g. a directory), too large.

@@ -13,7 +13,7 @@ using bool_matrix = Eigen::Matrix<bool, Eigen::Dynamic, Eigen::Dynamic>;
 /// Read a 2-D matrix exactly.  `.npy`: float16/32/64 (dyadic rationals, hence exact) or
 /// int32/int64/bool; `.json`: nested arrays [[...], ...] whose entries are JSON numbers (read
 /// from their decimal text, exactly) or strings such as "3/7", "-1e-17" (exact).  `what`
-/// names the input in error messages ("--q").  Errors (input_error, one line): unreadable
+/// names the input in error messages (field("q"): field.hpp).  Errors (input_error, one line): unreadable
 /// file, a file above io::max_input_bytes() (bounded_input.hpp), malformed content, NaN/Inf,
 /// ragged rows, not 2-D, empty, a number beyond the digit or exponent limit (traits.hpp).
 matrix<mpq_rational> read_exact_matrix(const std::string& path, const std::string& what);

@@ -111,6 +111,12 @@ struct rank_analysis {
   std::size_t divergences = 0;                  ///< entries with diverges
 };
 
+/// Throws input_error (one line, fields named with field()) for what analyse_rank cannot analyse: neither
+/// S nor Q and K, Q and K of different widths, a mask of the wrong shape or on the scores, an output or
+/// residual without V (and X), V or X of the wrong shape, a fully masked row.  analyse_rank calls it first;
+/// build_rank_request (rank/spec.hpp) too.
+void validate(const rank_request& req);
+
 /// Run the analysis.  The singular-value enclosures escalate through ziv_escalate
 /// (number/ziv.hpp) from start_bits, doubling, up to max_bits.
 /// Errors (input_error): inconsistent shapes, fully masked rows, an enclosure format among the
