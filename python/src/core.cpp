@@ -356,7 +356,7 @@ class reference {
       python::interruptible_nogil nogil;  // Ctrl-C: KeyboardInterrupt (interrupt.hpp)
       g = grading::approx_grade(t, c, b ? &*b : nullptr, rs, of_lse ? "lse" : "c1");
     }
-    return oracle::candidate_grade_json(g).dump();
+    return python::spelled(oracle::candidate_grade_json(g).dump());
   }
   const oracle::attention_spec& spec() const { return spec_; }
   const oracle::built_request& built() const { return built_; }
@@ -447,7 +447,7 @@ class gradients {
     }
     nlohmann::json j = oracle::candidate_grade_json(g);
     j["settings"] = {{"flash_k", rs.flash_k}, {"fudge", rs.fudge}};
-    return j.dump();
+    return python::spelled(j.dump());
   }
 
  private:

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "attncert/error.hpp"
+#include "attncert/field.hpp"
 #include "attncert/grading/grading.hpp"
 
 using namespace attncert;
@@ -619,7 +620,7 @@ BOOST_AUTO_TEST_CASE(ulp_rule_grades_only_with_a_bound) {
   BOOST_TEST(g.rule.threshold == 2.0);
   BOOST_TEST(g.rule.ratio == 2.0);
   BOOST_TEST(idx(g.rule.at) == "(0,1,0,2)");
-  BOOST_TEST(g.rule.reason.find("--max-ulp") != std::string::npos);
+  BOOST_TEST(g.rule.reason.find("exceeds " + field("max_ulp") + " 2 (2 elements over it)") != std::string::npos);
   s.max_ulp = 4;  // exactly at the largest error: passes
   g = approx_grade(f.t.view(), f.c, nullptr, s, "c");
   BOOST_TEST(g.rule.pass);
@@ -656,7 +657,7 @@ BOOST_AUTO_TEST_CASE(bad_settings_and_sizes_are_input_errors) {
   // negative, NaN or infinite settings, each named
   for (double bad : {-1.0, -0.5e-300, qnan, pinf}) {
     BOOST_TEST_CONTEXT("value " << bad) {
-      auto expect_named = [](const rule_settings& s, const std::string& option) {
+      auto expect_named = [](const rule_settings& s, const std::string& option) {  // the field, marked (field.hpp)
         try {
           validate_rule_settings(s);
           BOOST_ERROR("accepted a bad " + option);
@@ -666,19 +667,19 @@ BOOST_AUTO_TEST_CASE(bad_settings_and_sizes_are_input_errors) {
       };
       rule_settings s;
       s.max_ulp = bad;
-      expect_named(s, "--max-ulp");
+      expect_named(s, field("max_ulp"));
       s = rule_settings{};
       s.flash_k = bad;
-      expect_named(s, "--flash-k");
+      expect_named(s, field("flash_k"));
       s = rule_settings{};
       s.fudge = bad;
-      expect_named(s, "--fudge");
+      expect_named(s, field("fudge"));
       s = rule_settings{};
       s.atol = bad;
-      expect_named(s, "--atol");
+      expect_named(s, field("atol"));
       s = rule_settings{};
       s.rtol = bad;
-      expect_named(s, "--rtol");
+      expect_named(s, field("rtol"));
       // approx_grade validates too
       s = rule(grading_rule::assert_close);
       s.rtol = bad;
@@ -919,7 +920,11 @@ BOOST_AUTO_TEST_CASE(verdict_fails_with_the_reason_of_each_failing_grade) {
   BOOST_TEST(!v.passed());
   BOOST_TEST(v.exit_status() == 1);
   BOOST_TEST_REQUIRE(v.reasons.size() == 1u);
-  BOOST_TEST(v.reasons[0] == "candidate c1 fails --rule ulp: max error 4 ulps exceeds --max-ulp 2 (2 elements over it)");
+  BOOST_TEST(v.reasons[0] == "candidate c1 fails " + field("rule") + " ulp: max error 4 ulps exceeds " + field("max_ulp") +
+                                 " 2 (2 elements over it)");
+  // the CLI's spelling of that reason
+  BOOST_TEST(spell_fields(v.reasons[0], cli_spelling) ==
+             "candidate c1 fails --rule ulp: max error 4 ulps exceeds --max-ulp 2 (2 elements over it)");
   // FlashAttention's comparison of the first two candidates: c1's 4 ulps <= 2 x c2's 4 ulps
   BOOST_TEST_REQUIRE(v.comparison.has_value());
   BOOST_TEST(v.comparison->candidate == "c1");
@@ -965,7 +970,7 @@ BOOST_AUTO_TEST_CASE(verdict_of_undecided_rows_is_partial) {
   BOOST_TEST(v.exit_status() == 3);
   BOOST_TEST(!v.passed());
   BOOST_TEST_REQUIRE(v.reasons.size() == 1u);
-  BOOST_TEST(v.reasons[0] == "5 rows undecided: not computed within --max-seconds");
+  BOOST_TEST(spell_fields(v.reasons[0], cli_spelling) == "5 rows undecided: not computed within --max-seconds");
   // the backward not computed: undecided as well, its reason after the rows'
   call.backward_not_computed = "no backward";
   v = decide_oracle_verdict(call);
@@ -1020,5 +1025,5 @@ BOOST_AUTO_TEST_CASE(gradient_sets_are_judged_per_kernel) {
   const oracle_verdict v = decide_oracle_verdict(call);
   BOOST_CHECK(v.result == outcome::fail);
   BOOST_TEST_REQUIRE(v.reasons.size() == 1u);
-  BOOST_TEST(v.reasons[0].rfind("gradient candidate g1 dv fails --rule ulp: max error 4 ulps exceeds ", 0) == 0u);
+  BOOST_TEST(v.reasons[0].rfind("gradient candidate g1 dv fails " + field("rule") + " ulp: max error 4 ulps exceeds ", 0) == 0u);
 }

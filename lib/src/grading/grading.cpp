@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "attncert/error.hpp"
+#include "attncert/field.hpp"
 #include "attncert/grading/grading.hpp"
 #include "attncert/number/double_double.hpp"
 #include "attncert/number/emulated.hpp"
@@ -165,7 +166,7 @@ std::string rule_statement(grading_rule r) {
 
 std::string rule_source(grading_rule r) {
   switch (r) {
-    case grading_rule::ulp: return "attncert (--max-ulp)";
+    case grading_rule::ulp: return "attncert (" + field("max_ulp") + ")";
     case grading_rule::flash: return "FlashAttention tests/test_flash_attn.py (test_flash_attn_output)";
     case grading_rule::torch_sdpa: return "PyTorch test/test_transformers.py (get_tolerances; assertEqual)";
     case grading_rule::assert_close: return "torch.testing.assert_close (torch/testing/_comparison.py)";
@@ -200,15 +201,15 @@ tolerances sdpa_defaults(target_format t) {
 }
 
 void validate_rule_settings(const rule_settings& s) {
-  auto check = [](double x, const char* option) {
+  auto check = [](double x, const char* name) {
     if (!(x >= 0) || !std::isfinite(x))
-      throw input_error(std::string(option) + " must be a finite number >= 0 (got " + fmt_g(x) + ")");
+      throw input_error(field(name) + " must be a finite number >= 0 (got " + fmt_g(x) + ")");
   };
-  if (s.max_ulp) check(*s.max_ulp, "--max-ulp");
-  check(s.flash_k, "--flash-k");
-  check(s.fudge, "--fudge");
-  if (s.atol) check(*s.atol, "--atol");
-  if (s.rtol) check(*s.rtol, "--rtol");
+  if (s.max_ulp) check(*s.max_ulp, "max_ulp");
+  check(s.flash_k, "flash_k");
+  check(s.fudge, "fudge");
+  if (s.atol) check(*s.atol, "atol");
+  if (s.rtol) check(*s.rtol, "rtol");
 }
 
 bool rule_needs_baseline(grading_rule r) { return r == grading_rule::flash || r == grading_rule::torch_sdpa; }
@@ -386,7 +387,7 @@ void judge_ulp(const candidate_grade& g, const rule_settings& s, const truth_vie
   set_ratio(v);
   v.pass = v.violations == 0;
   if (!v.pass)
-    v.reason = "max error " + fmt_g(v.observed) + " ulps exceeds --max-ulp " + fmt_g(v.threshold) + " (" +
+    v.reason = "max error " + fmt_g(v.observed) + " ulps exceeds " + field("max_ulp") + " " + fmt_g(v.threshold) + " (" +
                std::to_string(v.violations) + " elements over it)";
 }
 
@@ -471,7 +472,8 @@ candidate_grade approx_grade(const truth_view& t, const std::vector<double>& c, 
                              const rule_settings& s, const std::string& name) {
   validate_rule_settings(s);
   if (rule_needs_baseline(s.rule) && baseline == nullptr)
-    throw input_error("--rule " + to_string(s.rule) + " compares with a baseline: give --baseline B.npy");
+    throw input_error(field("rule") + " " + to_string(s.rule) + " compares with a baseline: give " + field("baseline") +
+                      " B.npy");
   candidate_grade g = approx_errors(t, c, name);
   rule_verdict& v = g.rule;
   v.rule = s.rule;
@@ -500,7 +502,7 @@ candidate_grade approx_grade(const truth_view& t, const std::vector<double>& c, 
 
 rerun_spread approx_rerun_spread(const truth_view& t, const std::vector<double>& c1, const std::vector<double>& c2) {
   check_size(t, c1, "the first run");
-  check_size(t, c2, "the second run (--rerun)");
+  check_size(t, c2, "the second run (" + field("rerun") + ")");
   rerun_spread s;
   s.elements = c1.size();
   s.index_rank = t.rank;
@@ -721,13 +723,13 @@ oracle_verdict decide_oracle_verdict(const graded_call& call) {
     for (const auto& g : *call.candidates) {
       judged = judged || g.rule.graded;
       if (g.rule.graded && !g.rule.pass)
-        reasons.push_back("candidate " + g.name + " fails --rule " + to_string(g.rule.rule) + ": " +
+        reasons.push_back("candidate " + g.name + " fails " + field("rule") + " " + to_string(g.rule.rule) + ": " +
                           g.rule.reason);
     }
   if (call.lse_candidate) {
     const rule_verdict& r = call.lse_candidate->rule;
     judged = judged || r.graded;
-    if (r.graded && !r.pass) reasons.push_back("LSE candidate fails --rule " + to_string(r.rule) + ": " + r.reason);
+    if (r.graded && !r.pass) reasons.push_back("LSE candidate fails " + field("rule") + " " + to_string(r.rule) + ": " + r.reason);
   }
   if (call.gradient_candidates)
     for (const auto& s : *call.gradient_candidates)
@@ -735,7 +737,7 @@ oracle_verdict decide_oracle_verdict(const graded_call& call) {
         const rule_verdict& r = gg.grade.rule;
         judged = judged || r.graded;
         if (r.graded && !r.pass)
-          reasons.push_back("gradient candidate " + s.name + " " + to_string(gg.gradient) + " fails --rule " +
+          reasons.push_back("gradient candidate " + s.name + " " + to_string(gg.gradient) + " fails " + field("rule") + " " +
                             to_string(r.rule) + ": " + r.reason);
       }
   if (call.attention) {
@@ -751,7 +753,8 @@ oracle_verdict decide_oracle_verdict(const graded_call& call) {
   v.result = judged ? outcome::pass : outcome::none;
   if (call.result->undecided_rows) {
     v.result = outcome::undecided;  // nothing failed, but not everything was computed
-    reasons.push_back(std::to_string(call.result->undecided_rows) + " rows undecided: not computed within --max-seconds");
+    reasons.push_back(std::to_string(call.result->undecided_rows) + " rows undecided: not computed within " +
+                      field("max_seconds"));
   }
   if (!call.backward_not_computed.empty()) {
     v.result = outcome::undecided;

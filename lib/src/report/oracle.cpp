@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "attncert/error.hpp"
+#include "attncert/field.hpp"
 #include "attncert/number/decimal.hpp"
 
 namespace attncert::oracle {
@@ -84,7 +85,7 @@ nlohmann::json verdict_json(const rule_verdict& v, std::size_t rank) {
   nlohmann::json j = {{"rule", to_string(v.rule)}};
   if (!v.graded) {
     j["verdict"] = "none";
-    j["note"] = "no --max-ulp: errors reported, no verdict";
+    j["note"] = "no " + field("max_ulp") + ": errors reported, no verdict";
     return j;
   }
   j["verdict"] = v.pass ? "pass" : "fail";
@@ -204,7 +205,7 @@ nlohmann::json gradient_defaults_json(grading_rule r) {
     d = {{"k", num(flash_gradient_k)},
          {"k_source", "FlashAttention 2 tests/test_flash_attn.py test_flash_attn_output: "
                       "(dq - dq_ref).abs().max() <= 3 * (dq_pt - dq_ref).abs().max(), dk and dv the same"},
-         {"overridden_by", "--flash-k"}};
+         {"overridden_by", field("flash_k")}};
   if (r == grading_rule::torch_sdpa) {
     nlohmann::json f;
     for (auto g : {gradient_kind::dq, gradient_kind::dk, gradient_kind::dv, gradient_kind::dbias, gradient_kind::dsink})
@@ -213,7 +214,7 @@ nlohmann::json gradient_defaults_json(grading_rule r) {
          {"fudge_source", "PyTorch test/test_transformers.py: dq 180, dk 16, dv 4 (test_flash_attention_vs_math_ref_grads, "
                           "fudge_factors); dbias 45 (grad_attn_mask, test_mem_efficient_attention_attn_mask_vs_math_ref_grads); "
                           "dsink 45 (attncert: a reduction of the same kind as a broadcast dbias; PyTorch has no sink)"},
-         {"overridden_by", "--fudge"}};
+         {"overridden_by", field("fudge")}};
   }
   return d;
 }
@@ -287,7 +288,7 @@ nlohmann::json summary_json(const oracle_report_input& in) {
       }
     j["undecided_rows"] = r.undecided_rows;
     j["undecided_rows_first"] = first;
-    j["undecided"] = "rows not computed within --max-seconds: NaN in the reference, not graded";
+    j["undecided"] = "rows not computed within " + field("max_seconds") + ": NaN in the reference, not graded";
   }
   return j;
 }
@@ -403,13 +404,13 @@ void write_verdict_text(std::ostream& os, const nlohmann::json& v) {
   os << "    rule " << rule << ": ";
   const std::string verdict = v.at("verdict").get<std::string>();
   if (verdict == "none") {
-    os << "no verdict (no --max-ulp)\n";
+    os << "no verdict (no " << field("max_ulp") << ")\n";
     return;
   }
   os << (verdict == "pass" ? "PASS" : "FAIL") << "  ";
   const std::string at = v.at("index").is_null() ? "" : " at " + v.at("index").dump();
   if (rule == "ulp") {
-    os << "max " << g4(v.at("observed")) << " ulp vs --max-ulp " << g4(v.at("threshold"));
+    os << "max " << g4(v.at("observed")) << " ulp vs " << field("max_ulp") << " " << g4(v.at("threshold"));
   } else if (rule == "flash") {
     os << "max |c - o| " << g4(v.at("observed")) << " vs " << g4(v.at("k")) << " x max |b - o| "
        << g4(v.at("baseline_max_abs_error")) << " + atol " << g4(v.at("atol")) << " = " << g4(v.at("threshold"));
@@ -528,7 +529,7 @@ void write_oracle_text(std::ostream& os, const nlohmann::json& j) {
   os << "\n  rows " << s.at("rows") << " (escalated " << s.at("rows_escalated") << ", fast path declined "
      << s.at("rows_fast_path_declined") << "), " << fmt(s.at("seconds").get<double>(), 3) << " s\n";
   if (s.contains("undecided_rows"))
-    os << "PARTIAL: " << s.at("undecided_rows") << " rows not computed within --max-seconds (NaN in the reference, not "
+    os << "PARTIAL: " << s.at("undecided_rows") << " rows not computed within " << field("max_seconds") << " (NaN in the reference, not "
        << "graded); the first (b, h, i): " << s.at("undecided_rows_first").dump() << "\n";
   if (!j.at("reference").is_null()) os << "  reference written to " << j.at("reference").value("file", "?") << "\n";
   if (j.contains("backward") && j.at("backward").contains("not_computed")) {

@@ -131,7 +131,7 @@ struct rule_settings {
   std::optional<double> rtol;     ///< assert_close: default per dtype
 };
 
-/// Errors: input_error naming the option when a value is negative, NaN or infinite.
+/// Errors: input_error naming the field (field.hpp) when a value is negative, NaN or infinite.
 void validate_rule_settings(const rule_settings& s);
 
 /// True for the rules that need a baseline (flash, torch_sdpa).
@@ -346,7 +346,8 @@ struct graded_call {
 };
 
 /// The verdict of an oracle call: its outcome, why (each failing verdict, then what was not
-/// computed), and the comparison of the first two candidates.
+/// computed), and the comparison of the first two candidates.  Texts name the caller's fields
+/// marked (field.hpp: field("rule"), field("max_seconds")) for the front end to spell.
 struct oracle_verdict {
   outcome result = outcome::none;
   std::vector<std::string> reasons;
