@@ -6,8 +6,8 @@
 #include <array>
 #include <random>
 
+#include "attncert/grading/grading.hpp"
 #include "attncert/number/traits.hpp"
-#include "attncert/oracle/grading.hpp"
 #include "checks/common.hpp"
 
 namespace attncert::checks {
@@ -157,7 +157,7 @@ void performer_output_bound(report::check_report& rep, const run_settings& rs) {
     }
     for (int j = 0; j < n; ++j) Ahat[i * n + j] /= den;
   }
-  const oracle::attention_grade g = oracle::grade_attention(req, Ahat);
+  const grading::attention_grade g = grading::grade_attention(req, Ahat);
   report::claim_row r = make_row("performer-output-bound",
                                  "||((Ahat-A)V)_i|| <= ||Ahat_i - A_i||_1 max_j ||v_j|| for Performer attention (every row)",
                                  "n=6, d=4, 64 positive features", "oracle (rigorous)", tier::enclosure);

@@ -3,7 +3,7 @@
     from attncert.testing import assert_attention_close
     assert_attention_close(out, q, k, v, causal="bottom-right", rule="flash", baseline=out_ref)
 
-The rules are those of `attncert oracle --rule` (oracle/grading.hpp), judged against the exact value o,
+The rules are those of `attncert oracle --rule` (grading/grading.hpp), judged against the exact value o,
 never against a rounded reference:
     ulp           max |c - o| / ulp(o) <= max_ulp (default 4 ulps of the target format)
     flash         max |c - o| <= k * max |b - o| + atol  (FlashAttention's tests; k = 2 outputs, 3 gradients)

@@ -10,7 +10,7 @@
 #include "attncert/error.hpp"
 #include "attncert/field.hpp"
 #include "attncert/io/npy.hpp"
-#include "attncert/oracle/grading.hpp"
+#include "attncert/grading/grading.hpp"
 
 namespace attncert::python {
 
@@ -91,6 +91,6 @@ auto named(const std::string& name, F&& f) -> decltype(f()) {
 void exact_number(const std::string& text);
 
 /// The rule settings from the dict attncert.testing._rules builds.
-oracle::rule_settings make_rules(const pybind11::dict& r);
+grading::rule_settings make_rules(const pybind11::dict& r);
 
 }  // namespace attncert::python

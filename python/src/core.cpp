@@ -24,7 +24,7 @@
 #include "attncert/deadline.hpp"
 #include "attncert/oracle/backward.hpp"
 #include "attncert/oracle/oracle.hpp"
-#include "attncert/oracle/grading.hpp"
+#include "attncert/grading/grading.hpp"
 #include "attncert/oracle/spec.hpp"
 #include "attncert/report/oracle.hpp"
 #include "arrays.hpp"
@@ -202,15 +202,15 @@ py::array_t<double> to_numpy(const std::vector<double>& values, const std::vecto
 }  // namespace
 
 // The rule settings from the dict attncert.testing._rules builds (shared with python/src/sampling.cpp).
-oracle::rule_settings attncert::python::make_rules(const py::dict& r) {
-  oracle::rule_settings s;
-  s.rule = oracle::parse_grading_rule(text(r, "rule", "ulp"));
+grading::rule_settings attncert::python::make_rules(const py::dict& r) {
+  grading::rule_settings s;
+  s.rule = grading::parse_grading_rule(text(r, "rule", "ulp"));
   if (r.contains("max_ulp") && !r["max_ulp"].is_none()) s.max_ulp = r["max_ulp"].cast<double>();
   if (r.contains("flash_k") && !r["flash_k"].is_none()) s.flash_k = r["flash_k"].cast<double>();
   if (r.contains("fudge") && !r["fudge"].is_none()) s.fudge = r["fudge"].cast<double>();
   if (r.contains("atol") && !r["atol"].is_none()) s.atol = r["atol"].cast<double>();
   if (r.contains("rtol") && !r["rtol"].is_none()) s.rtol = r["rtol"].cast<double>();
-  oracle::validate_rule_settings(s);
+  grading::validate_rule_settings(s);
   return s;
 }
 
@@ -334,7 +334,7 @@ class reference {
   // names: the caller's names of the candidate and the baseline (attncert.testing: actual, baseline), or None.
   std::string grade(const py::handle& cand, const py::object& baseline, const py::dict& rules, bool of_lse,
                     const py::object& names) const {
-    const oracle::rule_settings rs = make_rules(rules);
+    const grading::rule_settings rs = make_rules(rules);
     const auto& shape = of_lse ? built_.olay.lse_shape : built_.olay.out_shape;
     const auto given = names.is_none() ? std::pair<std::string, std::string>{} : names.cast<std::pair<std::string, std::string>>();
     const std::string what = !given.first.empty() ? given.first : of_lse ? "the LSE candidate" : "the candidate";
@@ -345,15 +345,15 @@ class reference {
     const std::vector<double> c = internal(candidate_values(cand, shape, what));
     std::optional<std::vector<double>> b;
     if (!baseline.is_none()) b = internal(candidate_values(baseline, shape, base_what));
-    if (oracle::rule_needs_baseline(rs.rule) && !b)
-      throw input_error("rule " + oracle::to_string(rs.rule) + " compares with a baseline: give baseline=");
-    oracle::truth_view t = of_lse ? oracle::lse_truth(result_) : oracle::output_truth(result_, built_.req.target);
-    oracle::candidate_grade g;
+    if (grading::rule_needs_baseline(rs.rule) && !b)
+      throw input_error("rule " + grading::to_string(rs.rule) + " compares with a baseline: give baseline=");
+    grading::truth_view t = of_lse ? grading::lse_truth(result_) : grading::output_truth(result_, built_.req.target);
+    grading::candidate_grade g;
     {
       python::interruptible_nogil nogil;  // Ctrl-C: KeyboardInterrupt (interrupt.hpp)
-      g = oracle::approx_grade(t, c, b ? &*b : nullptr, rs, of_lse ? "lse" : "c1");
+      g = grading::approx_grade(t, c, b ? &*b : nullptr, rs, of_lse ? "lse" : "c1");
     }
-    return oracle::candidate_grade_json(g).dump();
+    return python::spelled(oracle::candidate_grade_json(g).dump());
   }
   const oracle::attention_spec& spec() const { return spec_; }
   const oracle::built_request& built() const { return built_; }
@@ -424,27 +424,27 @@ class gradients {
     const int i = index(name);
     if ((i == 3 && !result_.has_dbias) || (i == 4 && !result_.has_dsink))
       throw input_error(name + ": this call has no " + (i == 3 ? "bias" : "sink"));
-    oracle::rule_settings rs = make_rules(rules);
-    const auto kind = static_cast<oracle::gradient_kind>(i);
-    rs = oracle::gradient_rule_settings(rs, kind, rules.contains("flash_k") && !rules["flash_k"].is_none(),
+    grading::rule_settings rs = make_rules(rules);
+    const auto kind = static_cast<grading::gradient_kind>(i);
+    rs = grading::gradient_rule_settings(rs, kind, rules.contains("flash_k") && !rules["flash_k"].is_none(),
                                         rules.contains("fudge") && !rules["fudge"].is_none());
     const auto shape = external_shape(i);
     auto internal = [&](std::vector<double> x) { return i < 3 ? glay_[i].output_to_internal(x) : x; };
     const std::vector<double> c = internal(candidate_values(cand, shape, name));
     std::optional<std::vector<double>> b;
     if (!baseline.is_none()) b = internal(candidate_values(baseline, shape, "the baseline's " + name));
-    if (oracle::rule_needs_baseline(rs.rule) && !b)
-      throw input_error("rule " + oracle::to_string(rs.rule) + " compares with a baseline: give baseline=");
-    oracle::truth_view t = oracle::gradient_truth(tensor(i), result_.target, name);
-    if (i < 3) oracle::skip_absent_rows(t, glay_[i]);
-    oracle::candidate_grade g;
+    if (grading::rule_needs_baseline(rs.rule) && !b)
+      throw input_error("rule " + grading::to_string(rs.rule) + " compares with a baseline: give baseline=");
+    grading::truth_view t = grading::gradient_truth(tensor(i), result_.target, name);
+    if (i < 3) grading::skip_absent_rows(t, glay_[i]);
+    grading::candidate_grade g;
     {
       python::interruptible_nogil nogil;  // Ctrl-C: KeyboardInterrupt (interrupt.hpp)
-      g = oracle::approx_grade(t, c, b ? &*b : nullptr, rs, name);
+      g = grading::approx_grade(t, c, b ? &*b : nullptr, rs, name);
     }
     nlohmann::json j = oracle::candidate_grade_json(g);
     j["settings"] = {{"flash_k", rs.flash_k}, {"fudge", rs.fudge}};
-    return j.dump();
+    return python::spelled(j.dump());
   }
 
  private:

@@ -19,7 +19,7 @@
 #include "interrupt.hpp"
 #include "attncert/error.hpp"
 #include "attncert/io/npy.hpp"
-#include "attncert/oracle/grading.hpp"
+#include "attncert/grading/grading.hpp"
 #include "attncert/report/oracle.hpp"
 #include "arrays.hpp"
 
@@ -107,13 +107,13 @@ std::string grade_rows(const py::handle& cand, const py::object& baseline, const
     if (!truth.contains(names[q])) throw input_error(std::string("grade_rows: the truth has no ") + names[q]);
     t[q] = rows_of(truth[names[q]], n, dv, std::string("the truth's ") + names[q]);
   }
-  const oracle::rule_settings rs = make_rules(rules);
+  const grading::rule_settings rs = make_rules(rules);
   const std::vector<double> c = rows_of(cand, n, dv, "the candidate");
   std::optional<std::vector<double>> b;
   if (!baseline.is_none()) b = rows_of(baseline, n, dv, "the baseline");
-  if (oracle::rule_needs_baseline(rs.rule) && !b)
-    throw input_error("rule " + oracle::to_string(rs.rule) + " compares with a baseline: give baseline=");
-  oracle::truth_view v;  // as output_truth builds it, over the listed rows
+  if (grading::rule_needs_baseline(rs.rule) && !b)
+    throw input_error("rule " + grading::to_string(rs.rule) + " compares with a baseline: give baseline=");
+  grading::truth_view v;  // as output_truth builds it, over the listed rows
   v.hi = &t[0];
   v.lo = &t[1];
   v.rad = &t[2];
@@ -123,10 +123,10 @@ std::string grade_rows(const py::handle& cand, const py::object& baseline, const
   v.rank = 4;
   v.what = "output";
   v.index_order = "b,h,i,k";
-  oracle::candidate_grade g;
+  grading::candidate_grade g;
   {
     python::interruptible_nogil nogil;  // Ctrl-C: KeyboardInterrupt (interrupt.hpp)
-    g = oracle::approx_grade(v, c, b ? &*b : nullptr, rs, "c1");
+    g = grading::approx_grade(v, c, b ? &*b : nullptr, rs, "c1");
   }
   auto place = [&](std::array<std::size_t, 4>& ix) {
     const std::size_t r = rows[ix[2]];
@@ -138,7 +138,7 @@ std::string grade_rows(const py::handle& cand, const py::object& baseline, const
   if (g.rule.has_at) place(g.rule.at);
   g.elements = total * dv;
   g.skipped += (total - n) * dv;
-  return oracle::candidate_grade_json(g).dump();
+  return python::spelled(oracle::candidate_grade_json(g).dump());
 }
 
 }  // namespace

@@ -12,13 +12,14 @@
 #include "../support.hpp"
 #include "attncert/number/traits.hpp"
 #include "attncert/oracle/backward.hpp"
+#include "attncert/grading/grading.hpp"
 #include "attncert/oracle/fast_row.hpp"
-#include "attncert/oracle/grading.hpp"
 #include "attncert/error.hpp"
 #include "attncert/number/double_double.hpp"
 
 using namespace attncert;
 using namespace attncert::oracle;
+using namespace attncert::grading;  // grade_candidate, grade_attention
 
 namespace {
 

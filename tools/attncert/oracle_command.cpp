@@ -7,6 +7,7 @@
 
 #include "attncert/deadline.hpp"
 #include "attncert/error.hpp"
+#include "attncert/grading/grading.hpp"
 #include "attncert/io/npy.hpp"
 #include "attncert/oracle/backward.hpp"
 #include "attncert/oracle/spec.hpp"
@@ -75,7 +76,7 @@ void add_backward_options(CLI::App* o, oracle_args& a) {
                 "gradient (atomics make FlashAttention's dQ nondeterministic)");
 }
 
-// The grading rules of the published test suites (oracle/grading.hpp), the LSE candidate and reruns.
+// The grading rules of the published test suites (grading/grading.hpp), the LSE candidate and reruns.
 void add_grading_options(CLI::App* o, grading_args& g) {
   o->add_option("--rule", g.rule,
                 "How candidates are judged against the exact values o: ulp (max |c-o|/ulp(o) <= --max-ulp), flash "
@@ -289,7 +290,7 @@ std::string shape_text(const std::vector<std::size_t>& s) {
 
 // A gradient the call grades: which, the shape of its file (the written reference's), whose shape that is.
 struct gradient_spec {
-  oracle::gradient_kind kind;
+  grading::gradient_kind kind;
   std::vector<std::size_t> shape;
   std::string shape_is;
 };
@@ -310,7 +311,7 @@ struct gradient_inputs {
 // dq, dk, dv always; dbias with --bias; dsink with --sink (not with --sink-off-by-one: a constant).
 std::vector<gradient_spec> gradient_specs(const oracle_args& a, const oracle::oracle_request& req, const io::npy_array& qa,
                                           const io::npy_array& ka, const io::npy_array& va, const nlohmann::json& inputs) {
-  using oracle::gradient_kind;
+  using grading::gradient_kind;
   std::vector<gradient_spec> s = {{gradient_kind::dq, qa.shape, "Q's"}, {gradient_kind::dk, ka.shape, "K's"},
                                   {gradient_kind::dv, va.shape, "V's"}};
   if (req.variant.has_bias)
@@ -328,8 +329,8 @@ gradient_set_files read_gradient_set(const std::string& prefix, const std::strin
     std::error_code ec;
     if (!std::filesystem::exists(file, ec))
       throw input_error(option + " " + prefix + ": " + file + " is missing (" + name + " is graded" +
-                        (sp.kind == oracle::gradient_kind::dbias   ? " when the call has --bias)"
-                         : sp.kind == oracle::gradient_kind::dsink ? " when the call has --sink)"
+                        (sp.kind == grading::gradient_kind::dbias   ? " when the call has --bias)"
+                         : sp.kind == grading::gradient_kind::dsink ? " when the call has --sink)"
                                                                    : " in every backward call)"));
     io::npy_array arr = io::read_npy(file, io::nonfinite::allow);
     if (arr.shape != sp.shape)
@@ -343,7 +344,7 @@ gradient_set_files read_gradient_set(const std::string& prefix, const std::strin
 }
 
 // Checks the gradient options and reads every file, before any work.
-gradient_inputs read_gradient_inputs(const oracle_args& a, const oracle::rule_settings& rules, std::vector<gradient_spec> specs) {
+gradient_inputs read_gradient_inputs(const oracle_args& a, const grading::rule_settings& rules, std::vector<gradient_spec> specs) {
   const grading_args& g = a.grading;
   if (!g.baseline_grads.empty() && g.candidate_grads.empty()) throw input_error("--baseline-grads needs --candidate-grads");
   if (!g.rerun_grads.empty() && g.candidate_grads.empty())
@@ -351,7 +352,7 @@ gradient_inputs read_gradient_inputs(const oracle_args& a, const oracle::rule_se
   gradient_inputs in;
   if (g.candidate_grads.empty()) return in;
   if (a.grad_out.empty()) throw input_error("--candidate-grads grades the gradients of a backward call: give --grad-out dO.npy");
-  if (oracle::rule_needs_baseline(rules.rule) && g.baseline_grads.empty())
+  if (grading::rule_needs_baseline(rules.rule) && g.baseline_grads.empty())
     throw input_error("--rule " + g.rule + " on --candidate-grads compares with a baseline: give --baseline-grads PREFIX");
   in.specs = std::move(specs);
   for (const auto& p : g.candidate_grads) in.candidates.push_back(read_gradient_set(p, "--candidate-grads", in.specs));
@@ -360,13 +361,13 @@ gradient_inputs read_gradient_inputs(const oracle_args& a, const oracle::rule_se
   return in;
 }
 
-const oracle::gradient_tensor& tensor_of(const oracle::backward_result& r, oracle::gradient_kind k) {
+const oracle::gradient_tensor& tensor_of(const oracle::backward_result& r, grading::gradient_kind k) {
   switch (k) {
-    case oracle::gradient_kind::dq: return r.dq;
-    case oracle::gradient_kind::dk: return r.dk;
-    case oracle::gradient_kind::dv: return r.dv;
-    case oracle::gradient_kind::dbias: return r.dbias;
-    case oracle::gradient_kind::dsink: return r.dsink;
+    case grading::gradient_kind::dq: return r.dq;
+    case grading::gradient_kind::dk: return r.dk;
+    case grading::gradient_kind::dv: return r.dv;
+    case grading::gradient_kind::dbias: return r.dbias;
+    case grading::gradient_kind::dsink: return r.dsink;
   }
   throw internal_error("unknown gradient");
 }
@@ -374,8 +375,9 @@ const oracle::gradient_tensor& tensor_of(const oracle::backward_result& r, oracl
 // Grades every kernel's gradients against the exact ones (specs 0-2, dq dk dv, are converted from the
 // inputs' layouts with `glay`; dbias and dsink are stored as written).
 void grade_gradients(const gradient_inputs& gi, const oracle::backward_result& r, const std::vector<oracle::output_layout>& glay,
-                     const oracle::rule_settings& rules, const grading_args& g, oracle::oracle_report_input& ri) {
+                     const grading::rule_settings& rules, const grading_args& g, oracle::oracle_report_input& ri) {
   using namespace attncert::oracle;
+  using namespace attncert::grading;
   if (gi.candidates.empty()) return;
   auto internal = [&](std::size_t s, const io::npy_array& arr) {
     return s < 3 ? glay[s].output_to_internal(arr.values) : arr.values;
@@ -418,8 +420,8 @@ void grade_gradients(const gradient_inputs& gi, const oracle::backward_result& r
 namespace {
 
 // The grading rule and its settings from the options (each option belongs to one rule).
-attncert::oracle::rule_settings make_rule_settings(const oracle_args& a) {
-  using namespace attncert::oracle;
+grading::rule_settings make_rule_settings(const oracle_args& a) {
+  using namespace attncert::grading;
   if (a.max_ulp != -1 && !(a.max_ulp >= 0)) throw input_error("--max-ulp must be >= 0");
   const grading_args& g = a.grading;
   rule_settings rules;
@@ -464,8 +466,9 @@ std::optional<io::npy_array> read_checked(const std::string& file, const std::ve
 }
 
 forward_files read_forward_files(const oracle_args& a, const oracle::attention_spec& spec, const oracle::built_request& built,
-                                 const oracle::rule_settings& rules) {
+                                 const grading::rule_settings& rules) {
   using namespace attncert::oracle;
+  using grading::rule_needs_baseline;
   const oracle_request& req = built.req;
   const output_layout& olay = built.olay;
   forward_files f;
@@ -505,7 +508,7 @@ struct backward_files {
 };
 
 backward_files read_backward_files(const oracle_args& a, const oracle::attention_spec& spec, const oracle::built_request& built,
-                                   const oracle::rule_settings& rules, nlohmann::json& inputs) {
+                                   const grading::rule_settings& rules, nlohmann::json& inputs) {
   if (a.grad_out.empty() && (!a.grad_lse.empty() || !a.write_grad_references.empty()))
     throw input_error("--grad-lse and --write-grad-references belong to a backward call: give --grad-out dO.npy");
   backward_files b;
@@ -526,8 +529,9 @@ backward_files read_backward_files(const oracle_args& a, const oracle::attention
 // Grades the forward's candidates, baseline, rerun and LSE against the exact values, and the
 // attention-matrix candidate, into the report's input.
 void grade_forward(const forward_files& f, const oracle_args& a, const oracle::built_request& built,
-                   const oracle::oracle_result& res, const oracle::rule_settings& rules, oracle::oracle_report_input& ri) {
+                   const oracle::oracle_result& res, const grading::rule_settings& rules, oracle::oracle_report_input& ri) {
   using namespace attncert::oracle;
+  using namespace attncert::grading;
   const output_layout& olay = built.olay;
   const grading_args& g = a.grading;
   const truth_view out_truth = output_truth(res, built.req.target);
@@ -611,7 +615,7 @@ int run_oracle_command(const oracle_args& a, const std::string& command) {
   built_request built = build_request(spec);
   oracle_request& req = built.req;
   req.progress = progress_reporter("oracle", "rows", false);
-  const rule_settings rules = make_rule_settings(a);
+  const grading::rule_settings rules = make_rule_settings(a);
   const forward_files ff = read_forward_files(a, spec, built, rules);
   const backward_files bf = read_backward_files(a, spec, built, rules, inputs);
 
@@ -655,13 +659,21 @@ int run_oracle_command(const oracle_args& a, const std::string& command) {
   command_output out;
   stage_references(a, spec, built, res, grads ? &*grads : nullptr, bf.glay, inputs, out, ri);
   ri.seconds = seconds_since(t0);
+  grading::graded_call call;
+  call.result = &res;
+  call.candidates = &ri.candidates;
+  call.lse_candidate = ri.lse_candidate ? &*ri.lse_candidate : nullptr;
+  call.gradient_candidates = &ri.gradient_candidates;
+  call.attention = ri.attention ? &*ri.attention : nullptr;
+  call.backward_not_computed = backward_not_computed;
+  ri.verdict = grading::decide_oracle_verdict(call);
   const nlohmann::json report = oracle_report(ri);
   std::ostringstream os;
   if (a.out_format == "json") os << report.dump(2) << "\n";
   else write_oracle_text(os, report);
   out.report(a.out_path, os.str());
   out.commit();
-  return oracle_exit_code(report);
+  return ri.verdict.exit_status();
 }
 
 }  // namespace attncert::cli

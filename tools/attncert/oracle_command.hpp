@@ -40,8 +40,9 @@ struct oracle_args {
 /// Adds the `oracle` subcommand with its options bound to `a`.
 CLI::App* add_oracle_subcommand(CLI::App& app, oracle_args& a);
 
-/// Runs it.  Returns the exit status (0, or 1 when a candidate fails its grading rule); throws
-/// input_error on bad input (exit 2).
+/// Runs it.  Returns the exit status grading decided (grading::oracle_verdict: 0, 1 when a candidate
+/// fails its grading rule or the output bound is refuted, 3 when rows or the backward are undecided);
+/// throws input_error on bad input (exit 2).
 int run_oracle_command(const oracle_args& a, const std::string& command);
 
 }  // namespace attncert::cli

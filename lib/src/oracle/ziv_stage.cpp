@@ -56,6 +56,20 @@ void init_scale(scale_value& sv, const scale_spec& spec, std::size_t d) {
   if (n.hi != sv.hi) sv.rad = inf;  // not normalized (cannot happen for RN); decline fast path
 }
 
+}  // namespace attncert::oracle::internal
+
+namespace attncert::oracle {
+
+scale_ball scale_binary64(const scale_spec& s, std::size_t d) {
+  internal::scale_value sv;
+  internal::init_scale(sv, s, d);
+  return {sv.hi, sv.lo, sv.rad};
+}
+
+}  // namespace attncert::oracle
+
+namespace attncert::oracle::internal {
+
 void init_variant_values(variant_values& vv, const attention_variant& v) {
   if (v.softcap) {  // C > 0 and its size are checked by validate_request
     const mpq_rational& C = *v.softcap;

@@ -6,9 +6,12 @@
 #include <sstream>
 
 #include "attncert/error.hpp"
+#include "attncert/field.hpp"
 #include "attncert/number/decimal.hpp"
 
 namespace attncert::oracle {
+
+using namespace grading;
 
 namespace {
 
@@ -82,7 +85,7 @@ nlohmann::json verdict_json(const rule_verdict& v, std::size_t rank) {
   nlohmann::json j = {{"rule", to_string(v.rule)}};
   if (!v.graded) {
     j["verdict"] = "none";
-    j["note"] = "no --max-ulp: errors reported, no verdict";
+    j["note"] = "no " + field("max_ulp") + ": errors reported, no verdict";
     return j;
   }
   j["verdict"] = v.pass ? "pass" : "fail";
@@ -169,9 +172,8 @@ nlohmann::json rerun_json(const rerun_spread& s, const std::string& file, const 
           {"first_run_error", {{"max_abs_error", num(first.max_abs)}, {"max_ulp", num(first.max_ulp)}}}};
 }
 
-// The grading part of the report: settings.grading, grading, baseline, candidates, lse, rerun;
-// failing verdicts append to `reasons`.
-void add_grading(nlohmann::json& j, const oracle_report_input& in, nlohmann::json& reasons) {
+// The grading part of the report: settings.grading, grading, baseline, candidates, lse, rerun.
+void add_grading(nlohmann::json& j, const oracle_report_input& in) {
   j["settings"]["grading"] = rule_settings_json(in.rules);
   j["grading"] = {{"rule", to_string(in.rules.rule)},
                   {"statement", rule_statement(in.rules.rule)},
@@ -185,15 +187,12 @@ void add_grading(nlohmann::json& j, const oracle_report_input& in, nlohmann::jso
   for (std::size_t c = 0; c < in.candidates.size(); ++c) {
     const auto& g = in.candidates[c];
     cands.push_back(grade_json(g, c < in.candidate_files.size() ? in.candidate_files[c] : g.name));
-    if (g.rule.graded && !g.rule.pass) reasons.push_back("candidate " + g.name + " fails --rule " + to_string(g.rule.rule) + ": " + g.rule.reason);
   }
   j["candidates"] = cands;
   if (in.lse_candidate) {
     nlohmann::json l = {{"target", to_string(in.result->lse_target)}, {"candidate", grade_json(*in.lse_candidate, in.lse_candidate_file)}};
     if (in.lse_baseline) l["baseline"] = grade_json(*in.lse_baseline, in.lse_baseline_file);
     for (auto it = l.begin(); it != l.end(); ++it) j["lse"][it.key()] = it.value();
-    const auto& v = in.lse_candidate->rule;
-    if (v.graded && !v.pass) reasons.push_back("LSE candidate fails --rule " + to_string(v.rule) + ": " + v.reason);
   }
   if (in.rerun && !in.candidates.empty()) j["rerun"] = rerun_json(*in.rerun, in.rerun_file, in.candidates.front());
 }
@@ -206,7 +205,7 @@ nlohmann::json gradient_defaults_json(grading_rule r) {
     d = {{"k", num(flash_gradient_k)},
          {"k_source", "FlashAttention 2 tests/test_flash_attn.py test_flash_attn_output: "
                       "(dq - dq_ref).abs().max() <= 3 * (dq_pt - dq_ref).abs().max(), dk and dv the same"},
-         {"overridden_by", "--flash-k"}};
+         {"overridden_by", field("flash_k")}};
   if (r == grading_rule::torch_sdpa) {
     nlohmann::json f;
     for (auto g : {gradient_kind::dq, gradient_kind::dk, gradient_kind::dv, gradient_kind::dbias, gradient_kind::dsink})
@@ -215,36 +214,28 @@ nlohmann::json gradient_defaults_json(grading_rule r) {
          {"fudge_source", "PyTorch test/test_transformers.py: dq 180, dk 16, dv 4 (test_flash_attention_vs_math_ref_grads, "
                           "fudge_factors); dbias 45 (grad_attn_mask, test_mem_efficient_attention_attn_mask_vs_math_ref_grads); "
                           "dsink 45 (attncert: a reduction of the same kind as a broadcast dbias; PyTorch has no sink)"},
-         {"overridden_by", "--fudge"}};
+         {"overridden_by", field("fudge")}};
   }
   return d;
 }
 
-nlohmann::json gradient_set_json(const gradient_set_grade& s, bool with_rule, nlohmann::json& reasons) {
+nlohmann::json gradient_set_json(const gradient_set_grade& s, bool with_rule) {
   nlohmann::json grads = nlohmann::json::object();
-  bool pass = true, graded = false;
   for (const auto& gg : s.gradients) {
     nlohmann::json j = grade_json(gg.grade, gg.file);
     if (with_rule) j["settings"] = rule_settings_json(gg.rules);
     else j.erase("rule");
     if (gg.rerun) j["rerun"] = rerun_json(*gg.rerun, gg.rerun_file, gg.grade);
     grads[to_string(gg.gradient)] = j;
-    const rule_verdict& v = gg.grade.rule;
-    if (!with_rule || !v.graded) continue;
-    graded = true;
-    pass = pass && v.pass;
-    if (!v.pass)
-      reasons.push_back("gradient candidate " + s.name + " " + to_string(gg.gradient) + " fails --rule " + to_string(v.rule) +
-                        ": " + v.reason);
   }
   nlohmann::json j = {{"name", s.name}, {"prefix", s.prefix}, {"gradients", grads}};
-  if (with_rule) j["verdict"] = !graded ? "none" : pass ? "pass" : "fail";
+  if (with_rule) j["verdict"] = to_string(gradient_set_outcome(s));
   return j;
 }
 
 // The section 'backward_grading': the rule with its per-gradient defaults, the baseline's
-// gradients, and each kernel's (failing verdicts append to `reasons`).
-void add_backward_grading(nlohmann::json& j, const oracle_report_input& in, nlohmann::json& reasons) {
+// gradients, and each kernel's.
+void add_backward_grading(nlohmann::json& j, const oracle_report_input& in) {
   if (in.gradient_candidates.empty()) return;
   const grading_rule r = in.rules.rule;
   nlohmann::json b = {{"rule", to_string(r)},
@@ -253,9 +244,9 @@ void add_backward_grading(nlohmann::json& j, const oracle_report_input& in, nloh
                       {"defaults", gradient_defaults_json(r)},
                       {"truth", "o = the exact gradient of the exact forward (the backward's enclosure hi + lo), not the "
                                 "rounded reference; c = candidate, b = baseline; indices in the oracle's internal layout"}};
-  if (in.gradient_baseline) b["baseline"] = gradient_set_json(*in.gradient_baseline, false, reasons);
+  if (in.gradient_baseline) b["baseline"] = gradient_set_json(*in.gradient_baseline, false);
   nlohmann::json cands = nlohmann::json::array();
-  for (const auto& c : in.gradient_candidates) cands.push_back(gradient_set_json(c, true, reasons));
+  for (const auto& c : in.gradient_candidates) cands.push_back(gradient_set_json(c, true));
   b["candidates"] = cands;
   if (!in.gradient_rerun_prefix.empty()) b["rerun_prefix"] = in.gradient_rerun_prefix;
   j["backward_grading"] = b;
@@ -297,28 +288,26 @@ nlohmann::json summary_json(const oracle_report_input& in) {
       }
     j["undecided_rows"] = r.undecided_rows;
     j["undecided_rows_first"] = first;
-    j["undecided"] = "rows not computed within --max-seconds: NaN in the reference, not graded";
+    j["undecided"] = "rows not computed within " + field("max_seconds") + ": NaN in the reference, not graded";
   }
   return j;
 }
 
-// FlashAttention's acceptance test between two candidates.
+// FlashAttention's acceptance test between two candidates (grading::compare_candidates).
 void add_comparison(nlohmann::json& j, const oracle_report_input& in) {
-  if (in.candidates.size() < 2) return;
-  const auto& a = in.candidates[0];
-  const auto& b = in.candidates[1];
-  const bool pass = a.nonfinite_where_finite == 0 && a.max_ulp <= 2 * b.max_ulp;
+  if (!in.verdict.comparison) return;
+  const candidate_comparison& c = *in.verdict.comparison;
   j["comparison"] = {{"rule", "max error of candidate 1 <= 2 x max error of candidate 2 (FlashAttention's acceptance test)"},
-                     {"candidate", a.name},
-                     {"baseline", b.name},
-                     {"candidate_max_ulp", num(a.max_ulp)},
-                     {"baseline_max_ulp", num(b.max_ulp)},
-                     {"ratio", b.max_ulp > 0 ? num(a.max_ulp / b.max_ulp) : nlohmann::json(nullptr)},
-                     {"verdict", pass ? "pass" : "fail"}};
+                     {"candidate", c.candidate},
+                     {"baseline", c.baseline},
+                     {"candidate_max_ulp", num(c.candidate_max_ulp)},
+                     {"baseline_max_ulp", num(c.baseline_max_ulp)},
+                     {"ratio", c.ratio ? num(*c.ratio) : nlohmann::json(nullptr)},
+                     {"verdict", c.pass ? "pass" : "fail"}};
 }
 
 // The attention candidate's row errors and the article's output bound (section 11).
-void add_attention(nlohmann::json& j, const oracle_report_input& in, nlohmann::json& reasons) {
+void add_attention(nlohmann::json& j, const oracle_report_input& in) {
   if (!in.attention) return;
   const auto& g = *in.attention;
   nlohmann::json rows = nlohmann::json::array();
@@ -334,22 +323,11 @@ void add_attention(nlohmann::json& j, const oracle_report_input& in, nlohmann::j
                       {"undecided", g.bound_undecided},
                       {"refuted", g.bound_refuted},
                       {"rows_skipped", g.rows_skipped}}}};
-  if (g.bound_refuted) reasons.push_back("the output bound was refuted on " + std::to_string(g.bound_refuted) + " rows");
 }
 
-// The exit code: 1 when something failed, else 3 when rows or the backward are undecided, else 0.
-void add_verdict(nlohmann::json& j, const oracle_report_input& in, nlohmann::json reasons) {
-  const oracle_result& r = *in.result;
-  int code = reasons.empty() ? 0 : 1;
-  if (code == 0 && r.undecided_rows) {
-    code = 3;  // nothing failed, but not everything was computed: undecided
-    reasons.push_back(std::to_string(r.undecided_rows) + " rows undecided: not computed within --max-seconds");
-  }
-  if (code != 1 && !in.backward_not_computed.empty()) {
-    code = 3;
-    reasons.push_back(in.backward_not_computed);
-  }
-  j["verdict"] = {{"exit_code", code}, {"reasons", reasons}};
+// The verdict grading decided (grading::decide_oracle_verdict): its exit status and reasons.
+void add_verdict(nlohmann::json& j, const oracle_report_input& in) {
+  j["verdict"] = {{"exit_code", in.verdict.exit_status()}, {"reasons", in.verdict.reasons}};
 }
 
 }  // namespace
@@ -406,12 +384,11 @@ nlohmann::json oracle_report(const oracle_report_input& in) {
     }
   j["faithful_only_elements"] = faithful;
 
-  nlohmann::json reasons = nlohmann::json::array();
-  add_grading(j, in, reasons);
-  add_backward_grading(j, in, reasons);
+  add_grading(j, in);
+  add_backward_grading(j, in);
   add_comparison(j, in);
-  add_attention(j, in, reasons);
-  add_verdict(j, in, reasons);
+  add_attention(j, in);
+  add_verdict(j, in);
   return j;
 }
 
@@ -427,13 +404,13 @@ void write_verdict_text(std::ostream& os, const nlohmann::json& v) {
   os << "    rule " << rule << ": ";
   const std::string verdict = v.at("verdict").get<std::string>();
   if (verdict == "none") {
-    os << "no verdict (no --max-ulp)\n";
+    os << "no verdict (no " << field("max_ulp") << ")\n";
     return;
   }
   os << (verdict == "pass" ? "PASS" : "FAIL") << "  ";
   const std::string at = v.at("index").is_null() ? "" : " at " + v.at("index").dump();
   if (rule == "ulp") {
-    os << "max " << g4(v.at("observed")) << " ulp vs --max-ulp " << g4(v.at("threshold"));
+    os << "max " << g4(v.at("observed")) << " ulp vs " << field("max_ulp") << " " << g4(v.at("threshold"));
   } else if (rule == "flash") {
     os << "max |c - o| " << g4(v.at("observed")) << " vs " << g4(v.at("k")) << " x max |b - o| "
        << g4(v.at("baseline_max_abs_error")) << " + atol " << g4(v.at("atol")) << " = " << g4(v.at("threshold"));
@@ -552,7 +529,7 @@ void write_oracle_text(std::ostream& os, const nlohmann::json& j) {
   os << "\n  rows " << s.at("rows") << " (escalated " << s.at("rows_escalated") << ", fast path declined "
      << s.at("rows_fast_path_declined") << "), " << fmt(s.at("seconds").get<double>(), 3) << " s\n";
   if (s.contains("undecided_rows"))
-    os << "PARTIAL: " << s.at("undecided_rows") << " rows not computed within --max-seconds (NaN in the reference, not "
+    os << "PARTIAL: " << s.at("undecided_rows") << " rows not computed within " << field("max_seconds") << " (NaN in the reference, not "
        << "graded); the first (b, h, i): " << s.at("undecided_rows_first").dump() << "\n";
   if (!j.at("reference").is_null()) os << "  reference written to " << j.at("reference").value("file", "?") << "\n";
   if (j.contains("backward") && j.at("backward").contains("not_computed")) {

@@ -40,6 +40,13 @@ struct scale_spec {
   mpq_rational rational;  ///< the scale when !inv_sqrt_d; numerator and denominator below 2^4000
 };
 
+/// The scale s in binary64 midpoint-radius form, |s - (hi + lo)| <= rad, as the fast path multiplies by
+/// it; rad = +inf when binary64 cannot hold it (then the fast kernels decline and MPFI takes the row).
+struct scale_ball {
+  double hi = 0, lo = 0, rad = 0;
+};
+scale_ball scale_binary64(const scale_spec& s, std::size_t d);
+
 enum class mask_kind { none, causal, explicit_mask };
 
 /// A tensor of shape (B, H, n, d) in C order (an input of shape (n, d) has B = H = 1, of shape

@@ -8,63 +8,48 @@
 #include <string>
 #include <vector>
 
+#include "attncert/grading/grading.hpp"
 #include "attncert/oracle/backward.hpp"
-#include "attncert/oracle/grading.hpp"
 #include "attncert/io/npy.hpp"
 #include "attncert/oracle/request.hpp"
 
 namespace attncert::oracle {
 
-/// One array of a kernel's gradients (--candidate-grads PREFIX), graded by approx_grade with the
-/// settings gradient_rule_settings gives it, and the spread from its second run (--rerun-grads).
-/// For the baseline's gradients (--baseline-grads) the grade carries no verdict.
-struct gradient_grade {
-  gradient_kind gradient = gradient_kind::dq;
-  std::string file;
-  candidate_grade grade;
-  rule_settings rules;                ///< the settings it was graded by (k / fudge of this gradient)
-  std::optional<rerun_spread> rerun;  ///< --rerun-grads (the first kernel only)
-  std::string rerun_file;
-};
-
-/// The gradients of one kernel (or of the baseline), in the order dq, dk, dv, dbias, dsink.
-struct gradient_set_grade {
-  std::string name;    ///< "g1", "g2", ... for the kernels, "b" for the baseline
-  std::string prefix;  ///< the PREFIX given
-  std::vector<gradient_grade> gradients;
-};
-
-/// Everything the report shows.  Grades carry their rule's verdict (oracle/grading.hpp:
-/// approx_grade); the report renders them and computes nothing.
+/// Everything the report shows.  Grades carry their rule's verdict (grading/grading.hpp:
+/// approx_grade) and `verdict` the call's (grading::decide_oracle_verdict on these grades); the
+/// report renders them and computes nothing.
 struct oracle_report_input {
   std::string command;
   nlohmann::json inputs;    ///< description of the input files
   nlohmann::json settings;  ///< every setting that shapes the answer (the rule's are added from `rules`)
   const oracle_result* result = nullptr;
-  std::vector<candidate_grade> candidates;
+  std::vector<grading::candidate_grade> candidates;
   std::vector<std::string> candidate_files;
-  std::optional<attention_grade> attention;
-  rule_settings rules;                          ///< --rule and its settings
-  std::optional<candidate_grade> baseline;      ///< --baseline: its own errors from the truth
+  std::optional<grading::attention_grade> attention;
+  grading::rule_settings rules;                           ///< --rule and its settings
+  std::optional<grading::candidate_grade> baseline;       ///< --baseline: its own errors from the truth
   std::string baseline_file;
-  std::optional<candidate_grade> lse_candidate;  ///< --candidate-lse, graded by the same rule
+  std::optional<grading::candidate_grade> lse_candidate;  ///< --candidate-lse, graded by the same rule
   std::string lse_candidate_file;
-  std::optional<candidate_grade> lse_baseline;   ///< --baseline-lse
+  std::optional<grading::candidate_grade> lse_baseline;   ///< --baseline-lse
   std::string lse_baseline_file;
-  std::optional<rerun_spread> rerun;             ///< --rerun: spread between two runs of candidate 1
+  std::optional<grading::rerun_spread> rerun;             ///< --rerun: spread between two runs of candidate 1
   std::string rerun_file;
   nlohmann::json reference;       ///< where the reference was written (or null)
   nlohmann::json lse_file;        ///< where the LSE was written (or null)
   const backward_result* backward = nullptr;  ///< --grad-out: the certified gradients (or null)
   nlohmann::json gradient_files;  ///< {"dq": {"file", "dtype", "shape"}, ...} as written
-  std::vector<gradient_set_grade> gradient_candidates;  ///< --candidate-grads, graded
-  std::optional<gradient_set_grade> gradient_baseline;  ///< --baseline-grads: their own errors
-  std::string gradient_rerun_prefix;                    ///< --rerun-grads (spreads in gradient_candidates[0])
+  std::vector<grading::gradient_set_grade> gradient_candidates;  ///< --candidate-grads, graded
+  std::optional<grading::gradient_set_grade> gradient_baseline;  ///< --baseline-grads: their own errors
+  std::string gradient_rerun_prefix;                             ///< --rerun-grads (spreads in gradient_candidates[0])
   double backward_seconds = 0;
   /// Non-empty when a backward was asked for and not computed within the budget: why (the report's
   /// backward section says so, and the exit code is 3 unless something failed).
   std::string backward_not_computed;
   double seconds = 0;
+  /// The verdict grading decided (grading::decide_oracle_verdict): the report's 'verdict' and
+  /// 'comparison', and the FAIL / UNDECIDED lines of the text.
+  grading::oracle_verdict verdict;
 };
 
 /// The JSON report: tool, version, command, inputs, settings (with settings.grading), guarantee,
@@ -82,10 +67,9 @@ nlohmann::json oracle_report(const oracle_report_input& in);
 /// One graded array as the report writes it (name, elements, errors abs / rel / ulp with their indices,
 /// beyond_ulps, worst, rule {verdict, observed, threshold, margin, ...}): for callers that grade in
 /// process (the Python layer).
-nlohmann::json candidate_grade_json(const candidate_grade& g);
+nlohmann::json candidate_grade_json(const grading::candidate_grade& g);
 
-/// Exit code the report implies: 1 if a candidate (the LSE candidate, a gradient) fails its rule (the
-/// ulp rule only with --max-ulp) or the output bound is refuted; else 0.
+/// The exit code the report states (verdict.exit_code: grading::oracle_verdict::exit_status()).
 int oracle_exit_code(const nlohmann::json& report);
 
 /// Human-readable rendering of oracle_report().

@@ -1,4 +1,4 @@
-// Tests of oracle/grading.hpp: the errors of a graded array from the exact values (abs, rel and
+// Tests of grading/grading.hpp: the errors of a graded array from the exact values (abs, rel and
 // ulp maxima with their indices, beyond-threshold counts, skipped and non-finite elements), the
 // four rules of the published test suites (ulp, flash, torch_sdpa, assert_close) at and around
 // their thresholds, fudge_needed_for, the run-to-run spread, bad settings, and the truths of the
@@ -8,7 +8,7 @@
 // The truths are chosen by hand (hi/lo/rad/reference vectors; o = hi + lo exactly, rad = 0
 // unless stated) with dyadic values, so every expected figure below is exact in binary64 and
 // compared with ==.  Each comment shows the arithmetic.
-#define BOOST_TEST_MODULE oracle_grading
+#define BOOST_TEST_MODULE grading_grading
 #include <boost/test/unit_test.hpp>
 #include <cmath>
 #include <limits>
@@ -17,10 +17,11 @@
 #include <vector>
 
 #include "attncert/error.hpp"
-#include "attncert/oracle/grading.hpp"
+#include "attncert/field.hpp"
+#include "attncert/grading/grading.hpp"
 
 using namespace attncert;
-using namespace attncert::oracle;
+using namespace attncert::grading;
 
 namespace {
 
@@ -619,7 +620,7 @@ BOOST_AUTO_TEST_CASE(ulp_rule_grades_only_with_a_bound) {
   BOOST_TEST(g.rule.threshold == 2.0);
   BOOST_TEST(g.rule.ratio == 2.0);
   BOOST_TEST(idx(g.rule.at) == "(0,1,0,2)");
-  BOOST_TEST(g.rule.reason.find("--max-ulp") != std::string::npos);
+  BOOST_TEST(g.rule.reason.find("exceeds " + field("max_ulp") + " 2 (2 elements over it)") != std::string::npos);
   s.max_ulp = 4;  // exactly at the largest error: passes
   g = approx_grade(f.t.view(), f.c, nullptr, s, "c");
   BOOST_TEST(g.rule.pass);
@@ -656,7 +657,7 @@ BOOST_AUTO_TEST_CASE(bad_settings_and_sizes_are_input_errors) {
   // negative, NaN or infinite settings, each named
   for (double bad : {-1.0, -0.5e-300, qnan, pinf}) {
     BOOST_TEST_CONTEXT("value " << bad) {
-      auto expect_named = [](const rule_settings& s, const std::string& option) {
+      auto expect_named = [](const rule_settings& s, const std::string& option) {  // the field, marked (field.hpp)
         try {
           validate_rule_settings(s);
           BOOST_ERROR("accepted a bad " + option);
@@ -666,19 +667,19 @@ BOOST_AUTO_TEST_CASE(bad_settings_and_sizes_are_input_errors) {
       };
       rule_settings s;
       s.max_ulp = bad;
-      expect_named(s, "--max-ulp");
+      expect_named(s, field("max_ulp"));
       s = rule_settings{};
       s.flash_k = bad;
-      expect_named(s, "--flash-k");
+      expect_named(s, field("flash_k"));
       s = rule_settings{};
       s.fudge = bad;
-      expect_named(s, "--fudge");
+      expect_named(s, field("fudge"));
       s = rule_settings{};
       s.atol = bad;
-      expect_named(s, "--atol");
+      expect_named(s, field("atol"));
       s = rule_settings{};
       s.rtol = bad;
-      expect_named(s, "--rtol");
+      expect_named(s, field("rtol"));
       // approx_grade validates too
       s = rule(grading_rule::assert_close);
       s.rtol = bad;
@@ -845,7 +846,7 @@ BOOST_AUTO_TEST_CASE(padding_rows_of_a_packed_layout_are_not_graded) {
   // thd with cu_seqlens (0, 1, 3): batch 0 has one row, batch 1 two; internal (B=2, H=1, n=2, d=2),
   // so internal row 1 (b 0, i 1) is padding: absent from the caller's tensor (3 rows of 2).
   output_layout lay;
-  lay.layout = qkv_layout::thd;
+  lay.layout = oracle::qkv_layout::thd;
   lay.B = 2;
   lay.H = 1;
   lay.nq = 2;
@@ -873,7 +874,7 @@ BOOST_AUTO_TEST_CASE(padding_rows_of_a_packed_layout_are_not_graded) {
   const truth_view unmasked = gradient_truth(dq, target_format::binary64, "dq");
   BOOST_TEST(!approx_grade(unmasked, c, nullptr, s, "g1.dq").rule.pass);
   // a layout without padding leaves no mask; a shape that disagrees is an internal error
-  lay.layout = qkv_layout::bhsd;
+  lay.layout = oracle::qkv_layout::bhsd;
   truth_view t2 = gradient_truth(dq, target_format::binary64, "dq");
   skip_absent_rows(t2, lay);
   BOOST_TEST(t2.absent.empty());
@@ -899,4 +900,130 @@ BOOST_AUTO_TEST_CASE(gradient_rules_take_the_published_factors) {
   const rule_settings given = gradient_rule_settings(s, gradient_kind::dq, true, true);
   BOOST_TEST(given.flash_k == 2.5);  // --flash-k / --fudge given: they apply to every gradient
   BOOST_TEST(given.fudge == 7.0);
+}
+
+// ---- the verdict of an oracle call ------------------------------------------------------------------
+
+BOOST_AUTO_TEST_CASE(verdict_fails_with_the_reason_of_each_failing_grade) {
+  four_errors f;  // ulp errors 4, 3, 1, 0.5 (bf16)
+  oracle_result res;
+  rule_settings s = rule(grading_rule::ulp);
+  s.max_ulp = 2;
+  std::vector<candidate_grade> cands = {approx_grade(f.t.view(), f.c, nullptr, s, "c1")};
+  s.max_ulp = 4;
+  cands.push_back(approx_grade(f.t.view(), f.c, nullptr, s, "c2"));  // at the bound: passes
+  graded_call call;
+  call.result = &res;
+  call.candidates = &cands;
+  oracle_verdict v = decide_oracle_verdict(call);
+  BOOST_CHECK(v.result == outcome::fail);
+  BOOST_TEST(!v.passed());
+  BOOST_TEST(v.exit_status() == 1);
+  BOOST_TEST_REQUIRE(v.reasons.size() == 1u);
+  BOOST_TEST(v.reasons[0] == "candidate c1 fails " + field("rule") + " ulp: max error 4 ulps exceeds " + field("max_ulp") +
+                                 " 2 (2 elements over it)");
+  // the CLI's spelling of that reason
+  BOOST_TEST(spell_fields(v.reasons[0], cli_spelling) ==
+             "candidate c1 fails --rule ulp: max error 4 ulps exceeds --max-ulp 2 (2 elements over it)");
+  // FlashAttention's comparison of the first two candidates: c1's 4 ulps <= 2 x c2's 4 ulps
+  BOOST_TEST_REQUIRE(v.comparison.has_value());
+  BOOST_TEST(v.comparison->candidate == "c1");
+  BOOST_TEST(v.comparison->baseline == "c2");
+  BOOST_TEST(v.comparison->pass);
+  BOOST_TEST(v.comparison->ratio.value() == 1.0);
+  // a failure hides undecided rows and an uncomputed backward: the exit status stays 1
+  res.undecided_rows = 2;
+  call.backward_not_computed = "the backward was not computed";
+  v = decide_oracle_verdict(call);
+  BOOST_CHECK(v.result == outcome::fail);
+  BOOST_TEST(v.reasons.size() == 1u);
+  // a refuted output bound fails too, after the candidates' reasons
+  res.undecided_rows = 0;
+  call.backward_not_computed.clear();
+  std::vector<candidate_grade> passing = {cands[1]};
+  call.candidates = &passing;
+  attention_grade att;
+  att.rows = 4;
+  att.bound_refuted = 3;
+  call.attention = &att;
+  v = decide_oracle_verdict(call);
+  BOOST_CHECK(v.result == outcome::fail);
+  BOOST_TEST_REQUIRE(v.reasons.size() == 1u);
+  BOOST_TEST(v.reasons[0] == "the output bound was refuted on 3 rows");
+  BOOST_TEST(!v.comparison.has_value());  // one candidate: no comparison
+  att.bound_refuted = 0;
+  BOOST_CHECK(decide_oracle_verdict(call).result == outcome::pass);
+}
+
+BOOST_AUTO_TEST_CASE(verdict_of_undecided_rows_is_partial) {
+  four_errors f;
+  oracle_result res;
+  res.undecided_rows = 5;
+  rule_settings s = rule(grading_rule::ulp);
+  s.max_ulp = 16;
+  const std::vector<candidate_grade> cands = {approx_grade(f.t.view(), f.c, nullptr, s, "c1")};
+  graded_call call;
+  call.result = &res;
+  call.candidates = &cands;
+  oracle_verdict v = decide_oracle_verdict(call);
+  BOOST_CHECK(v.result == outcome::undecided);
+  BOOST_TEST(v.exit_status() == 3);
+  BOOST_TEST(!v.passed());
+  BOOST_TEST_REQUIRE(v.reasons.size() == 1u);
+  BOOST_TEST(spell_fields(v.reasons[0], cli_spelling) == "5 rows undecided: not computed within --max-seconds");
+  // the backward not computed: undecided as well, its reason after the rows'
+  call.backward_not_computed = "no backward";
+  v = decide_oracle_verdict(call);
+  BOOST_CHECK(v.result == outcome::undecided);
+  BOOST_TEST_REQUIRE(v.reasons.size() == 2u);
+  BOOST_TEST(v.reasons[1] == "no backward");
+  res.undecided_rows = 0;
+  v = decide_oracle_verdict(call);
+  BOOST_CHECK(v.result == outcome::undecided);
+  BOOST_TEST(v.reasons == std::vector<std::string>{"no backward"});
+}
+
+BOOST_AUTO_TEST_CASE(no_candidate_gives_no_verdict) {
+  oracle_result res;
+  graded_call call;
+  call.result = &res;
+  oracle_verdict v = decide_oracle_verdict(call);
+  BOOST_CHECK(v.result == outcome::none);
+  BOOST_TEST(v.passed());
+  BOOST_TEST(v.exit_status() == 0);
+  BOOST_TEST(v.reasons.empty());
+  BOOST_TEST(!v.comparison.has_value());
+  // the ulp rule without max_ulp grades nothing: still no verdict
+  four_errors f;
+  const std::vector<candidate_grade> cands = {approx_grade(f.t.view(), f.c, nullptr, rule(grading_rule::ulp), "c1")};
+  call.candidates = &cands;
+  BOOST_CHECK(decide_oracle_verdict(call).result == outcome::none);
+  // no oracle result: a caller's bug
+  call.result = nullptr;
+  BOOST_CHECK_THROW(decide_oracle_verdict(call), internal_error);
+  BOOST_TEST(to_string(outcome::none) == "none");
+  BOOST_TEST(to_string(outcome::undecided) == "undecided");
+}
+
+BOOST_AUTO_TEST_CASE(gradient_sets_are_judged_per_kernel) {
+  four_errors f;
+  oracle_result res;
+  rule_settings s = rule(grading_rule::ulp);
+  gradient_set_grade set{"g1", "k1", {}};
+  set.gradients.push_back({gradient_kind::dq, "k1.dq.npy", approx_grade(f.t.view(), f.c, nullptr, s, "g1.dq"), s, std::nullopt, ""});
+  BOOST_CHECK(gradient_set_outcome(set) == outcome::none);  // no max_ulp: nothing graded
+  s.max_ulp = 8;
+  set.gradients.push_back({gradient_kind::dk, "k1.dk.npy", approx_grade(f.t.view(), f.c, nullptr, s, "g1.dk"), s, std::nullopt, ""});
+  BOOST_CHECK(gradient_set_outcome(set) == outcome::pass);
+  s.max_ulp = 1;
+  set.gradients.push_back({gradient_kind::dv, "k1.dv.npy", approx_grade(f.t.view(), f.c, nullptr, s, "g1.dv"), s, std::nullopt, ""});
+  BOOST_CHECK(gradient_set_outcome(set) == outcome::fail);
+  const std::vector<gradient_set_grade> sets = {set};
+  graded_call call;
+  call.result = &res;
+  call.gradient_candidates = &sets;
+  const oracle_verdict v = decide_oracle_verdict(call);
+  BOOST_CHECK(v.result == outcome::fail);
+  BOOST_TEST_REQUIRE(v.reasons.size() == 1u);
+  BOOST_TEST(v.reasons[0].rfind("gradient candidate g1 dv fails " + field("rule") + " ulp: max error 4 ulps exceeds ", 0) == 0u);
 }

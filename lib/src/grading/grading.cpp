@@ -1,7 +1,7 @@
-// lib/src/oracle/grading.cpp — grading other implementations against the oracle: a
+// lib/src/grading/grading.cpp — grading other implementations against the oracle: a
 // candidate's errors from the exact values, the published test-suite rules, the run-to-run
 // spread, and a candidate attention matrix against the output bound of the article (§11).
-// See attncert/oracle/grading.hpp.
+// See attncert/grading/grading.hpp.
 #include <gmp.h>
 #include <mpfi.h>
 #include <mpfr.h>
@@ -13,17 +13,20 @@
 #include <sstream>
 
 #include "attncert/error.hpp"
+#include "attncert/field.hpp"
+#include "attncert/grading/grading.hpp"
 #include "attncert/number/double_double.hpp"
 #include "attncert/number/emulated.hpp"
 #include "attncert/number/traits.hpp"
-#include "attncert/oracle/grading.hpp"
-#include "internal.hpp"
+#include "attncert/oracle/fast_row.hpp"
+#include "attncert/oracle/oracle.hpp"
 
-namespace attncert::oracle {
+namespace attncert::grading {
 
-using namespace internal;
+using namespace oracle;
 
 namespace {
+constexpr double inf = std::numeric_limits<double>::infinity();
 // A binary64 figure in messages: 4 significant digits.
 std::string fmt_g(double x) {
   std::ostringstream os;
@@ -164,7 +167,7 @@ std::string rule_statement(grading_rule r) {
 
 std::string rule_source(grading_rule r) {
   switch (r) {
-    case grading_rule::ulp: return "attncert (--max-ulp)";
+    case grading_rule::ulp: return "attncert (" + field("max_ulp") + ")";
     case grading_rule::flash: return "FlashAttention tests/test_flash_attn.py (test_flash_attn_output)";
     case grading_rule::torch_sdpa: return "PyTorch test/test_transformers.py (get_tolerances; assertEqual)";
     case grading_rule::assert_close: return "torch.testing.assert_close (torch/testing/_comparison.py)";
@@ -199,15 +202,15 @@ tolerances sdpa_defaults(target_format t) {
 }
 
 void validate_rule_settings(const rule_settings& s) {
-  auto check = [](double x, const char* option) {
+  auto check = [](double x, const char* name) {
     if (!(x >= 0) || !std::isfinite(x))
-      throw input_error(std::string(option) + " must be a finite number >= 0 (got " + fmt_g(x) + ")");
+      throw input_error(field(name) + " must be a finite number >= 0 (got " + fmt_g(x) + ")");
   };
-  if (s.max_ulp) check(*s.max_ulp, "--max-ulp");
-  check(s.flash_k, "--flash-k");
-  check(s.fudge, "--fudge");
-  if (s.atol) check(*s.atol, "--atol");
-  if (s.rtol) check(*s.rtol, "--rtol");
+  if (s.max_ulp) check(*s.max_ulp, "max_ulp");
+  check(s.flash_k, "flash_k");
+  check(s.fudge, "fudge");
+  if (s.atol) check(*s.atol, "atol");
+  if (s.rtol) check(*s.rtol, "rtol");
 }
 
 bool rule_needs_baseline(grading_rule r) { return r == grading_rule::flash || r == grading_rule::torch_sdpa; }
@@ -385,7 +388,7 @@ void judge_ulp(const candidate_grade& g, const rule_settings& s, const truth_vie
   set_ratio(v);
   v.pass = v.violations == 0;
   if (!v.pass)
-    v.reason = "max error " + fmt_g(v.observed) + " ulps exceeds --max-ulp " + fmt_g(v.threshold) + " (" +
+    v.reason = "max error " + fmt_g(v.observed) + " ulps exceeds " + field("max_ulp") + " " + fmt_g(v.threshold) + " (" +
                std::to_string(v.violations) + " elements over it)";
 }
 
@@ -470,7 +473,8 @@ candidate_grade approx_grade(const truth_view& t, const std::vector<double>& c, 
                              const rule_settings& s, const std::string& name) {
   validate_rule_settings(s);
   if (rule_needs_baseline(s.rule) && baseline == nullptr)
-    throw input_error("--rule " + to_string(s.rule) + " compares with a baseline: give --baseline B.npy");
+    throw input_error(field("rule") + " " + to_string(s.rule) + " compares with a baseline: give " + field("baseline") +
+                      " B.npy");
   candidate_grade g = approx_errors(t, c, name);
   rule_verdict& v = g.rule;
   v.rule = s.rule;
@@ -499,7 +503,7 @@ candidate_grade approx_grade(const truth_view& t, const std::vector<double>& c, 
 
 rerun_spread approx_rerun_spread(const truth_view& t, const std::vector<double>& c1, const std::vector<double>& c2) {
   check_size(t, c1, "the first run");
-  check_size(t, c2, "the second run (--rerun)");
+  check_size(t, c2, "the second run (" + field("rerun") + ")");
   rerun_spread s;
   s.elements = c1.size();
   s.index_rank = t.rank;
@@ -577,8 +581,7 @@ attention_grade grade_attention(const oracle_request& req, const std::vector<dou
                       std::to_string(B * H * nq * nk));
   for (double a : A_hat)
     if (!std::isfinite(a)) throw input_error("attention candidate contains NaN or Inf");
-  scale_value sv;
-  init_scale(sv, req.scale, d);
+  const oracle::scale_ball sv = oracle::scale_binary64(req.scale, d);
   attention_grade g;
   const std::size_t rows = B * H * nq;
   g.rows = rows;
@@ -586,7 +589,7 @@ attention_grade grade_attention(const oracle_request& req, const std::vector<dou
   g.lhs_upper.assign(rows, std::numeric_limits<double>::quiet_NaN());
   g.rhs_lower.assign(rows, std::numeric_limits<double>::quiet_NaN());
   std::vector<double> KT(d * nk);
-  detail::row_workspace ws;
+  oracle::detail::row_workspace ws;
   std::vector<std::uint8_t> allowed(nk);
   std::vector<double> ohi(dv), olo(dv), orad(dv);
   std::vector<outward_interval> acc(dv);
@@ -615,8 +618,8 @@ attention_grade grade_attention(const oracle_request& req, const std::vector<dou
                      : req.mask == mask_kind::explicit_mask ? req.M.at(b, h, i, j)
                                                             : 1;
       const double* q = Q.values.data() + r * d;
-      detail::row_inputs in{q, Kh, KT.data(), Vh, allowed.data(), nk, d, dv, sv.hi, sv.lo, sv.rad};
-      if (!std::isfinite(sv.rad) || !detail::fast_row(in, ws, ohi.data(), olo.data(), orad.data())) {
+      oracle::detail::row_inputs in{q, Kh, KT.data(), Vh, allowed.data(), nk, d, dv, sv.hi, sv.lo, sv.rad};
+      if (!std::isfinite(sv.rad) || !oracle::detail::fast_row(in, ws, ohi.data(), olo.data(), orad.data())) {
         ++g.rows_skipped;
         continue;
       }
@@ -664,4 +667,100 @@ attention_grade grade_attention(const oracle_request& req, const std::vector<dou
   return g;
 }
 
-}  // namespace attncert::oracle
+// ---- the verdict of an oracle call ----------------------------------------------------------------
+
+std::string to_string(outcome o) {
+  switch (o) {
+    case outcome::none: return "none";
+    case outcome::pass: return "pass";
+    case outcome::fail: return "fail";
+    case outcome::undecided: return "undecided";
+  }
+  return "?";
+}
+
+int exit_status(outcome o) {
+  switch (o) {
+    case outcome::fail: return 1;
+    case outcome::undecided: return 3;
+    case outcome::none:
+    case outcome::pass: return 0;
+  }
+  return 1;
+}
+
+outcome gradient_set_outcome(const gradient_set_grade& s) {
+  outcome o = outcome::none;
+  for (const auto& gg : s.gradients) {
+    const rule_verdict& v = gg.grade.rule;
+    if (!v.graded) continue;
+    if (!v.pass) return outcome::fail;
+    o = outcome::pass;
+  }
+  return o;
+}
+
+std::optional<candidate_comparison> compare_candidates(const std::vector<candidate_grade>& candidates) {
+  if (candidates.size() < 2) return std::nullopt;
+  const auto& a = candidates[0];
+  const auto& b = candidates[1];
+  candidate_comparison c;
+  c.candidate = a.name;
+  c.baseline = b.name;
+  c.candidate_max_ulp = a.max_ulp;
+  c.baseline_max_ulp = b.max_ulp;
+  if (b.max_ulp > 0) c.ratio = a.max_ulp / b.max_ulp;
+  c.pass = a.nonfinite_where_finite == 0 && a.max_ulp <= 2 * b.max_ulp;
+  return c;
+}
+
+oracle_verdict decide_oracle_verdict(const graded_call& call) {
+  if (call.result == nullptr) throw internal_error("decide_oracle_verdict: no oracle result");
+  oracle_verdict v;
+  std::vector<std::string>& reasons = v.reasons;
+  bool judged = false;
+  if (call.candidates)
+    for (const auto& g : *call.candidates) {
+      judged = judged || g.rule.graded;
+      if (g.rule.graded && !g.rule.pass)
+        reasons.push_back("candidate " + g.name + " fails " + field("rule") + " " + to_string(g.rule.rule) + ": " +
+                          g.rule.reason);
+    }
+  if (call.lse_candidate) {
+    const rule_verdict& r = call.lse_candidate->rule;
+    judged = judged || r.graded;
+    if (r.graded && !r.pass) reasons.push_back("LSE candidate fails " + field("rule") + " " + to_string(r.rule) + ": " + r.reason);
+  }
+  if (call.gradient_candidates)
+    for (const auto& s : *call.gradient_candidates)
+      for (const auto& gg : s.gradients) {
+        const rule_verdict& r = gg.grade.rule;
+        judged = judged || r.graded;
+        if (r.graded && !r.pass)
+          reasons.push_back("gradient candidate " + s.name + " " + to_string(gg.gradient) + " fails " + field("rule") + " " +
+                            to_string(r.rule) + ": " + r.reason);
+      }
+  if (call.attention) {
+    judged = true;
+    if (call.attention->bound_refuted)
+      reasons.push_back("the output bound was refuted on " + std::to_string(call.attention->bound_refuted) + " rows");
+  }
+  if (call.candidates) v.comparison = compare_candidates(*call.candidates);
+  if (!reasons.empty()) {
+    v.result = outcome::fail;
+    return v;
+  }
+  v.result = judged ? outcome::pass : outcome::none;
+  if (call.result->undecided_rows) {
+    v.result = outcome::undecided;  // nothing failed, but not everything was computed
+    reasons.push_back(std::to_string(call.result->undecided_rows) + " rows undecided: not computed within " +
+                      field("max_seconds"));
+  }
+  if (!call.backward_not_computed.empty()) {
+    v.result = outcome::undecided;
+    reasons.push_back(call.backward_not_computed);
+  }
+  return v;
+}
+
+}  // namespace attncert::grading

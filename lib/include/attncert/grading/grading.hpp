@@ -1,4 +1,4 @@
-// attncert/oracle/grading.hpp — grading other implementations' outputs against the oracle's
+// attncert/grading/grading.hpp — grading other implementations' outputs against the oracle's
 // exact values: errors in ulps / absolute / relative, the published test-suite rules
 // (FlashAttention's, PyTorch's SDPA tests', torch.testing.assert_close's, a bound in ulps),
 // the run-to-run spread of a kernel, and a candidate attention matrix against the article's
@@ -9,6 +9,9 @@
 // and margin is computed in binary64 from t_hi + t_lo, so each figure has a relative error
 // below 2^-50 and a verdict whose observed/threshold ratio lies within 2^-48 of 1 may differ
 // from the comparison in exact arithmetic.
+//
+// grading depends on the oracle (its results, requests and target formats), never the other way
+// round; report/oracle.hpp renders what it decides (oracle_verdict), computing nothing.
 #pragma once
 
 #include <array>
@@ -22,7 +25,15 @@
 #include "attncert/oracle/oracle.hpp"
 #include "attncert/oracle/request.hpp"
 
-namespace attncert::oracle {
+namespace attncert::grading {
+
+// What grading takes from the oracle.
+using oracle::backward_result;
+using oracle::gradient_tensor;
+using oracle::oracle_request;
+using oracle::oracle_result;
+using oracle::output_layout;
+using oracle::target_format;
 
 // ---- the truth a graded array is compared with --------------------------------------------------
 
@@ -109,7 +120,8 @@ tolerances assert_close_defaults(target_format t);
 /// takes assert_close's (1e-7, 1e-7).
 tolerances sdpa_defaults(target_format t);
 
-/// A rule and its settings (the CLI's --rule, --max-ulp, --flash-k, --fudge, --atol, --rtol).
+/// A rule and its settings (the fields rule, max_ulp, flash_k, fudge, atol, rtol: the CLI's --rule,
+/// --max-ulp, ..., Python's rule=, max_ulp=, ...).
 struct rule_settings {
   grading_rule rule = grading_rule::ulp;
   std::optional<double> max_ulp;  ///< ulp: the bound; none: errors are reported, no verdict
@@ -119,7 +131,7 @@ struct rule_settings {
   std::optional<double> rtol;     ///< assert_close: default per dtype
 };
 
-/// Errors: input_error naming the option when a value is negative, NaN or infinite.
+/// Errors: input_error naming the field (field.hpp) when a value is negative, NaN or infinite.
 void validate_rule_settings(const rule_settings& s);
 
 /// True for the rules that need a baseline (flash, torch_sdpa).
@@ -267,4 +279,89 @@ struct attention_grade {
 /// (impossible mathematically, so it would reveal a bug); undecided otherwise.
 attention_grade grade_attention(const oracle_request& req, const std::vector<double>& A_hat);
 
-}  // namespace attncert::oracle
+// ---- the gradients of a kernel, graded ------------------------------------------------------------
+
+/// One array of a kernel's gradients (--candidate-grads PREFIX), graded by approx_grade with the
+/// settings gradient_rule_settings gives it, and the spread from its second run (--rerun-grads).
+/// For the baseline's gradients (--baseline-grads) the grade carries no verdict.
+struct gradient_grade {
+  gradient_kind gradient = gradient_kind::dq;
+  std::string file;
+  candidate_grade grade;
+  rule_settings rules;                ///< the settings it was graded by (k / fudge of this gradient)
+  std::optional<rerun_spread> rerun;  ///< --rerun-grads (the first kernel only)
+  std::string rerun_file;
+};
+
+/// The gradients of one kernel (or of the baseline), in the order dq, dk, dv, dbias, dsink.
+struct gradient_set_grade {
+  std::string name;    ///< "g1", "g2", ... for the kernels, "b" for the baseline
+  std::string prefix;  ///< the PREFIX given
+  std::vector<gradient_grade> gradients;
+};
+
+// ---- the verdict of an oracle call ----------------------------------------------------------------
+
+/// How a call (or one kernel's gradients) came out:
+///   none       nothing was judged (no candidate; the ulp rule without max_ulp; no gradient graded)
+///   pass       something was judged and nothing failed, everything asked for was computed
+///   fail       a graded candidate (output, LSE, a gradient) fails its rule, or the output bound
+///              of an attention candidate is refuted
+///   undecided  nothing failed, but rows (past max_seconds) or the backward were not computed
+enum class outcome { none, pass, fail, undecided };
+
+/// "none", "pass", "fail", "undecided".
+std::string to_string(outcome o);
+
+/// The exit status of an outcome: fail 1, undecided 3, none and pass 0.
+int exit_status(outcome o);
+
+/// The outcome of one kernel's gradients: fail if a graded gradient fails, else pass if one was
+/// graded, else none (the baseline's, which carry no verdict).
+outcome gradient_set_outcome(const gradient_set_grade& s);
+
+/// FlashAttention's acceptance test between two candidates: max ulp error of the first <= 2 x that
+/// of the second, and no NaN/Inf in the first where the truth is finite.  Reported, not part of the
+/// exit status.
+struct candidate_comparison {
+  std::string candidate, baseline;  ///< the two candidates' names
+  double candidate_max_ulp = 0, baseline_max_ulp = 0;
+  std::optional<double> ratio;      ///< candidate_max_ulp / baseline_max_ulp; none when the latter is 0
+  bool pass = false;
+};
+
+/// The comparison of candidates[0] with candidates[1]; none with fewer than two candidates.
+std::optional<candidate_comparison> compare_candidates(const std::vector<candidate_grade>& candidates);
+
+/// What one oracle call graded (the arrays belong to the caller and must outlive the call of
+/// decide_oracle_verdict).
+struct graded_call {
+  const oracle_result* result = nullptr;  ///< the forward (its undecided_rows)
+  const std::vector<candidate_grade>* candidates = nullptr;  ///< graded by the rule (or null: none)
+  const candidate_grade* lse_candidate = nullptr;            ///< or null
+  const std::vector<gradient_set_grade>* gradient_candidates = nullptr;  ///< or null
+  const attention_grade* attention = nullptr;                ///< or null
+  /// Non-empty when a backward was asked for and not computed within the budget: why.
+  std::string backward_not_computed;
+};
+
+/// The verdict of an oracle call: its outcome, why (each failing verdict, then what was not
+/// computed), and the comparison of the first two candidates.  Texts name the caller's fields
+/// marked (field.hpp: field("rule"), field("max_seconds")) for the front end to spell.
+struct oracle_verdict {
+  outcome result = outcome::none;
+  std::vector<std::string> reasons;
+  std::optional<candidate_comparison> comparison;
+
+  bool passed() const { return result == outcome::none || result == outcome::pass; }
+  int exit_status() const { return grading::exit_status(result); }
+};
+
+/// The verdict of `call`: fail with one reason per failing verdict (the candidates in order, the LSE
+/// candidate, each kernel's gradients in order dq, dk, dv, dbias, dsink, a refuted output bound);
+/// otherwise undecided when rows were left undecided or the backward was not computed (one reason
+/// each); otherwise pass when a rule was graded or an attention candidate checked, else none.
+/// Errors: internal_error when call.result is null.
+oracle_verdict decide_oracle_verdict(const graded_call& call);
+
+}  // namespace attncert::grading
