@@ -1,4 +1,4 @@
-// python/src/arrays.hpp — what the binding's files (core.cpp, analysis.cpp, sampling.cpp) share: the one
+// python/src/arrays.hpp — what the binding's files (core.cpp, commands.cpp, sampling.cpp) share: the one
 // conversion of a NumPy array into the library's npy_array, and the error it raises when memory runs out.
 #pragma once
 
@@ -87,7 +87,7 @@ auto named(const std::string& name, F&& f) -> decltype(f()) {
 }
 
 /// Throws the library's input_error when `text` is not an exact number (number_traits<mpq_rational>::
-/// from_string: the parser of scales, softcaps and dropout probabilities).  analysis.cpp.
+/// from_string: the parser of scales, softcaps and dropout probabilities).  commands.cpp.
 void exact_number(const std::string& text);
 
 /// The rule settings from the dict attncert.testing._rules builds.

@@ -353,7 +353,7 @@ class reference {
       python::interruptible_nogil nogil;  // Ctrl-C: KeyboardInterrupt (interrupt.hpp)
       g = grading::approx_grade(t, c, b ? &*b : nullptr, rs, of_lse ? "lse" : "c1");
     }
-    return python::spelled(oracle::candidate_grade_json(g).dump());
+    return python::spelled(report::candidate_grade_json(g).dump());
   }
   const oracle::attention_spec& spec() const { return spec_; }
   const oracle::built_request& built() const { return built_; }
@@ -442,7 +442,7 @@ class gradients {
       python::interruptible_nogil nogil;  // Ctrl-C: KeyboardInterrupt (interrupt.hpp)
       g = grading::approx_grade(t, c, b ? &*b : nullptr, rs, name);
     }
-    nlohmann::json j = oracle::candidate_grade_json(g);
+    nlohmann::json j = report::candidate_grade_json(g);
     j["settings"] = {{"flash_k", rs.flash_k}, {"fudge", rs.fudge}};
     return python::spelled(j.dump());
   }
@@ -544,7 +544,7 @@ py::tuple reduce_blocks(const py::list& parts, const py::object& scale, const st
 
 }  // namespace
 
-void bind_analysis(py::module_& m);  // python/src/analysis.cpp
+void bind_analysis(py::module_& m);  // python/src/commands.cpp
 void bind_sampling(py::module_& m);  // python/src/sampling.cpp
 
 PYBIND11_MODULE(_core, m) {

@@ -138,7 +138,7 @@ std::string grade_rows(const py::handle& cand, const py::object& baseline, const
   if (g.rule.has_at) place(g.rule.at);
   g.elements = total * dv;
   g.skipped += (total - n) * dv;
-  return python::spelled(oracle::candidate_grade_json(g).dump());
+  return python::spelled(report::candidate_grade_json(g).dump());
 }
 
 }  // namespace

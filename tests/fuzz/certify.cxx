@@ -51,6 +51,7 @@ bool small(const nlohmann::json& j, bool numbers) {
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using namespace attncert;
   using namespace attncert::proofs;
+  using namespace attncert::verify;
   const std::string text(reinterpret_cast<const char*>(data), size);
   if (text.find(".npy") != std::string::npos || text.find(".json") != std::string::npos) return 0;
   nlohmann::json claim;

@@ -29,7 +29,7 @@ bool small(const nlohmann::json& j) {
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  using namespace attncert::proofs;
+  using namespace attncert::verify;
   nlohmann::json cert;
   try {
     cert = parse_certificate_text(std::string(reinterpret_cast<const char*>(data), size));

@@ -20,6 +20,7 @@
 
 using namespace attncert;
 using namespace attncert::proofs;
+using namespace attncert::verify;
 using nlohmann::json;
 
 namespace {

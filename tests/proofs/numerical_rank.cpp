@@ -16,6 +16,7 @@
 
 using namespace attncert;
 using namespace attncert::proofs;
+using namespace attncert::verify;
 using nlohmann::json;
 
 namespace {

@@ -9,6 +9,7 @@
 #include <sstream>
 
 using namespace attncert;
+using namespace attncert::report;
 
 namespace {
 

@@ -15,6 +15,7 @@
 #include "attncert/proofs/claim.hpp"
 
 using namespace attncert::proofs;
+using namespace attncert::verify;
 using nlohmann::json;
 
 namespace {

@@ -47,7 +47,7 @@
 
 #include "attncert/verify/certificate.hpp"
 
-using namespace attncert::proofs;
+using namespace attncert::verify;
 using nlohmann::json;
 using mpq_rational = boost::multiprecision::mpq_rational;
 namespace fs = std::filesystem;

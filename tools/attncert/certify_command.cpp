@@ -79,20 +79,20 @@ int run_verify(const verify_args& a) {
   deadline_scope budget(a.max_seconds);  // one budget for the command: reading, then checking
   nlohmann::json cert;
   try {
-    cert = proofs::parse_certificate_text(io::read_file_bounded(a.certificate));
+    cert = verify::parse_certificate_text(io::read_file_bounded(a.certificate));
   } catch (const std::invalid_argument& e) {
     throw input_error(one_line(a.certificate, 4096) + ": " + e.what());
   }
-  proofs::verify_options opt;
+  verify::verify_options opt;
   opt.max_precision_bits = a.max_precision;
   // the checker includes no attncert header: the budget and interruptions reach it through its hook
   opt.stop = [] { return deadline_passed() || interrupt_requested(); };
-  proofs::verification v = proofs::verify_certificate(cert, opt);
+  verify::verification v = verify::verify_certificate(cert, opt);
   check_interrupt();
   if (v.stopped) v.notes.push_back("not checked within --max-seconds " + seconds_text(a.max_seconds) + " (raise it; 0: no limit)");
-  const char* status = v.result == proofs::verification::status::valid       ? "VALID"
-                       : v.result == proofs::verification::status::invalid   ? "INVALID"
-                       : v.result == proofs::verification::status::malformed ? "MALFORMED"
+  const char* status = v.result == verify::verification::status::valid       ? "VALID"
+                       : v.result == verify::verification::status::invalid   ? "INVALID"
+                       : v.result == verify::verification::status::malformed ? "MALFORMED"
                                                                              : "UNCHECKED";
   std::string text;
   if (a.out_format == "json") {
@@ -107,7 +107,7 @@ int run_verify(const verify_args& a) {
   command_output out;
   out.report(a.out_path, text);
   out.commit();
-  if (v.result == proofs::verification::status::malformed) std::cerr << "attncert: " << (v.notes.empty() ? "malformed" : one_line(v.notes.back(), 4096)) << "\n";
+  if (v.result == verify::verification::status::malformed) std::cerr << "attncert: " << (v.notes.empty() ? "malformed" : one_line(v.notes.back(), 4096)) << "\n";
   return v.exit_code();
 }
 

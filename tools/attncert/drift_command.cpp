@@ -278,11 +278,11 @@ class commands_impl : public drift_commands {
     const drift_request r = make_drift_request(da_);
     const drift_result res = run_drift(r);
     clear_progress();
-    const drift_write_options wo{da_.per_point};
+    const report::drift_write_options wo{da_.per_point};
     std::ostringstream os;
-    if (da_.format == "json") write_drift_json(os, r, res, command, wo);
-    else if (da_.format == "csv") write_drift_csv(os, r, res, wo);
-    else write_drift_text(os, r, res, wo);
+    if (da_.format == "json") report::write_drift_json(os, r, res, command, wo);
+    else if (da_.format == "csv") report::write_drift_csv(os, r, res, wo);
+    else report::write_drift_text(os, r, res, wo);
     command_output out;
     out.report(da_.out, os.str());
     if (!da_.plot.empty()) stage_plot(out.files, da_.plot, r, res);

@@ -130,8 +130,8 @@ int run_rank_command(const rank_args& a, const std::string& command) {
   const rank_analysis analysis = analyse_rank(req);
   cli::clear_progress();
   std::ostringstream os;
-  if (a.out_format == "json") os << to_json(analysis, command).dump(2) << "\n";
-  else write_rank_text(os, analysis);
+  if (a.out_format == "json") os << report::to_json(analysis, command).dump(2) << "\n";
+  else report::write_rank_text(os, analysis);
   cli::command_output out;
   out.report(a.out_path, os.str());
   out.commit();

@@ -375,7 +375,7 @@ const oracle::gradient_tensor& tensor_of(const oracle::backward_result& r, gradi
 // Grades every kernel's gradients against the exact ones (specs 0-2, dq dk dv, are converted from the
 // inputs' layouts with `glay`; dbias and dsink are stored as written).
 void grade_gradients(const gradient_inputs& gi, const oracle::backward_result& r, const std::vector<oracle::output_layout>& glay,
-                     const grading::rule_settings& rules, const grading_args& g, oracle::oracle_report_input& ri) {
+                     const grading::rule_settings& rules, const grading_args& g, report::oracle_report_input& ri) {
   using namespace attncert::oracle;
   using namespace attncert::grading;
   if (gi.candidates.empty()) return;
@@ -529,7 +529,7 @@ backward_files read_backward_files(const oracle_args& a, const oracle::attention
 // Grades the forward's candidates, baseline, rerun and LSE against the exact values, and the
 // attention-matrix candidate, into the report's input.
 void grade_forward(const forward_files& f, const oracle_args& a, const oracle::built_request& built,
-                   const oracle::oracle_result& res, const grading::rule_settings& rules, oracle::oracle_report_input& ri) {
+                   const oracle::oracle_result& res, const grading::rule_settings& rules, report::oracle_report_input& ri) {
   using namespace attncert::oracle;
   using namespace attncert::grading;
   const output_layout& olay = built.olay;
@@ -570,7 +570,7 @@ void grade_forward(const forward_files& f, const oracle_args& a, const oracle::b
 void stage_references(const oracle_args& a, const oracle::attention_spec& spec, const oracle::built_request& built,
                       const oracle::oracle_result& res, const oracle::backward_result* grads,
                       const std::vector<oracle::output_layout>& glay, const nlohmann::json& inputs, command_output& out,
-                      oracle::oracle_report_input& ri) {
+                      report::oracle_report_input& ri) {
   using namespace attncert::oracle;
   const oracle_request& req = built.req;
   if (!a.write_reference.empty()) {
@@ -641,7 +641,7 @@ int run_oracle_command(const oracle_args& a, const std::string& command) {
     backward_seconds = seconds_since(tb);
   }
 
-  oracle_report_input ri;
+  report::oracle_report_input ri;
   ri.command = command;
   ri.inputs = inputs;
   ri.settings = settings(a, req);
@@ -667,10 +667,10 @@ int run_oracle_command(const oracle_args& a, const std::string& command) {
   call.attention = ri.attention ? &*ri.attention : nullptr;
   call.backward_not_computed = backward_not_computed;
   ri.verdict = grading::decide_oracle_verdict(call);
-  const nlohmann::json report = oracle_report(ri);
+  const nlohmann::json doc = report::oracle_report(ri);
   std::ostringstream os;
-  if (a.out_format == "json") os << report.dump(2) << "\n";
-  else write_oracle_text(os, report);
+  if (a.out_format == "json") os << doc.dump(2) << "\n";
+  else report::write_oracle_text(os, doc);
   out.report(a.out_path, os.str());
   out.commit();
   return ri.verdict.exit_status();

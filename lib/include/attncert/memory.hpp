@@ -10,7 +10,7 @@
 // function undefined in general (the C frames it unwinds may leak what they held; Debian builds
 // them with unwind tables, so the throw itself is well formed).  Stages that allocate large
 // matrices estimate their memory from the shapes first and refuse before allocating
-// (rank/analysis.cpp: plan_memory).
+// (rank/analyse_rank.cpp: plan_memory).
 #pragma once
 
 namespace attncert {

@@ -29,7 +29,7 @@
 #include "attncert/number/ziv.hpp"
 #include "attncert/oracle/request.hpp"
 #include "fast_backward.hpp"
-#include "internal.hpp"
+#include "ziv_stage.hpp"
 #include "rows.hpp"
 
 namespace attncert::oracle {

@@ -9,7 +9,7 @@
 #include "attncert/error.hpp"
 #include "attncert/field.hpp"
 #include "attncert/number/traits.hpp"
-#include "internal.hpp"
+#include "ziv_stage.hpp"
 
 namespace attncert::oracle {
 

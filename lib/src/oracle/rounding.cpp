@@ -12,7 +12,7 @@
 #include "attncert/number/double_double.hpp"
 #include "attncert/number/emulated.hpp"
 #include "attncert/number/traits.hpp"
-#include "internal.hpp"
+#include "ziv_stage.hpp"
 
 namespace attncert::oracle {
 

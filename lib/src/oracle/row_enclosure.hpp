@@ -6,7 +6,7 @@
 #include <memory>
 #include <vector>
 
-#include "internal.hpp"
+#include "ziv_stage.hpp"
 
 namespace attncert::oracle::internal {
 

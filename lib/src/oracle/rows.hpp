@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "attncert/oracle/oracle.hpp"
-#include "internal.hpp"
+#include "ziv_stage.hpp"
 
 namespace attncert::oracle::internal {
 

@@ -18,7 +18,7 @@
 #include "attncert/number/double_double.hpp"
 #include "attncert/number/ziv.hpp"
 #include "attncert/oracle/request.hpp"
-#include "internal.hpp"
+#include "ziv_stage.hpp"
 #include "rows.hpp"
 
 namespace attncert::oracle {

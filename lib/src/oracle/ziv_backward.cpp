@@ -9,7 +9,7 @@
 #include <cmath>
 #include <memory>
 
-#include "internal.hpp"
+#include "ziv_stage.hpp"
 #include "row_enclosure.hpp"
 
 namespace attncert::oracle::internal {

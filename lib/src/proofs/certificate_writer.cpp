@@ -1,7 +1,7 @@
 // The certificate writer: report and certificate headers and the JSON encodings shared by
 // the provers.  The certificate format is read by the independent checker
 // (attncert/verify/certificate.hpp); this file writes it and computes nothing.
-#include "internal.hpp"
+#include "provers.hpp"
 
 namespace attncert::proofs::detail {
 

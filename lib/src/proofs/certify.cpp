@@ -5,7 +5,7 @@
 #include "attncert/deadline.hpp"
 #include "attncert/field.hpp"
 #include "attncert/verify/certificate.hpp"
-#include "internal.hpp"
+#include "provers.hpp"
 
 namespace attncert::proofs {
 
@@ -96,29 +96,29 @@ certify_result certify(const nlohmann::json& claim, const std::string& base_dir,
 certify_result validate_with_checker(certify_result res, unsigned max_bits) {
   if (res.verdict == claim_verdict::undecided) return res;
   const auto t0 = std::chrono::steady_clock::now();
-  verify_options vo;
+  verify::verify_options vo;
   vo.max_precision_bits = std::max(8192u, max_bits > (1u << 30) ? max_bits : 2 * max_bits);
   // the caller's budget and interruptions reach the checker through its own hook (it includes
   // no attncert header)
   vo.stop = [] { return deadline_passed() || interrupt_requested(); };
-  const verification v = verify_certificate(res.certificate, vo);
+  const verify::verification v = verify::verify_certificate(res.certificate, vo);
   check_interrupt();
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  const char* status = v.result == verification::status::valid       ? "VALID"
-                       : v.result == verification::status::invalid   ? "INVALID"
-                       : v.result == verification::status::malformed ? "MALFORMED"
+  const char* status = v.result == verify::verification::status::valid       ? "VALID"
+                       : v.result == verify::verification::status::invalid   ? "INVALID"
+                       : v.result == verify::verification::status::malformed ? "MALFORMED"
                                                                      : "UNCHECKED";
   res.report["certificate_check"] = {{"status", status}, {"seconds", secs}, {"checker_precision_cap_bits", vo.max_precision_bits}};
   if (v.stopped) res.report["certificate_check"]["stopped"] = true;
   res.check_seconds = secs;
-  if (v.result == verification::status::valid) return res;
+  if (v.result == verify::verification::status::valid) return res;
   const std::string prover = to_string(res.verdict);
   const std::string why_checker = v.notes.empty() ? std::string("no reason given") : v.notes.back();
   std::string why;
   if (v.stopped) {
     why = "the prover answered " + prover + " but the time limit was reached while the independent checker re-checked the certificate "
           "(raise it with " + field("max_seconds") + ")";
-  } else if (v.result == verification::status::unchecked) {
+  } else if (v.result == verify::verification::status::unchecked) {
     why = "the prover answered " + prover + " but the independent checker could not re-check the certificate within its cap (" +
           why_checker + ")";
   } else {

@@ -1,5 +1,5 @@
 // The claim schema: a claim file is parsed and validated once, here, into a parsed_claim
-// (lib/src/proofs/internal.hpp).  Format and examples: proofs/README.md.  Every error is an
+// (lib/src/proofs/provers.hpp).  Format and examples: proofs/README.md.  Every error is an
 // input_error "POINTER: why" naming the JSON pointer of the problem.
 #include <algorithm>
 #include <cmath>
@@ -9,7 +9,7 @@
 #include "attncert/io/bounded_input.hpp"
 #include "attncert/io/matrix_input.hpp"
 #include "attncert/number/traits.hpp"
-#include "internal.hpp"
+#include "provers.hpp"
 
 namespace attncert::proofs {
 

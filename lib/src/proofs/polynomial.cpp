@@ -1,6 +1,6 @@
 // Integer polynomials in u = e^{a/q} (int_poly, coefficients from degree 0 upwards, no
 // trailing zeros): the few operations the provers need to form their polynomials.  Exact.
-#include "internal.hpp"
+#include "provers.hpp"
 
 namespace attncert::proofs::detail {
 

@@ -10,7 +10,7 @@
 
 #include "attncert/error.hpp"
 #include "attncert/linalg/spectra.hpp"
-#include "internal.hpp"
+#include "provers.hpp"
 
 #include <flint/fmpq.h>
 #include <flint/fmpq_mat.h>

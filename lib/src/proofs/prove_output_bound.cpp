@@ -6,7 +6,7 @@
 // by analyze_sign at the point.
 #include <sstream>
 
-#include "internal.hpp"
+#include "provers.hpp"
 
 namespace attncert::proofs::detail {
 

@@ -4,7 +4,7 @@
 // Proof sketch: proofs/P09-parameter-families.md.
 #include <sstream>
 
-#include "internal.hpp"
+#include "provers.hpp"
 
 namespace attncert::proofs::detail {
 

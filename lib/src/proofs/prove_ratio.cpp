@@ -6,7 +6,7 @@
 // proofs/P09-parameter-families.md.
 #include <sstream>
 
-#include "internal.hpp"
+#include "provers.hpp"
 
 namespace attncert::proofs::detail {
 

@@ -6,7 +6,7 @@
 // its coefficients at the point (each decided by analyze_sign).
 #include <sstream>
 
-#include "internal.hpp"
+#include "provers.hpp"
 
 namespace attncert::proofs::detail {
 

@@ -6,7 +6,7 @@
 #include <cmath>
 #include <numeric>
 
-namespace attncert {
+namespace attncert::report {
 
 namespace {
 
@@ -346,4 +346,4 @@ void write_drift_csv(std::ostream& os, const drift_request& r, const drift_resul
   }
 }
 
-}  // namespace attncert
+}  // namespace attncert::report

@@ -9,7 +9,9 @@
 #include "attncert/field.hpp"
 #include "attncert/number/decimal.hpp"
 
-namespace attncert::oracle {
+namespace attncert::report {
+
+using namespace attncert::oracle;
 
 using namespace grading;
 
@@ -570,4 +572,4 @@ void write_oracle_text(std::ostream& os, const nlohmann::json& j) {
   for (const auto& r : j.at("verdict").at("reasons")) os << word << r.get<std::string>() << "\n";
 }
 
-}  // namespace attncert::oracle
+}  // namespace attncert::report

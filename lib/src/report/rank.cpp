@@ -4,7 +4,7 @@
 #include "attncert/number/decimal.hpp"
 #include "attncert/rank/numerical.hpp"
 
-namespace attncert {
+namespace attncert::report {
 
 namespace {
 
@@ -122,4 +122,4 @@ void write_rank_text(std::ostream& os, const rank_analysis& a) {
      << " numerical measurements diverge\n";
 }
 
-}  // namespace attncert
+}  // namespace attncert::report

@@ -8,7 +8,7 @@
 
 #include "checker.hpp"
 
-namespace attncert::proofs {
+namespace attncert::verify {
 
 namespace checker {
 
@@ -183,4 +183,4 @@ verification verify_certificate(const nlohmann::json& cert, const verify_options
   return out;
 }
 
-}  // namespace attncert::proofs
+}  // namespace attncert::verify

@@ -1,5 +1,5 @@
 // lib/src/verify/checker.hpp — the certificate checker's private declarations (namespace
-// attncert::proofs::checker), shared by the files of lib/src/verify/:
+// attncert::verify::checker), shared by the files of lib/src/verify/:
 //   json_fields.cpp      reading exact numbers, polynomials and matrices from the certificate
 //   polynomial.cpp       exact polynomial arithmetic over ℤ and ℚ, Sturm sequences, minors of M(u)
 //   enclosure.cpp        MPFI enclosures of e^{a/q} and q·log u, the range of a, signs at a point
@@ -26,7 +26,7 @@
 #include <utility>
 #include <vector>
 
-namespace attncert::proofs::checker {
+namespace attncert::verify::checker {
 
 // ---- exact numbers and polynomials ------------------------------------------------------
 using Z = boost::multiprecision::number<boost::multiprecision::gmp_int, boost::multiprecision::et_off>;       // ℤ
@@ -220,4 +220,4 @@ void verify_numerical_rank(const nlohmann::json& cert, const nlohmann::json& cla
 /// The stated /verdict must be the re-derived one (ok: CERTIFIED, else REFUTED); notes it.
 void check_verdict(const nlohmann::json& cert, bool ok, const note_fn& note);
 
-}  // namespace attncert::proofs::checker
+}  // namespace attncert::verify::checker

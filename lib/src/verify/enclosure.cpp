@@ -4,7 +4,7 @@
 
 #include "checker.hpp"
 
-namespace attncert::proofs::checker {
+namespace attncert::verify::checker {
 
 namespace {
 thread_local unsigned precision_cap_bits = 8192;
@@ -176,4 +176,4 @@ range_image image_of_range(const range_t& R, const zpoly& g, const Z& q, const s
   return im;
 }
 
-}  // namespace attncert::proofs::checker
+}  // namespace attncert::verify::checker

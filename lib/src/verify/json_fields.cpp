@@ -5,7 +5,7 @@
 
 #include "checker.hpp"
 
-namespace attncert::proofs::checker {
+namespace attncert::verify::checker {
 
 void check(bool ok, const std::string& what) {
   if (!ok) throw invalid(what);
@@ -141,4 +141,4 @@ std::vector<long> index_list(const nlohmann::json& j, const std::string& where, 
 }
 
 
-}  // namespace attncert::proofs::checker
+}  // namespace attncert::verify::checker

@@ -10,7 +10,7 @@
 
 #include "checker.hpp"
 
-namespace attncert::proofs::checker {
+namespace attncert::verify::checker {
 
 namespace {
 
@@ -343,4 +343,4 @@ void verify_numerical_rank(const nlohmann::json& cert, const nlohmann::json& cl,
        "Descartes); verdict re-derived: " + verdict);
 }
 
-}  // namespace attncert::proofs::checker
+}  // namespace attncert::verify::checker

@@ -7,7 +7,7 @@
 
 #include "checker.hpp"
 
-namespace attncert::proofs::checker {
+namespace attncert::verify::checker {
 
 namespace {
 
@@ -122,4 +122,4 @@ void verify_output_bound(const nlohmann::json& cert, const nlohmann::json& cl, c
   check_verdict(cert, gsign >= 0, note);
 }
 
-}  // namespace attncert::proofs::checker
+}  // namespace attncert::verify::checker

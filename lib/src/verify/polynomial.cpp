@@ -4,7 +4,7 @@
 
 #include "checker.hpp"
 
-namespace attncert::proofs::checker {
+namespace attncert::verify::checker {
 
 // ---- polynomial arithmetic over ℤ and ℚ ------------------------------------------------
 void trim(zpoly& p) {
@@ -192,4 +192,4 @@ void for_each_subset(long n, long k, const std::function<void(const std::vector<
 }
 
 
-}  // namespace attncert::proofs::checker
+}  // namespace attncert::verify::checker

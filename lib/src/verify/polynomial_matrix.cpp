@@ -7,7 +7,7 @@
 
 #include "checker.hpp"
 
-namespace attncert::proofs::checker {
+namespace attncert::verify::checker {
 
 namespace {
 
@@ -152,4 +152,4 @@ rebuilt_claim rebuild_claim_matrix(const nlohmann::json& cert, const nlohmann::j
   return rc;
 }
 
-}  // namespace attncert::proofs::checker
+}  // namespace attncert::verify::checker

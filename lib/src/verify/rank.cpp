@@ -6,7 +6,7 @@
 
 #include "checker.hpp"
 
-namespace attncert::proofs::checker {
+namespace attncert::verify::checker {
 
 namespace {
 
@@ -321,4 +321,4 @@ void verify_rank(const nlohmann::json& cert, const nlohmann::json& cl, const reb
   check_rank_verdict(cert, cl, rc, f, note);
 }
 
-}  // namespace attncert::proofs::checker
+}  // namespace attncert::verify::checker

@@ -7,7 +7,7 @@
 
 #include "checker.hpp"
 
-namespace attncert::proofs::checker {
+namespace attncert::verify::checker {
 
 namespace {
 
@@ -232,4 +232,4 @@ void verify_ratio(const nlohmann::json& cert, const nlohmann::json& cl, const re
   check_verdict(cert, ok, note);
 }
 
-}  // namespace attncert::proofs::checker
+}  // namespace attncert::verify::checker

@@ -8,7 +8,7 @@
 
 #include "checker.hpp"
 
-namespace attncert::proofs::checker {
+namespace attncert::verify::checker {
 
 namespace {
 
@@ -193,4 +193,4 @@ void verify_singular_value(const nlohmann::json& cert, const nlohmann::json& cl,
   check_verdict(cert, ok, note);
 }
 
-}  // namespace attncert::proofs::checker
+}  // namespace attncert::verify::checker

@@ -12,7 +12,7 @@
 
 #include "attncert/io/matrix_input.hpp"
 #include "attncert/io/npy.hpp"
-#include "attncert/rank/analysis.hpp"
+#include "attncert/rank/analyse_rank.hpp"
 
 namespace attncert {
 

@@ -17,7 +17,7 @@
 
 #include "attncert/drift/sweep.hpp"
 
-namespace attncert {
+namespace attncert::report {
 
 struct drift_write_options {
   bool per_point = false;  ///< also write the per-point data (large: grid points × recipes × policies)
@@ -50,4 +50,4 @@ void write_drift_text(std::ostream& os, const drift_request& req, const drift_re
 void write_drift_csv(std::ostream& os, const drift_request& req, const drift_result& res,
                      const drift_write_options& opt = {});
 
-}  // namespace attncert
+}  // namespace attncert::report

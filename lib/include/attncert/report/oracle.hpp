@@ -13,7 +13,7 @@
 #include "attncert/io/npy.hpp"
 #include "attncert/oracle/request.hpp"
 
-namespace attncert::oracle {
+namespace attncert::report {
 
 /// Everything the report shows.  Grades carry their rule's verdict (grading/grading.hpp:
 /// approx_grade) and `verdict` the call's (grading::decide_oracle_verdict on these grades); the
@@ -22,7 +22,7 @@ struct oracle_report_input {
   std::string command;
   nlohmann::json inputs;    ///< description of the input files
   nlohmann::json settings;  ///< every setting that shapes the answer (the rule's are added from `rules`)
-  const oracle_result* result = nullptr;
+  const oracle::oracle_result* result = nullptr;
   std::vector<grading::candidate_grade> candidates;
   std::vector<std::string> candidate_files;
   std::optional<grading::attention_grade> attention;
@@ -37,7 +37,7 @@ struct oracle_report_input {
   std::string rerun_file;
   nlohmann::json reference;       ///< where the reference was written (or null)
   nlohmann::json lse_file;        ///< where the LSE was written (or null)
-  const backward_result* backward = nullptr;  ///< --grad-out: the certified gradients (or null)
+  const oracle::backward_result* backward = nullptr;  ///< --grad-out: the certified gradients (or null)
   nlohmann::json gradient_files;  ///< {"dq": {"file", "dtype", "shape"}, ...} as written
   std::vector<grading::gradient_set_grade> gradient_candidates;  ///< --candidate-grads, graded
   std::optional<grading::gradient_set_grade> gradient_baseline;  ///< --baseline-grads: their own errors
@@ -75,4 +75,4 @@ int oracle_exit_code(const nlohmann::json& report);
 /// Human-readable rendering of oracle_report().
 void write_oracle_text(std::ostream& os, const nlohmann::json& report);
 
-}  // namespace attncert::oracle
+}  // namespace attncert::report

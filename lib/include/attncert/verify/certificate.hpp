@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-namespace attncert::proofs {
+namespace attncert::verify {
 
 struct verification {
   /// valid: every stated fact re-derived; invalid: a stated fact is false; malformed: not a
@@ -78,4 +78,4 @@ const std::vector<irrelevant_field>& verdict_irrelevant_fields();
 /// verdict_irrelevant_fields()?  False for anything it cannot read.
 bool verdict_irrelevant(const nlohmann::json& certificate, const std::string& pointer);
 
-}  // namespace attncert::proofs
+}  // namespace attncert::verify

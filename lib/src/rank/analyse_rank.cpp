@@ -1,4 +1,4 @@
-#include "attncert/rank/analysis.hpp"
+#include "attncert/rank/analyse_rank.hpp"
 
 #include <algorithm>
 #include <chrono>

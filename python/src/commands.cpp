@@ -1,4 +1,4 @@
-// python/src/analysis.cpp — attncert._core's rank, certify and check: the library's analyses with the
+// python/src/commands.cpp — attncert._core's rank, certify and check: the library's analyses with the
 // CLI's JSON reports (report/rank.hpp, proofs/claim.hpp, report/writers.hpp) returned as text; the
 // Python layer wraps them in typed result objects.  Nothing is computed here; the GIL is released
 // while the library runs.
@@ -21,7 +21,7 @@
 #include "attncert/proofs/spec.hpp"
 #include "attncert/drift/spec.hpp"
 #include "attncert/drift/sweep.hpp"
-#include "attncert/rank/analysis.hpp"
+#include "attncert/rank/analyse_rank.hpp"
 #include "attncert/rank/spec.hpp"
 #include "attncert/report/drift.hpp"
 #include "attncert/report/rank.hpp"
@@ -86,7 +86,7 @@ std::string rank_json(const py::dict& o) {
   // In a child process: Ctrl-C stops it at once, inside an Eigen/LAPACK SVD or a FLINT elimination too (child.hpp).
   // The request is built there (its errors come back as input_error): making the arrays exact is long at n = 10^4.
   return python::spelled(python::run_in_child(
-      [&] { return to_json(analyse_rank(build_rank_request(s)), "attncert.rank (python)").dump(); }));
+      [&] { return report::to_json(analyse_rank(build_rank_request(s)), "attncert.rank (python)").dump(); }));
 }
 
 // certify(claim): the claim as JSON text (a dict dumped by the caller, numbers kept exact by
@@ -211,9 +211,9 @@ std::string drift_json_py(const py::dict& o, const py::list& diagnostics) {
   auto sweep = [&r] {
     const drift_result res = run_drift(r);
     std::ostringstream os;
-    drift_write_options wo;
+    report::drift_write_options wo;
     wo.per_point = true;
-    write_drift_json(os, r, res, "attncert.drift (python)", wo);
+    report::write_drift_json(os, r, res, "attncert.drift (python)", wo);
     return os.str();
   };
   // Without the caller's diagnostics, in a child process that Ctrl-C stops at once (child.hpp); with

@@ -1,4 +1,4 @@
-// lib/src/proofs/internal.hpp — private declarations of the proofs module (not installed).
+// lib/src/proofs/provers.hpp — private declarations of the proofs module (not installed).
 //
 // Data flow of `attncert certify` (attncert/proofs/claim.hpp):
 //   claim JSON --claim_schema.cpp--> parsed_claim (validated once, typed)

@@ -1,4 +1,4 @@
-// attncert/rank/analysis.hpp — the analysis behind `attncert rank`: the certified rank of one
+// attncert/rank/analyse_rank.hpp — the analysis behind `attncert rank`: the certified rank of one
 // object of an attention layer, certified enclosures of its singular values, and its numerical
 // rank in every format × policy.  The result is typed (`rank_analysis`); report/rank.hpp
 // renders it.

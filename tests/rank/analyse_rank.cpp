@@ -1,10 +1,10 @@
-// Tests of attncert/rank/analysis.hpp: the singular-value stage of `attncert rank` — the binary64
+// Tests of attncert/rank/analyse_rank.hpp: the singular-value stage of `attncert rank` — the binary64
 // path, then the deflated escalation of the undecided trailing singular values (proofs/P16, parts C
 // and D), forced here at a small size by lowering mpfi_svd_max_dim.
 //
 // Ground truth: the same layer formed in MPFR at 2048 bits from the exact inputs (scores, causal
 // softmax) and Eigen's JacobiSVD at that precision: independent of the code under test.
-#define BOOST_TEST_MODULE rank_analysis
+#define BOOST_TEST_MODULE rank_analyse_rank
 #include <boost/test/unit_test.hpp>
 
 #include <random>
@@ -17,7 +17,7 @@
 #include "attncert/linalg/spectra.hpp"
 #include "attncert/number/interval.hpp"
 #include "attncert/number/precision_guard.hpp"
-#include "attncert/rank/analysis.hpp"
+#include "attncert/rank/analyse_rank.hpp"
 
 using namespace attncert;
 

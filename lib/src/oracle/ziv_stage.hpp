@@ -1,4 +1,4 @@
-// lib/src/oracle/internal.hpp — what the oracle's files share (not installed, not API):
+// lib/src/oracle/ziv_stage.hpp — what the oracle's files share (not installed, not API):
 // RAII wrappers of the MPFR / MPFI C types, rounding to the target formats, the exact scale,
 // per-head data and the MPFI enclosure of one row.  See attncert/oracle/oracle.hpp.
 #pragma once
