@@ -394,8 +394,6 @@ nlohmann::json oracle_report(const oracle_report_input& in) {
   return j;
 }
 
-int oracle_exit_code(const nlohmann::json& report) { return report.at("verdict").at("exit_code").get<int>(); }
-
 namespace {
 
 std::string g4(const nlohmann::json& x) { return x.is_number() ? fmt(x.get<double>(), 4) : x.get<std::string>(); }

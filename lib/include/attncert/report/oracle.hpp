@@ -69,9 +69,6 @@ nlohmann::json oracle_report(const oracle_report_input& in);
 /// process (the Python layer).
 nlohmann::json candidate_grade_json(const grading::candidate_grade& g);
 
-/// The exit code the report states (verdict.exit_code: grading::oracle_verdict::exit_status()).
-int oracle_exit_code(const nlohmann::json& report);
-
 /// Human-readable rendering of oracle_report().
 void write_oracle_text(std::ostream& os, const nlohmann::json& report);
 
