@@ -106,7 +106,7 @@ std::function<void(const std::string&)> stage_progress(const std::string& what) 
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     std::ostringstream os;
     os.precision(3);
-    os << what << ": " << stage << " (" << s << " s)";
+    os << what << ": " << spell_fields(stage, cli_spelling) << " (" << s << " s)";
     std::string line = os.str();
     if (line.size() < 78) line += std::string(78 - line.size(), ' ');
     std::cerr << "\r" << line << std::flush;
