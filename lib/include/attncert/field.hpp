@@ -33,13 +33,19 @@ inline std::string field(std::string_view name) {
 using field_spelling = std::function<std::string(std::string_view)>;
 
 /// `text` with every marked field replaced by spell(name), in raw text and in JSON text (where a
-/// mark is written "\u001e" and "\u001f").  Text without marks is returned as it is.
+/// mark is written "\u001e" and "\u001f"; a caller's "\u001e" in a JSON string is written "\\u001e"
+/// and stays text).  Text without marks is returned as it is.
 inline std::string spell_fields(std::string_view text, const field_spelling& spell) {
   static constexpr std::string_view json_open = "\\u001e", json_close = "\\u001f";
   std::string out;
   out.reserve(text.size());
   std::size_t i = 0;
   while (i < text.size()) {
+    if (text[i] == '\\' && i + 1 < text.size() && text[i + 1] == '\\') {
+      out += "\\\\";  // an escaped backslash (JSON): what follows it is text, never a mark
+      i += 2;
+      continue;
+    }
     std::size_t body = std::string_view::npos, end = std::string_view::npos, next = 0;
     if (text[i] == '\x1e') {
       body = i + 1;

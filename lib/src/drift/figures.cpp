@@ -53,6 +53,15 @@ drift_result complete_sweep(const drift_request& r) {
   return res;
 }
 
+// A sweep of the two-token family in fp64 under numpy's policy, polling the budget (figures 1 and 2).
+drift_request fp64_numpy_sweep() {
+  drift_request r;
+  r.recipes = parse_recipes("fp64");
+  r.policies = parse_policies("numpy");
+  r.progress = poll_budget;
+  return r;
+}
+
 // The colour and point type of recipe i (cycling through eight).
 const char* const recipe_colors[] = {"#d62728", "#1f77b4", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#17becf", "#7f7f7f"};
 const int recipe_points[] = {7, 5, 9, 11, 13, 4, 6, 8};
@@ -146,10 +155,7 @@ figure sigma_min_plot(const drift_request& r, const drift_result& res, const std
 }
 
 figure contrast_figure() {
-  drift_request r;
-  r.recipes = parse_recipes("fp64");
-  r.policies = parse_policies("numpy");
-  r.progress = poll_budget;
+  drift_request r = fp64_numpy_sweep();
   const recipe f32 = parse_recipe("fp32"), f64 = parse_recipe("fp64");
   std::ostringstream exact, pts;
   exact << "# a  tanh(a) enclosure lo  hi  (exact contrast eigenvalue = det A, P01)\n";
@@ -180,10 +186,7 @@ figure contrast_figure() {
 }
 
 figure saturation_figure() {
-  drift_request r;
-  r.recipes = parse_recipes("fp64");
-  r.policies = parse_policies("numpy");
-  r.progress = poll_budget;
+  drift_request r = fp64_numpy_sweep();
   r.from = 0;
   r.to = 4;
   r.points = 401;
