@@ -2,6 +2,7 @@
 #define BOOST_TEST_MODULE field
 #include <boost/test/unit_test.hpp>
 
+#include <cctype>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -36,4 +37,21 @@ BOOST_AUTO_TEST_CASE(a_callers_text_is_never_taken_for_a_mark) {
   BOOST_TEST(spell_fields(echoed, cli_spelling) == echoed);
   // an unclosed mark is left as it is
   BOOST_TEST(spell_fields(std::string("a\x1e") + "b", cli_spelling) == std::string("a\x1e") + "b");
+}
+
+BOOST_AUTO_TEST_CASE(a_spelling_may_read_and_replace_what_follows_the_field) {
+  // Python's: a field followed by a number is a keyword given it ("max_seconds=0.5"), in raw and in
+  // JSON text; the spelling sees the text after the field, not the text before it
+  const auto keyword_with_value = [](std::string_view name, std::string_view after) {
+    const bool value = after.size() > 1 && after[0] == ' ' && std::isdigit(static_cast<unsigned char>(after[1]));
+    return field_spelled{std::string(name) + "=", value ? std::size_t{1} : 0};
+  };
+  const std::string m = "stopped at " + field("max_seconds") + " 0.5; " + field("softcap") + " must be > 0";
+  BOOST_TEST(spell_fields_in_context(m, keyword_with_value) == "stopped at max_seconds=0.5; softcap= must be > 0");
+  const nlohmann::json j = {{"why", m}};
+  BOOST_TEST(nlohmann::json::parse(spell_fields_in_context(j.dump(), keyword_with_value)).at("why") ==
+             "stopped at max_seconds=0.5; softcap= must be > 0");
+  // a spelling that claims more than is left consumes what is left, no more
+  const auto greedy = [](std::string_view, std::string_view) { return field_spelled{"X", 1000}; };
+  BOOST_TEST(spell_fields_in_context("a " + field("n") + " tail", greedy) == "a X");
 }

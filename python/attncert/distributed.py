@@ -49,7 +49,7 @@ from . import _args
 
 __all__ = ["attention", "attention_vjp", "grade", "assert_attention_close", "drift"]
 
-_PER_UNIT_4D = ("bias", "mask", "dropout_mask")
+_PER_UNIT = ("bias", "mask", "dropout_mask", "alibi_slopes", "sink", "seqlens_k")
 
 
 def _arr(x, what):
@@ -97,15 +97,6 @@ def _dims(x, what):
     return x.shape
 
 
-def _slice_broadcast(a, b, heads, B, H):
-    """A mask/bias-like array (up to 4 dims, broadcast to (B, H, nq, nk)) restricted to batch b and the query
-    heads `heads` (a slice), keeping its broadcast dimensions."""
-    a4 = a.reshape((1,) * (4 - a.ndim) + tuple(a.shape))
-    bb = slice(b, b + 1) if a4.shape[0] == B and B > 1 else slice(0, 1)
-    hh = heads if a4.shape[1] == H and H > 1 else slice(0, 1)
-    return a4[bb, hh]
-
-
 def _units(q, k, variant):
     B, H, nq, _ = _dims(q, "q")
     Bk, Hk, _, _ = _dims(k, "k")
@@ -122,20 +113,17 @@ def _units(q, k, variant):
 
 
 def _unit_variant(variant, b, g, r, B, H):
-    """The keywords of the call restricted to batch b and kv-head group g (query heads g*r .. g*r + r - 1)."""
-    heads = slice(g * r, (g + 1) * r)
+    """The keywords of the call restricted to batch b and kv-head group g (query heads g*r .. g*r + r - 1): each
+    variant input a view of the part the unit reads, as the library's broadcasting rule gives it
+    (oracle::unit_ranges: a dimension of size 1 kept whole)."""
+    from . import _core
+
     out = dict(variant)
-    for key in _PER_UNIT_4D:
+    for key in _PER_UNIT:
         if variant.get(key) is not None:
-            out[key] = _slice_broadcast(_a._to_numpy(variant[key], key), b, heads, B, H)
-    s = variant.get("alibi_slopes")
-    if s is not None:
-        s = _a._to_numpy(s, "alibi_slopes")
-        out["alibi_slopes"] = s[b:b + 1, heads] if s.ndim == 2 else s[heads]
-    if variant.get("sink") is not None:
-        out["sink"] = _a._to_numpy(variant["sink"], "sink")[heads]
-    if variant.get("seqlens_k") is not None:
-        out["seqlens_k"] = _a._to_numpy(variant["seqlens_k"], "seqlens_k")[b:b + 1]
+            a = _a._to_numpy(variant[key], key)
+            ranges = _core.unit_ranges(key, list(a.shape), B, H, b, g * r, (g + 1) * r)
+            out[key] = a[tuple(slice(lo, hi) for lo, hi in ranges)]
     return out
 
 
@@ -691,112 +679,43 @@ def assert_attention_close(actual, q, k, v, *, client, rows=None, seed=0, rows_p
                                       variant, max_seconds, "assert_attention_close"), "attention output")
 
 
-def _drift_task(args, chunk, deadline=None):
-    """One task: the sweep on a run of the grid's points (its bisections included); returns the report.  With the
-    call's deadline, the sweep gets what is left of it when the task starts as its max_seconds: a report of the
-    run's first points when it stops there (attncert.drift(max_seconds=)), None when fewer than two of them were
-    computed (attncert.drift's TimeoutError) or when the task starts past the deadline."""
-    import attncert
+def _drift_options(args, grid=None, max_seconds=0):
+    from . import analysis
 
+    return analysis._drift_options(*[args[x] for x in ("family", "start", "stop", "points", "log", "recipes", "policies",
+                                                       "object", "seed", "resolution", "enclosures", "max_bits")],
+                                   grid, args["n"], args["d"], max_seconds)
+
+
+def _drift_task(args, chunk, deadline=None):
+    """One task: the sweep on a run of the grid's points (its bisections included); returns its result as wire
+    text (attncert/drift/runs.hpp).  With the call's deadline, the sweep gets what is left of it when the task
+    starts as its max_seconds: the result of the run's first points when it stops there, None when fewer than
+    two of them were computed (the sweep's TimeoutError) or when the task starts past the deadline."""
+    from attncert import _core, analysis
+
+    diagnostics = analysis._diagnostics(args["diagnostic"])
     left = _left(deadline)
     if left is None:
-        return attncert.drift(**args, _grid=chunk).report
+        return _core.drift_run(_drift_options(args, chunk), diagnostics)
     if left <= 0:
         return None
     try:
-        return attncert.drift(**args, _grid=chunk, max_seconds=left).report
+        return _core.drift_run(_drift_options(args, chunk, left), diagnostics)
     except TimeoutError:
         return None
 
 
-def _join(columns, skip):
-    """Per-point columns of runs in grid order, each without its first point where skip says that point is the
-    last of the runs before it (their shared end point): every point once."""
-    out = []
-    for c, sk in zip(columns, skip):
-        out.extend(c[1:] if sk else c)
-    return out
+def _merge_drift(args, runs, max_seconds=0):
+    """The runs' results (wire texts in grid order; None: a run not computed) as the whole sweep's report, merged
+    in C++ (merge_drift_runs, attncert/drift/runs.hpp): every point computed once, the intervals joined through
+    the runs' shared end points, and the grid points left out named in the summary (partial, points_planned,
+    not_computed), as attncert.drift(max_seconds=) names them."""
+    from attncert import _core, analysis
 
-
-def _span_text(grid, i, j):
-    return "a = %r" % float(grid[i]) if i == j else "a in [%r, %r] (%d points)" % (float(grid[i]), float(grid[j]),
-                                                                                 j - i + 1)
-
-
-def _not_computed(grid, computed, max_seconds):
-    """What the summary says of the grid points left out (the single-process report's not_computed, for gaps that
-    may lie anywhere in the grid, not only at its end)."""
-    have = {float(a) for a in computed}
-    missing = [i for i, a in enumerate(grid) if float(a) not in have]
-    spans, i0 = [], missing[0]
-    for prev, i in zip(missing, missing[1:] + [None]):
-        if i != prev + 1:
-            spans.append(_span_text(grid, i0, prev))
-            i0 = i
-    return ("stopped at max_seconds %s after %d of %d grid points: not computed: %s; the sweep and its intervals "
-            "cover the other grid points only" % (_g(max_seconds), len(have), len(grid), ", ".join(spans)))
-
-
-def _merge_drift(reports, runs, grid, max_seconds=0):
-    """The reports of the grid's runs (runs[c] = (s, e), indices into grid; run c ends where run c + 1 starts) as
-    one report.  Within a budget, a run not computed is None and a run stopped by it covers its first points:
-    the merged report has the points computed, each once, and its summary says which were not (partial,
-    points_planned, not_computed), as attncert.drift(max_seconds=)'s does."""
-    import copy
-
-    done = [(c, r) for c, r in enumerate(reports) if r is not None]
-    base = copy.deepcopy(done[0][1])
-    base["command"] = "attncert.distributed.drift (python)"
-    if "max_seconds" in base.get("settings", {}):
-        base["settings"]["max_seconds"] = max_seconds  # the call's budget, not what its first task had left
-    pts = [r["points"] for _, r in done]
-    skip, last = [], None  # skip: the run starts at the last point of the runs merged before it
-    for p in pts:
-        skip.append(bool(p["a"]) and last is not None and p["a"][0] == last)
-        if p["a"]:
-            last = p["a"][-1]
-    merged = base["points"]
-    for key, val in merged.items():
-        if isinstance(val, list) and key != "recipes":
-            merged[key] = _join([p[key] for p in pts], skip)
-    for ri, rec in enumerate(merged["recipes"]):
-        recs = [p["recipes"][ri] for p in pts]
-        for key, val in rec.items():
-            if isinstance(val, list):
-                rec[key] = _join([r[key] for r in recs], skip)
-        rec["numerical_rank"] = {pol: _join([r["numerical_rank"][pol] for r in recs], skip)
-                                 for pol in rec["numerical_rank"]}
-        failures, offset = {}, 0
-        for r, p, sk in zip(recs, pts, skip):
-            for i, msg in r["failures"].items():
-                if not (sk and int(i) == 0):
-                    failures[str(int(i) + offset - sk)] = msg
-            offset += len(p["a"]) - sk
-        rec["failures"] = failures
-    for d, entry in enumerate(base["divergence"]):
-        intervals, evals = [], 0
-        for (c, r), sk in zip(done, skip):
-            e = r["divergence"][d]
-            evals += e["bisection_evaluations"]
-            at = grid[runs[c][0]]  # the run's first point, the end point of the run before it
-            for lo, hi in e["intervals"]:
-                if intervals and sk and intervals[-1][1] == at and lo == at:
-                    intervals[-1][1] = hi  # an interval through the shared point
-                else:
-                    intervals.append([lo, hi])
-        entry["intervals"] = intervals
-        entry["bisection_evaluations"] = evals
-    summary = {"points": len(merged["a"]), "diverging_points": int(sum(bool(x) for x in merged["diverges"])),
-               "intervals": sum(len(e["intervals"]) for e in base["divergence"]),
-               "partial": len(merged["a"]) < len(grid) or any(r["summary"].get("partial") for _, r in done),
-               "points_planned": len(grid)}
-    stopped = [r["summary"]["bisection"] for _, r in done if "bisection" in r["summary"]]
-    if stopped:
-        summary["bisection"] = stopped[0]
-    if len(merged["a"]) < len(grid):
-        summary["not_computed"] = _not_computed(grid, merged["a"], max_seconds)
-    base["summary"] = summary
-    return base
+    names = [n for n, _ in analysis._diagnostics(args["diagnostic"])]
+    return json.loads(_core.drift_merge(_drift_options(args, None, max_seconds), names, list(runs),
+                                        "attncert.distributed.drift (python)"))
 
 
 def _grace(max_seconds):
@@ -832,8 +751,7 @@ def drift(family="two-token", start=0.0, stop=1.0, points=101, log=False, recipe
                 diagnostic=diagnostic, object=object, seed=seed, resolution=resolution, enclosures=enclosures,
                 max_bits=max_bits, n=n, d=d)
     analysis._diagnostics(diagnostic)  # checked here, before any task
-    grid = _core.drift_grid(analysis._drift_options(family, start, stop, points, log, recipes, policies, object, seed,
-                                                    resolution, enclosures, max_bits, None, n, d))
+    grid = _core.drift_grid(_drift_options(args))
     workers = max(1, len(client.scheduler_info()["workers"]))
     per = points_per_task if points_per_task is not None else max(2, -(-len(grid) // (4 * workers)))
     runs, s = [], 0
@@ -857,4 +775,4 @@ def drift(family="two-token", start=0.0, stop=1.0, points=101, log=False, recipe
         reports = [got.get(f.key) for f in fs]
         if all(r is None for r in reports):
             budget.spent("no run computed two grid points: 0 of %d" % len(grid))
-    return analysis.DriftResult(_merge_drift(reports, runs, grid, max_seconds))
+    return analysis.DriftResult(_merge_drift(args, reports, max_seconds))

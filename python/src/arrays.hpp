@@ -5,6 +5,7 @@
 #include <pybind11/pybind11.h>
 
 #include <stdexcept>
+#include <cctype>
 #include <string>
 
 #include "attncert/error.hpp"
@@ -43,30 +44,16 @@ inline std::string python_spelling(std::string_view name) {
 }
 
 /// A library text (an error message, a report) with its fields spelled as Python's keywords; a field
-/// that heads a "FIELD: problem" message is its bare keyword ("q: shape ...", not "q=: shape ...").
+/// that heads a "FIELD: problem" message is its bare keyword ("q: shape ...", not "q=: shape ..."), and
+/// a field followed by a number is the keyword given that number ("max_seconds=0.5", not "max_seconds= 0.5").
 inline std::string spelled(const std::string& text) {
-  std::string t;
-  t.reserve(text.size());
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    if (text[i] == '\x1f' && i + 1 < text.size() && text[i + 1] == ':') {
-      t += "\x1f\x1d";  // U+001D never reaches a message (one_line escapes control characters)
-      ++i;
-    } else {
-      t += text[i];
-    }
-  }
-  t = spell_fields(t, python_spelling);
-  std::string out;
-  out.reserve(t.size());
-  for (std::size_t i = 0; i < t.size(); ++i) {
-    if (t[i] == '=' && i + 1 < t.size() && t[i + 1] == '\x1d') {
-      out += ':';
-      ++i;
-    } else {
-      out += t[i];
-    }
-  }
-  return out;
+  return spell_fields_in_context(text, [](std::string_view name, std::string_view after) {
+    std::string k = python_spelling(name);
+    if (!after.empty() && after[0] == ':') return field_spelled{k.substr(0, k.size() - 1), 0};
+    if (after.size() > 1 && after[0] == ' ' && (std::isdigit(static_cast<unsigned char>(after[1])) || after[1] == '-'))
+      return field_spelled{k, 1};
+    return field_spelled{k, 0};
+  });
 }
 
 /// f(), with an input_error it throws renamed for the Python parameter `name`: "name: " + the library's

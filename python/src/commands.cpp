@@ -19,6 +19,7 @@
 #include "attncert/linalg/matrix.hpp"
 #include "attncert/proofs/claim.hpp"
 #include "attncert/proofs/spec.hpp"
+#include "attncert/drift/runs.hpp"
 #include "attncert/drift/spec.hpp"
 #include "attncert/drift/sweep.hpp"
 #include "attncert/rank/analyse_rank.hpp"
@@ -139,8 +140,6 @@ std::pair<std::string, std::string> check_json(const std::vector<std::string>& i
   return {python::spelled(both.substr(nl + 1, n)), python::spelled(both.substr(nl + 1 + n))};
 }
 
-// attncert drift's JSON report; `diagnostics` holds (name, callable) pairs: the caller's rank functions,
-// called (with the GIL) on each formed matrix as a float64 NumPy array.
 // The drift request of the options the Python layer built (attncert.analysis.drift).
 drift_request drift_request_of(const py::dict& o) {
   drift_spec s;
@@ -187,8 +186,9 @@ std::size_t diagnostic_rank(const py::object& k, const std::string& name, std::s
 
 std::vector<double> drift_grid_py(const py::dict& o) { return drift_grid(drift_request_of(o)); }
 
-std::string drift_json_py(const py::dict& o, const py::list& diagnostics) {
-  drift_request r = drift_request_of(o);
+// The caller's diagnostics (name, callable) added to the request: each called with the GIL on every formed
+// matrix, as a NumPy array.
+void add_diagnostics(drift_request& r, const py::list& diagnostics) {
   for (const auto item : diagnostics) {
     const auto pair = item.cast<py::tuple>();
     PyObject* fn = pair[1].ptr();  // kept alive by `diagnostics` for the whole call
@@ -208,19 +208,50 @@ std::string drift_json_py(const py::dict& o, const py::list& diagnostics) {
                                return diagnostic_rank(k, name, static_cast<std::size_t>(M.rows()), static_cast<std::size_t>(M.cols()));
                              }});
   }
-  auto sweep = [&r] {
-    const drift_result res = run_drift(r);
-    std::ostringstream os;
-    report::drift_write_options wo;
-    wo.per_point = true;
-    report::write_drift_json(os, r, res, "attncert.drift (python)", wo);
-    return os.str();
-  };
-  // Without the caller's diagnostics, in a child process that Ctrl-C stops at once (child.hpp); with
-  // them in-process, so that they run in the caller's interpreter (their side effects kept).
+}
+
+// The sweep of the options with the caller's diagnostics, as `render` returns it.  Without diagnostics in a
+// child process that Ctrl-C stops at once (child.hpp); with them in-process, so that they run in the
+// caller's interpreter (their side effects kept).
+template <class Render>
+std::string run_drift_py(const py::dict& o, const py::list& diagnostics, Render&& render) {
+  drift_request r = drift_request_of(o);
+  add_diagnostics(r, diagnostics);
+  auto sweep = [&r, &render] { return render(r, run_drift(r)); };
   if (r.diagnostics.empty()) return python::spelled(python::run_in_child(sweep));
   python::interruptible_nogil nogil;  // Ctrl-C: KeyboardInterrupt at the next poll (interrupt.hpp)
   return python::spelled(sweep());
+}
+
+std::string drift_report(const drift_request& r, const drift_result& res, const std::string& command) {
+  std::ostringstream os;
+  report::drift_write_options wo;
+  wo.per_point = true;
+  report::write_drift_json(os, r, res, command, wo);
+  return os.str();
+}
+
+std::string drift_json_py(const py::dict& o, const py::list& diagnostics) {
+  return run_drift_py(o, diagnostics, [](const drift_request& r, const drift_result& res) {
+    return drift_report(r, res, "attncert.drift (python)");
+  });
+}
+
+// One run of a sweep split into runs (attncert.distributed.drift's task): its result, as wire text.
+std::string drift_run_py(const py::dict& o, const py::list& diagnostics) {
+  return run_drift_py(o, diagnostics, [](const drift_request&, const drift_result& res) { return drift_result_wire(res); });
+}
+
+// The runs' results (wire texts; None: a run not computed) merged into the whole sweep's report
+// (drift/runs.hpp); `o` states the whole sweep, `diagnostic_names` the diagnostics the runs measured.
+std::string drift_merge_py(const py::dict& o, const std::vector<std::string>& diagnostic_names, const py::list& runs,
+                           const std::string& command) {
+  drift_request r = drift_request_of(o);
+  for (const auto& name : diagnostic_names) r.diagnostics.push_back({name, nullptr});  // named, not called
+  std::vector<std::optional<drift_result>> results;
+  for (const auto item : runs)
+    results.push_back(item.is_none() ? std::nullopt : std::optional<drift_result>(drift_result_from_wire(item.cast<std::string>())));
+  return python::spelled(drift_report(r, merge_drift_runs(r, results), command));
 }
 
 }  // namespace
@@ -233,6 +264,10 @@ void bind_analysis(py::module_& m) {
         "attncert certify's JSON report (with summary_text, certificate, disagreement)");
   m.def("drift_json", &drift_json_py, py::arg("options"), py::arg("diagnostics"),
         "attncert drift's JSON report, with the caller's diagnostics measured next to the policies");
+  m.def("drift_run", &drift_run_py, py::arg("options"), py::arg("diagnostics"),
+        "one run of a sweep split into runs (options' grid: the run's points): its result as wire text");
+  m.def("drift_merge", &drift_merge_py, py::arg("options"), py::arg("diagnostic_names"), py::arg("runs"), py::arg("command"),
+        "the JSON report of the whole sweep (options) from its runs' wire texts (None: a run not computed)");
   m.def("drift_grid", &drift_grid_py, py::arg("options"), "the grid points of a drift sweep");
   m.def("read_claim_file", &read_claim_file, py::arg("path"));
   m.def("check_report", &check_json, py::arg("ids"), py::arg("formats"), py::arg("policies"), py::arg("seed"),

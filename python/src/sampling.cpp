@@ -1,6 +1,7 @@
-// python/src/sampling.cpp — attncert._core's row sampler (rows=N of attncert.testing) and the grade of a
+// python/src/sampling.cpp — attncert._core's row sampler (rows=N of attncert.testing), the grade of a
 // candidate against the exact values of the sampled rows only (attncert.distributed.grade: the tasks
-// compute the rows, this grades them).  Thin, as core.cpp: arrays in, the library's approx_grade, JSON
+// compute the rows, this grades them), and the part of a variant input one unit of split work reads
+// (attncert.distributed: oracle::unit_ranges, the broadcasting rule of the oracle's own requests).  Thin, as core.cpp: arrays in, the library's approx_grade, JSON
 // out; the GIL is released while it runs.
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
@@ -20,6 +21,7 @@
 #include "attncert/error.hpp"
 #include "attncert/io/npy.hpp"
 #include "attncert/grading/grading.hpp"
+#include "attncert/oracle/request.hpp"
 #include "attncert/report/oracle.hpp"
 #include "arrays.hpp"
 
@@ -149,4 +151,7 @@ void bind_sampling(py::module_& m) {
   m.def("grade_rows", &grade_rows, py::arg("candidate"), py::arg("baseline"), py::arg("truth"), py::arg("rows"),
         py::arg("shape"), py::arg("target"), py::arg("rules"),
         "The grade (JSON text) of a candidate of which only the internal rows `rows` were computed");
+  m.def("unit_ranges", &oracle::unit_ranges, py::arg("what"), py::arg("shape"), py::arg("B"), py::arg("H"), py::arg("b"),
+        py::arg("h0"), py::arg("h1"),
+        "What batch b and query heads [h0, h1) read of the variant input `what` of shape `shape`: [begin, end) per dimension");
 }

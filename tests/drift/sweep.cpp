@@ -1,12 +1,16 @@
 // tests/drift/sweep.cpp — `attncert drift` (drift/sweep.hpp): the two-token boundary of
 // proofs/P10-two-token-drift.md, bisection against a brute-force scan, the closed-form fast
-// path against the general certified path, a caller's own diagnostics.  (The renderings:
-// tests/report/drift.cpp.)
+// path against the general certified path, a caller's own diagnostics, a sweep split into runs and
+// merged (drift/runs.hpp).  (The renderings: tests/report/drift.cpp.)
 #define BOOST_TEST_MODULE drift_sweep
 #include "attncert/drift/sweep.hpp"
 
+#include "attncert/drift/runs.hpp"
 #include <boost/test/unit_test.hpp>
 #include <cmath>
+#include <cstring>
+#include <limits>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -317,6 +321,9 @@ BOOST_AUTO_TEST_CASE(formed_object_as_binary64) {
 // An explicit grid (drift_request::grid): two runs of the whole grid that share their end point evaluate
 // exactly the whole sweep's points, and their intervals, joined at the shared point, are the whole
 // sweep's (the bisection depends only on from, to, log and the two points it starts from).
+// Soundness of the split: two runs that share a point, each through its wire text, merge into the
+// whole sweep's result, point for point and interval for interval (the intervals joined through the
+// shared point), wherever the cut.
 BOOST_AUTO_TEST_CASE(explicit_grid_runs_join_to_the_whole_sweep) {
   for (const bool log : {true, false}) {
     drift_request r = log ? request(drift_family::two_token, 1e-17, 1e-5, 37, true, "fp64,fp32", "numpy,absolute:1e-9")
@@ -328,23 +335,26 @@ BOOST_AUTO_TEST_CASE(explicit_grid_runs_join_to_the_whole_sweep) {
       drift_request a = r, b = r;
       a.grid.assign(g.begin(), g.begin() + static_cast<long>(cut) + 1);
       b.grid.assign(g.begin() + static_cast<long>(cut), g.end());
-      const drift_result ra = run_drift(a), rb = run_drift(b);
-      BOOST_TEST_REQUIRE(ra.points.size() + rb.points.size() == whole.points.size() + 1);
-      for (std::size_t i = 0; i < whole.points.size(); ++i) {
-        const drift_point& p = i <= cut ? ra.points[i] : rb.points[i - cut];
-        BOOST_TEST(p.a == whole.points[i].a);
-        BOOST_TEST(p.diverges == whole.points[i].diverges);
-        for (std::size_t k = 0; k < p.recipes.size(); ++k) BOOST_TEST(p.recipes[k].ranks == whole.points[i].recipes[k].ranks);
-      }
-      for (std::size_t d = 0; d < whole.divergence.size(); ++d) {
-        auto joined = ra.divergence[d].intervals;
-        for (const auto& iv : rb.divergence[d].intervals) {
-          if (!joined.empty() && joined.back().second == g[cut] && iv.first == g[cut]) joined.back().second = iv.second;
-          else joined.push_back(iv);
+      const drift_result m = merge_drift_runs(r, {drift_result_from_wire(drift_result_wire(run_drift(a))),
+                                                  drift_result_from_wire(drift_result_wire(run_drift(b)))});
+      BOOST_TEST_CONTEXT("log " << log << " cut " << cut) {
+        BOOST_TEST(!m.partial);
+        BOOST_TEST(m.not_computed.empty());
+        BOOST_TEST(!m.bisection_stopped);
+        BOOST_TEST(m.points_planned == whole.points_planned);
+        BOOST_TEST((m.grid == whole.grid));
+        BOOST_TEST_REQUIRE(m.points.size() == whole.points.size());
+        for (std::size_t i = 0; i < whole.points.size(); ++i) {
+          BOOST_TEST(m.points[i].a == whole.points[i].a);
+          BOOST_TEST(m.points[i].diverges == whole.points[i].diverges);
+          for (std::size_t k = 0; k < whole.points[i].recipes.size(); ++k)
+            BOOST_TEST(m.points[i].recipes[k].ranks == whole.points[i].recipes[k].ranks);
         }
-        BOOST_TEST_CONTEXT("log " << log << " cut " << cut << " " << whole.divergence[d].recipe << " "
-                                  << whole.divergence[d].policy) {
-          BOOST_TEST((joined == whole.divergence[d].intervals));
+        BOOST_TEST_REQUIRE(m.divergence.size() == whole.divergence.size());
+        for (std::size_t d = 0; d < whole.divergence.size(); ++d) {
+          BOOST_TEST_CONTEXT(whole.divergence[d].recipe << " " << whole.divergence[d].policy) {
+            BOOST_TEST((m.divergence[d].intervals == whole.divergence[d].intervals));
+          }
         }
       }
     }
@@ -354,6 +364,119 @@ BOOST_AUTO_TEST_CASE(explicit_grid_runs_join_to_the_whole_sweep) {
   BOOST_CHECK_THROW(run_drift(bad), input_error);
   bad.grid = {0.05, 0.2};
   BOOST_CHECK_THROW(run_drift(bad), input_error);
+}
+
+// The wire text loses nothing: every field of a result with enclosures, a recipe that overflowed
+// (its failure text, σ = 0), non-finite numbers (cond = inf, a NaN planted), intervals and a gap.
+BOOST_AUTO_TEST_CASE(wire_text_round_trips_every_field) {
+  drift_request r = request(drift_family::two_token, 0.5, 1e6, 5, true, "fp16,fp64", "numpy,absolute:1e-3");
+  r.enclosures = true;
+  drift_result res = run_drift(r);
+  res.points[0].recipes[0].condition_number = std::numeric_limits<double>::infinity();
+  res.points[1].recipes[1].sigma_max = std::nan("");
+  res.points[2].recipes[0].sigma_min = -0.0;
+  res.not_computed.push_back({2e6, 3e6, 2});
+  res.partial = true;
+  bool overflowed = false;
+  for (const auto& p : res.points) overflowed = overflowed || !p.recipes[0].formed;
+  BOOST_TEST_REQUIRE(overflowed);  // fp16 overflows at a = 1e6: a failure text to carry
+  const drift_result back = drift_result_from_wire(drift_result_wire(res));
+  BOOST_TEST(drift_result_wire(back) == drift_result_wire(res));  // and field by field:
+  BOOST_TEST((back.grid == res.grid));
+  BOOST_TEST(back.partial == res.partial);
+  BOOST_TEST(back.points_planned == res.points_planned);
+  BOOST_TEST(back.not_computed.size() == 1);
+  BOOST_TEST(back.not_computed[0].last == 3e6);
+  BOOST_TEST_REQUIRE(back.points.size() == res.points.size());
+  for (std::size_t i = 0; i < res.points.size(); ++i) {
+    const drift_point &p = res.points[i], &q = back.points[i];
+    BOOST_TEST(q.a == p.a);
+    BOOST_TEST(q.exact.lo == p.exact.lo);
+    BOOST_TEST(q.exact.hi == p.exact.hi);
+    BOOST_TEST(q.exact.closed_form == p.exact.closed_form);
+    BOOST_TEST(q.smin_lo == p.smin_lo);
+    BOOST_TEST(q.cond_hi == p.cond_hi);
+    BOOST_TEST(q.smin_hi_d == p.smin_hi_d);
+    BOOST_TEST(q.enclosure_bits == p.enclosure_bits);
+    for (std::size_t k = 0; k < p.recipes.size(); ++k) {
+      const recipe_measurement &m = p.recipes[k], &n = q.recipes[k];
+      BOOST_TEST(n.formed == m.formed);
+      BOOST_TEST(n.failure == m.failure);
+      BOOST_TEST((n.diverges_by_policy == m.diverges_by_policy));
+      BOOST_TEST(std::memcmp(&n.sigma_min, &m.sigma_min, sizeof(double)) == 0);
+      BOOST_TEST((std::isnan(n.sigma_max) ? std::isnan(m.sigma_max) : n.sigma_max == m.sigma_max));
+      BOOST_TEST(n.condition_number == m.condition_number);
+      BOOST_TEST(n.svd == m.svd);
+    }
+  }
+  BOOST_TEST(back.divergence.size() == res.divergence.size());
+  for (std::size_t d = 0; d < res.divergence.size(); ++d) {
+    BOOST_TEST((back.divergence[d].intervals == res.divergence[d].intervals));
+    BOOST_TEST(back.divergence[d].bisection_evaluations == res.divergence[d].bisection_evaluations);
+  }
+  BOOST_CHECK_THROW(drift_result_from_wire("{"), input_error);
+  BOOST_CHECK_THROW(drift_result_from_wire("{\"wire\": \"something else\"}"), input_error);
+  std::string t = drift_result_wire(res);
+  t.replace(t.find("\"a\":\"") + 5, 1, "z");
+  BOOST_CHECK_THROW(drift_result_from_wire(t), input_error);
+}
+
+// Runs left out or stopped early: the merge keeps every point computed once, names the gaps, and
+// keeps the intervals within the computed stretches (an interval never spans a gap).
+BOOST_AUTO_TEST_CASE(merge_names_the_runs_left_out) {
+  drift_request r = request(drift_family::causal, 0.5, 60, 29, false, "fp64,bf16", "numpy,absolute:1e-3");
+  r.enclosures = false;
+  const drift_result whole = run_drift(r);
+  const std::vector<double> g = drift_grid(r);
+  auto run = [&](std::size_t s, std::size_t e) {
+    drift_request x = r;
+    x.grid.assign(g.begin() + static_cast<long>(s), g.begin() + static_cast<long>(e) + 1);
+    return std::optional<drift_result>(run_drift(x));
+  };
+  // runs [0,7] [7,14] [14,21] [21,28]: run 1 stopped after its first 3 points, run 2 not computed
+  drift_result stopped = *run(7, 9);
+  stopped.partial = true;
+  const drift_result m = merge_drift_runs(r, {run(0, 7), stopped, std::nullopt, run(21, 28)});
+  std::vector<std::size_t> keep;
+  for (std::size_t i = 0; i <= 9; ++i) keep.push_back(i);
+  for (std::size_t i = 21; i <= 28; ++i) keep.push_back(i);
+  BOOST_TEST_REQUIRE(m.points.size() == keep.size());
+  for (std::size_t k = 0; k < keep.size(); ++k) {
+    BOOST_TEST(m.grid[k] == g[keep[k]]);
+    BOOST_TEST(m.points[k].diverges == whole.points[keep[k]].diverges);
+    for (std::size_t j = 0; j < m.points[k].recipes.size(); ++j)
+      BOOST_TEST(m.points[k].recipes[j].ranks == whole.points[keep[k]].recipes[j].ranks);
+  }
+  BOOST_TEST(m.partial);
+  BOOST_TEST(m.bisection_stopped);  // run 1 stopped: its switch towards g[14] was not bisected
+  BOOST_TEST(m.points_planned == 29);
+  BOOST_TEST_REQUIRE(m.not_computed.size() == 1);
+  BOOST_TEST(m.not_computed[0].first == g[10]);
+  BOOST_TEST(m.not_computed[0].last == g[20]);
+  BOOST_TEST(m.not_computed[0].points == 11);
+  std::size_t n = 0;
+  for (const auto& d : m.divergence)
+    for (const auto& [lo, hi] : d.intervals) {
+      BOOST_TEST(((g[0] <= lo && hi <= g[9]) || (g[21] <= lo && hi <= g[28])), d.recipe << " " << d.policy << " [" << lo << ", " << hi << "]");
+      ++n;
+    }
+  BOOST_TEST(n > 0);
+  // two gaps, one of them the first point alone
+  const drift_result m2 = merge_drift_runs(r, {std::nullopt, run(1, 7), std::nullopt, run(21, 28)});
+  BOOST_TEST_REQUIRE(m2.not_computed.size() == 2);
+  BOOST_TEST(m2.not_computed[0].first == g[0]);
+  BOOST_TEST(m2.not_computed[0].points == 1);
+  BOOST_TEST(m2.not_computed[1].first == g[8]);
+  BOOST_TEST(m2.not_computed[1].last == g[20]);
+  // errors: nothing computed, runs out of order, runs of another sweep
+  BOOST_CHECK_THROW(merge_drift_runs(r, {std::nullopt, std::nullopt}), input_error);
+  BOOST_CHECK_THROW(merge_drift_runs(r, {run(21, 28), run(0, 7)}), input_error);
+  drift_request other = r;
+  other.policies = parse_policies("numpy");
+  BOOST_CHECK_THROW(merge_drift_runs(other, {run(0, 7), run(7, 14)}), input_error);
+  drift_request shifted = r;
+  shifted.from = 0.25;
+  BOOST_CHECK_THROW(merge_drift_runs(shifted, {run(0, 7)}), input_error);
 }
 
 // Above drift_mpfi_max_n the exact side is the factored exact rank and the binary64 singular

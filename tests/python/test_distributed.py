@@ -463,7 +463,7 @@ def test_drift_max_seconds_partial_sweep(client):
     assert workers_idle_within(client, 1.0)  # each run stopped at the deadline (after the point it was computing)
     s = got.report["summary"]
     assert s["partial"] is True and s["points_planned"] == 121 and 2 <= s["points"] < 121, s
-    assert s["not_computed"].startswith("stopped at max_seconds 0.5 after %d of 121 grid points: not computed: a "
+    assert s["not_computed"].startswith("stopped at max_seconds=0.5 after %d of 121 grid points: not computed: a "
                                         % s["points"]), s
     assert got.report["settings"]["max_seconds"] == 0.5
     # the points computed are the single-process sweep's at the same a, each once
@@ -485,22 +485,20 @@ def test_drift_max_seconds_partial_sweep(client):
 
 
 def test_drift_merge_with_runs_left_out():
-    # the merge on its own: runs 0 and 3 whole, run 1 stopped after its first 3 points, run 2 not computed
-    from attncert import _core, analysis
+    # the merge on its own (merge_drift_runs, in C++): runs 0 and 3 whole, run 1 stopped after its first 3
+    # points, run 2 not computed; each run's result crosses as its wire text, as from a worker
+    from attncert import _core
 
     kw = dict(family="causal", start=0.5, stop=60.0, points=29, log=False, recipes="fp64,bf16",
               policies="numpy,absolute:1e-3")
     args = dict(kw, diagnostic=None, object=None, seed=20261129, resolution=1e-9, enclosures=False, max_bits=4096,
                 n=None, d=None)
-    grid = list(_core.drift_grid(analysis._drift_options(*[args[x] for x in (
-        "family", "start", "stop", "points", "log", "recipes", "policies", "object", "seed", "resolution",
-        "enclosures", "max_bits")], None, None, None)))
+    grid = list(_core.drift_grid(ad._drift_options(args)))
     runs = [(0, 7), (7, 14), (14, 21), (21, 28)]
-    reports = [ad._drift_task(args, grid[s:e + 1]) for s, e in runs]
-    reports[1] = attncert.drift(**args, _grid=grid[7:10]).report  # what a run stopped at its budget keeps
-    reports[1]["summary"]["partial"] = True
-    reports[2] = None
-    merged = ad._merge_drift(reports, runs, grid, 2.0)
+    wires = [ad._drift_task(args, grid[s:e + 1]) for s, e in runs]
+    wires[1] = ad._drift_task(args, grid[7:10])  # what a run stopped at its budget keeps
+    wires[2] = None
+    merged = ad._merge_drift(args, wires, 2.0)
     ref = attncert.drift(**kw).report
     keep = list(range(0, 10)) + list(range(21, 29))
     assert merged["points"]["a"] == [grid[i] for i in keep]
@@ -512,14 +510,59 @@ def test_drift_merge_with_runs_left_out():
         assert rec["sigma_min"] == [rrec["sigma_min"][i] for i in keep]
     s = merged["summary"]
     assert s["partial"] is True and s["points"] == 18 and s["points_planned"] == 29
-    assert s["not_computed"] == ("stopped at max_seconds 2 after 18 of 29 grid points: not computed: a in [%r, %r] "
+    assert s["not_computed"] == ("stopped at max_seconds=2 after 18 of 29 grid points: not computed: a in [%s, %s] "
                                  "(11 points); the sweep and its intervals cover the other grid points only"
-                                 % (grid[10], grid[20]))
+                                 % (shortest(grid[10]), shortest(grid[20])))
+    assert merged["settings"]["max_seconds"] == 2.0 and merged["command"] == "attncert.distributed.drift (python)"
     # intervals lie within the computed stretches [grid[0], grid[9]] and [grid[21], grid[28]]
     for d in merged["divergence"]:
         for lo, hi in d["intervals"]:
             assert grid[0] <= lo <= hi <= grid[9] or grid[21] <= lo <= hi <= grid[28], (d, lo, hi)
     assert sum(len(d["intervals"]) for d in merged["divergence"]) == s["intervals"] > 0
+    # every run back: the single-process report, its command apart
+    whole = ad._merge_drift(args, [ad._drift_task(args, grid[s:e + 1]) for s, e in runs], 0)
+    single = attncert.drift(**kw).report
+    assert whole.pop("command") != single.pop("command")
+    assert whole == single
+    with pytest.raises(ValueError, match="drift runs: no run computed a grid point"):
+        ad._merge_drift(args, [None, None], 0)
+
+
+def shortest(x):
+    """A float as the library's reports write it (std::to_chars: the shortest text that reads back; 60, not 60.0)."""
+    t = repr(float(x))
+    return t[:-2] if t.endswith(".0") else t
+
+
+@pytest.mark.parametrize("key,shape,unit,want", [
+    ("bias", (2, 4, 3, 5), (1, 2, 4), [(1, 2), (2, 4), (0, 3), (0, 5)]),
+    ("bias", (1, 4, 3, 5), (1, 2, 4), [(0, 1), (2, 4), (0, 3), (0, 5)]),    # batch broadcast: kept whole
+    ("bias", (4, 1, 5), (1, 0, 2), [(0, 2), (0, 1), (0, 5)]),               # 3 dims: (h, n_q, n_k)
+    ("mask", (3, 5), (0, 0, 2), [(0, 3), (0, 5)]),
+    ("dropout_mask", (2, 1, 3, 5), (1, 2, 4), [(1, 2), (0, 1), (0, 3), (0, 5)]),
+    ("alibi_slopes", (4,), (1, 2, 4), [(2, 4)]),
+    ("alibi_slopes", (2, 4), (1, 2, 4), [(1, 2), (2, 4)]),
+    ("sink", (4,), (0, 0, 2), [(0, 2)]),
+    ("seqlens_k", (2,), (1, 0, 2), [(1, 2)]),
+])
+def test_unit_ranges_follow_the_oracles_broadcasting(key, shape, unit, want):
+    # B = 2 batches, H = 4 query heads; the unit (b, h0, h1)
+    from attncert import _core
+
+    assert [tuple(x) for x in _core.unit_ranges(key, list(shape), 2, 4, *unit)] == want
+
+
+@pytest.mark.parametrize("key,shape,msg", [
+    ("bias", (3, 4, 3, 5), "bias= does not broadcast: its batch dimension is 3, expected 1 or 2"),
+    ("mask", (2, 3, 3, 5), "mask= does not broadcast: its head dimension is 3, expected 1 or 4"),
+    ("alibi_slopes", (2, 3, 4), r"alibi_slopes: shape \(2, 3, 4\) is not \(h_q,\) or \(b, h_q\)"),
+    ("seqlens_k", (1,), "seqlens_k: 1 lengths for a batch of 2"),
+])
+def test_unit_ranges_refuse_what_does_not_broadcast(key, shape, msg):
+    from attncert import _core
+
+    with pytest.raises(ValueError, match=msg):
+        _core.unit_ranges(key, list(shape), 2, 4, 0, 0, 2)
 
 
 def bad_seconds_calls():

@@ -34,7 +34,7 @@ def test_reference_passes_and_perturbation_fails_with_the_worst_index():
     # the 3-ulp element is counted beyond 2 ulps and not beyond 4
     assert "1 / 1 / 1 / 0 / 0" in msg, msg
     # the rule's reason names the bound by its keyword, never by the command line's option or a raw field mark
-    assert "ulps exceeds max_ulp= 2 (1 elements over it)" in msg, msg
+    assert "ulps exceeds max_ulp=2 (1 elements over it)" in msg, msg
     assert "--max-ulp" not in msg and "\x1e" not in msg and "\x1f" not in msg, msg
 
 

@@ -13,6 +13,7 @@
 // replaces both forms.
 #pragma once
 
+#include <algorithm>
 #include <functional>
 #include <string>
 #include <string_view>
@@ -32,10 +33,18 @@ inline std::string field(std::string_view name) {
 /// A front end's spelling of a field name.
 using field_spelling = std::function<std::string(std::string_view)>;
 
-/// `text` with every marked field replaced by spell(name), in raw text and in JSON text (where a
+/// A spelling that reads the text after the field too: it returns the field's spelling and how many
+/// characters of that text its spelling replaces (Python's: "max_seconds=0.5" for "FIELD 0.5").
+struct field_spelled {
+  std::string text;
+  std::size_t consumed = 0;
+};
+using field_spelling_in_context = std::function<field_spelled(std::string_view name, std::string_view after)>;
+
+/// `text` with every marked field replaced by its spelling, in raw text and in JSON text (where a
 /// mark is written "\u001e" and "\u001f"; a caller's "\u001e" in a JSON string is written "\\u001e"
 /// and stays text).  Text without marks is returned as it is.
-inline std::string spell_fields(std::string_view text, const field_spelling& spell) {
+inline std::string spell_fields_in_context(std::string_view text, const field_spelling_in_context& spell) {
   static constexpr std::string_view json_open = "\\u001e", json_close = "\\u001f";
   std::string out;
   out.reserve(text.size());
@@ -60,10 +69,16 @@ inline std::string spell_fields(std::string_view text, const field_spelling& spe
       out += text[i++];
       continue;
     }
-    out += spell(text.substr(body, end - body));
-    i = next;
+    const field_spelled f = spell(text.substr(body, end - body), text.substr(next));
+    out += f.text;
+    i = next + std::min(f.consumed, text.size() - next);
   }
   return out;
+}
+
+/// The same with a spelling of the name alone.
+inline std::string spell_fields(std::string_view text, const field_spelling& spell) {
+  return spell_fields_in_context(text, [&spell](std::string_view name, std::string_view) { return field_spelled{spell(name), 0}; });
 }
 
 /// The command line's spelling: "--" and the name with '_' as '-' (max_seconds: --max-seconds).

@@ -534,7 +534,9 @@ drift_result run_drift(const drift_request& r) {
     if (res.points.size() < 2)
       throw time_limit_reached(field("max_seconds") + " " + std::to_string(r.max_seconds) + " passed before two grid points were computed (" +
                                std::to_string(res.points.size()) + " of " + std::to_string(res.points_planned) + ")");
-    res.grid.resize(res.points.size());
+    const std::size_t done = res.points.size();
+    res.not_computed.push_back({res.grid[done], res.grid.back(), res.grid.size() - done});
+    res.grid.resize(done);
   }
   for (std::size_t ri = 0; ri < r.recipes.size(); ++ri) {
     const recipe& rc = r.recipes[ri];

@@ -631,6 +631,43 @@ score_bias to_score_bias(const tensor& a, const std::string& what) {
   return b;
 }
 
+std::vector<std::pair<std::size_t, std::size_t>> unit_ranges(const std::string& what, const std::vector<std::size_t>& shape,
+                                                             std::size_t B, std::size_t H, std::size_t b, std::size_t h0,
+                                                             std::size_t h1) {
+  if (b >= B || h0 >= h1 || h1 > H) throw input_error("unit_ranges: batch " + std::to_string(b) + ", heads [" + std::to_string(h0) +
+                                                      ", " + std::to_string(h1) + ") outside " + std::to_string(B) + " x " + std::to_string(H));
+  const std::string name = field(what);
+  // The roles of the dimensions, right-aligned: 'b' batch, 'h' query head, '*' any (kept whole).
+  std::string roles;
+  if (what == "bias" || what == "mask" || what == "dropout_mask") {
+    if (shape.empty() || shape.size() > 4)
+      throw input_error(name + ": shape " + shape_text(shape) + " does not broadcast to (b, h_q, n_q, n_k)");
+    roles = std::string("bh**").substr(4 - shape.size());
+  } else if (what == "alibi_slopes") {
+    if (shape.size() != 1 && shape.size() != 2) throw input_error(name + ": shape " + shape_text(shape) + " is not (h_q,) or (b, h_q)");
+    roles = shape.size() == 1 ? "h" : "bh";
+  } else if (what == "sink" || what == "seqlens_k") {
+    if (shape.size() != 1) throw input_error(name + ": shape " + shape_text(shape) + (what == "sink" ? " is not (h_q,)" : " is not (b,)"));
+    roles = what == "sink" ? "h" : "b";
+  } else {
+    throw input_error("unit_ranges: no per-unit input named '" + one_line(what, 60) + "'");
+  }
+  std::vector<std::pair<std::size_t, std::size_t>> out;
+  for (std::size_t i = 0; i < shape.size(); ++i) {
+    const std::size_t m = shape[i];
+    const char role = roles[i];
+    if (what == "seqlens_k" && m != B)  // one length per batch: no broadcasting
+      throw input_error(name + ": " + std::to_string(m) + " lengths for a batch of " + std::to_string(B));
+    if (role == '*' || m == 1) {
+      out.emplace_back(0, m);
+      continue;
+    }
+    check_broadcast(m, role == 'b' ? B : H, name, role == 'b' ? "batch" : "head");
+    out.push_back(role == 'b' ? std::pair<std::size_t, std::size_t>{b, b + 1} : std::pair<std::size_t, std::size_t>{h0, h1});
+  }
+  return out;
+}
+
 bool_mask to_keep_mask(const tensor& a, const std::string& what) {
   if (a.type != dtype::b1 && a.type != dtype::u1)
     throw input_error(what + ": a dropout keep-mask must be a bool (or uint8 0/1) array");

@@ -230,6 +230,24 @@ void text_point(std::ostream& os, const drift_request& r, const drift_point& p, 
   }
 }
 
+// What a partial sweep left out (res.not_computed): "stopped at max_seconds S after N of M grid points",
+// then `sep` and the stretch it covers when it stopped at its end, or the gaps when they lie anywhere
+// (a sweep merged from runs, drift/runs.hpp).
+std::string not_computed_text(const drift_request& r, const drift_result& res, const char* sep) {
+  std::string s = "stopped at " + field("max_seconds") + " " + num17(r.max_seconds) + " after " + std::to_string(res.points.size()) +
+                  " of " + std::to_string(res.points_planned) + " grid points";
+  const auto& gaps = res.not_computed;
+  if (gaps.size() == 1 && !res.grid.empty() && gaps[0].first > res.grid.back())
+    return s + sep + "the sweep and its intervals cover a in [" + num17(res.grid.front()) + ", " + num17(res.grid.back()) + "] only";
+  s += ": not computed: ";
+  for (std::size_t i = 0; i < gaps.size(); ++i) {
+    const grid_gap& g = gaps[i];
+    s += (i ? ", " : "") + (g.points == 1 ? "a = " + num17(g.first)
+                                          : "a in [" + num17(g.first) + ", " + num17(g.last) + "] (" + std::to_string(g.points) + " points)");
+  }
+  return s + "; the sweep and its intervals cover the other grid points only";
+}
+
 }  // namespace
 
 nlohmann::json drift_json(const drift_request& r, const drift_result& res, const std::string& command) {
@@ -254,10 +272,7 @@ nlohmann::json drift_json(const drift_request& r, const drift_result& res, const
   if (res.bisection_stopped)
     j["summary"]["bisection"] = "stopped at " + field("max_seconds") + ": some interval ends are not bisected to the resolution (each is the "
                                 "last point seen diverging; the boundary lies between it and the previous point seen quiet)";
-  if (res.partial)
-    j["summary"]["not_computed"] = "stopped at " + field("max_seconds") + " " + num17(r.max_seconds) + " after " + std::to_string(res.points.size()) +
-                                   " of " + std::to_string(res.points_planned) + " grid points: the sweep and its intervals cover a in [" +
-                                   num17(res.grid.front()) + ", " + num17(res.grid.back()) + "] only";
+  if (res.partial) j["summary"]["not_computed"] = not_computed_text(r, res, ": ");
   return j;
 }
 
@@ -301,10 +316,7 @@ void write_drift_text(std::ostream& os, const drift_request& r, const drift_resu
   if (res.bisection_stopped)
     os << "PARTIAL: the bisection stopped at " << field("max_seconds") << ": some interval ends are the last point seen diverging, not bisected "
           "to the resolution\n";
-  if (res.partial)
-    os << "PARTIAL: stopped at " << field("max_seconds") << " " << num17(r.max_seconds) << " after " << res.points.size() << " of "
-       << res.points_planned << " grid points; the sweep and its intervals cover a in [" << num17(res.grid.front()) << ", "
-       << num17(res.grid.back()) << "] only\n";
+  if (res.partial) os << "PARTIAL: " << not_computed_text(r, res, "; ") << "\n";
   if (!opt.per_point) return;
   os << "\nper point (numerical rank per recipe and policy; * = some rank outside the exact rank):\n";
   const auto order = policies_by_name(r);

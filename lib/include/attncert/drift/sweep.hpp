@@ -164,11 +164,20 @@ struct drift_intervals {
   std::size_t bisection_evaluations = 0;
 };
 
+/// A run of consecutive grid points a sweep did not compute: first, last, and how many.
+struct grid_gap {
+  double first = 0, last = 0;
+  std::size_t points = 0;
+};
+
 struct drift_result {
   std::vector<double> grid;  ///< the points computed (all of the grid unless partial)
   std::vector<drift_point> points;
-  bool partial = false;            ///< stopped at max_seconds: grid and points are the first ones
+  bool partial = false;            ///< stopped at max_seconds: some grid points not computed (not_computed)
   std::size_t points_planned = 0;  ///< the whole grid's size
+  /// The grid points left out (partial ⇔ not empty): the tail a sweep stopped at max_seconds did not
+  /// reach; in a sweep merged from runs (drift/runs.hpp), gaps anywhere in the grid.
+  std::vector<grid_gap> not_computed;
   bool bisection_stopped = false;  ///< past max_seconds during the bisection: some ends not to the resolution
   std::vector<drift_intervals> divergence;  ///< recipe-major, policy-minor
 };

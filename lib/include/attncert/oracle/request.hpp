@@ -128,6 +128,17 @@ tensor lse_array(const oracle_result& r, const output_layout& lay);
 std::vector<double> to_alibi_slopes(const tensor& a, const std::string& what);
 score_bias to_score_bias(const tensor& a, const std::string& what);
 bool_mask to_keep_mask(const tensor& a, const std::string& what);
+/// One unit of split work (attncert.distributed): batch b and the query heads [h0, h1) of a problem of
+/// B batches and H query heads.  What the unit reads of a variant input of shape `shape`, as index ranges
+/// [begin, end) per dimension of that shape.  `what` names the input, and its kind: "bias", "mask" or
+/// "dropout_mask" (up to 4 dims, right-aligned to (b, h_q, n_q, n_k)), "alibi_slopes" ((h_q,) or
+/// (b, h_q)), "sink" ((h_q,)), "seqlens_k" ((b,)).  A dimension of size 1 broadcasts and is kept whole,
+/// so the part broadcasts over the unit as the whole input does over the problem, and the unit's
+/// oracle call reads exactly the values the whole call reads for the unit's rows.  Errors
+/// (input_error naming the field): an unknown `what`, a batch or head dimension neither 1 nor full.
+std::vector<std::pair<std::size_t, std::size_t>> unit_ranges(const std::string& what, const std::vector<std::size_t>& shape,
+                                                             std::size_t B, std::size_t H, std::size_t b, std::size_t h0,
+                                                             std::size_t h1);
 /// A descale from a decimal text (exactly representable in binary64).  Errors name `what`.
 descale parse_descale(const std::string& text, const std::string& what);
 /// A descale from a float array of shape (), (1,) or (b, h_kv) (finite, > 0).  Errors name `what`.
