@@ -7,6 +7,7 @@
 #include "attncert/deadline.hpp"
 
 #include "attncert/error.hpp"
+#include "attncert/field.hpp"
 #include "attncert/linalg/certified_svd.hpp"
 
 namespace attncert::checks {
@@ -208,13 +209,14 @@ std::vector<report::check_report> run_checks(const std::vector<const check_entry
     check_interrupt();
     if (on_start) on_start(k);
     if (deadline_passed()) {
-      out.push_back(not_computed(*chosen[k], "not started: the budget (--max-seconds) had passed at " + elapsed() + " s"));
+      out.push_back(not_computed(*chosen[k], "not started: the budget (" + field("max_seconds") + ") had passed at " + elapsed() + " s"));
       continue;
     }
     try {
       out.push_back(run_check(*chosen[k], rs));
     } catch (const time_limit_reached&) {
-      out.push_back(not_computed(*chosen[k], "stopped at " + elapsed() + " s: the budget (--max-seconds) passed while it ran"));
+      out.push_back(not_computed(*chosen[k], "stopped at " + elapsed() + " s: the budget (" + field("max_seconds") +
+                                                  ") passed while it ran"));
     }
   }
   return out;

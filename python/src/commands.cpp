@@ -68,7 +68,7 @@ std::string rank_json(const py::dict& o) {
     const io::npy_array b = python::to_npy(o["mask"], "mask", false);
     if (b.shape.size() != 2) throw input_error("mask: must be a 2-D boolean array");
     const auto rows = static_cast<Eigen::Index>(b.shape[0]), cols = static_cast<Eigen::Index>(b.shape[1]);
-    io::bool_matrix mb(rows, cols);
+    Eigen::Matrix<bool, Eigen::Dynamic, Eigen::Dynamic> mb(rows, cols);
     for (Eigen::Index i = 0; i < rows; ++i)
       for (Eigen::Index j = 0; j < cols; ++j) mb(i, j) = b.values[static_cast<std::size_t>(i * cols + j)] != 0;
     s.mask_matrix = std::move(mb);

@@ -4,10 +4,7 @@
 #define BOOST_TEST_MODULE rank_spec
 #include <boost/test/unit_test.hpp>
 
-#include <unistd.h>
 
-#include <filesystem>
-#include <fstream>
 #include <string>
 
 #include "../support.hpp"
@@ -73,7 +70,7 @@ BOOST_AUTO_TEST_CASE(a_valid_spec_builds_its_request) {
 
 BOOST_AUTO_TEST_CASE(an_array_is_taken_exactly) {
   rank_spec s;
-  s.scores.array = io::npy_array{};
+  s.scores.array = tensor{};
   s.scores.array->shape = {2, 2};
   s.scores.array->values = {0.1, 1, -2.5, 3};
   s.formats = "binary64";
@@ -150,28 +147,26 @@ BOOST_AUTO_TEST_CASE(parse_errors_are_named_only_when_asked) {
   BOOST_TEST(error_of(s) == field("formats") + ": " + plain);  // Python names its keyword
 }
 
-BOOST_AUTO_TEST_CASE(a_file_is_read_and_described_under_its_field) {
-  rank_spec s = valid();
-  s.q = {};
-  s.q.file = "no-such-file.json";
-  const std::string e = error_of(s);
-  BOOST_TEST(e.find(field("q") + ": ") == 0u, e);
-
-  const std::filesystem::path file =
-      std::filesystem::temp_directory_path() / ("attncert-rank-spec-" + std::to_string(::getpid()) + ".json");
-  {
-    std::ofstream out(file);
-    out << "[[\"1/3\", 0.5], [2, -1]]";
-  }
-  s = rank_spec{};
-  s.scores.file = file.string();
+BOOST_AUTO_TEST_CASE(arrays_are_taken_exactly_and_inputs_passed_through) {
+  // a binary64 array: each value exactly (1/3 rounded to binary64 is a dyadic rational, not 1/3)
+  rank_spec s = rank_spec{};
+  tensor a;
+  a.shape = {2, 2};
+  a.values = {1.0 / 3, 0.5, 2, -1};
+  s.scores.array = a;
   s.mask = "causal";
-  s.inputs["note"] = "kept";
+  s.inputs["scores"] = {{"file", "S.json"}, {"shape", {2, 2}}};  // the caller's description, as it is
   const rank_request r = build_rank_request(s);
-  std::filesystem::remove(file);
-  BOOST_TEST(((*r.S)(0, 0) == mpq_rational(1, 3)));
+  BOOST_TEST(((*r.S)(0, 0) != mpq_rational(1, 3)));
+  BOOST_TEST(static_cast<double>((*r.S)(0, 0)) == 1.0 / 3);
   BOOST_TEST(((*r.S)(0, 1) == mpq_rational(1, 2)));
-  BOOST_TEST(r.inputs[field("scores")]["file"] == file.string());
-  BOOST_TEST(r.inputs[field("scores")]["shape"] == nlohmann::json({2, 2}));
-  BOOST_TEST(r.inputs["note"] == "kept");
+  BOOST_TEST(r.inputs["scores"]["file"] == "S.json");
+  // an array that is not 2-D is named by its field
+  a.shape = {4};
+  s.scores.array = a;
+  BOOST_TEST(error_of(s).find(field("scores") + ": must be a 2-D array") == 0u, error_of(s));
+  // a matrix mask: given as the matrix of allowed keys; "matrix" without one is refused
+  s = valid();
+  s.mask = "matrix";
+  BOOST_TEST(error_of(s).find(field("mask") + ": ") == 0u);
 }

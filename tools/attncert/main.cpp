@@ -8,7 +8,9 @@
 #include <sstream>
 #include <unistd.h>
 
+#include "attncert/field.hpp"
 #include "attncert/io/bounded_input.hpp"
+#include "attncert/io/matrix_input.hpp"
 #include "attncert/memory.hpp"
 #include "attncert/rank/numerical.hpp"
 #include "attncert/rank/spec.hpp"
@@ -106,15 +108,23 @@ struct rank_args {
 
 int run_rank_command(const rank_args& a, const std::string& command) {
   rank_spec spec;
-  spec.scores.file = a.scores;
-  spec.q.file = a.q;
-  spec.k.file = a.k;
-  spec.v.file = a.v;
-  spec.x.file = a.x;
+  // The files, read exactly (io/matrix_input.hpp), each described in the report under its field.
+  const std::pair<const std::string*, rank_matrix_input*> files[] = {
+      {&a.scores, &spec.scores}, {&a.q, &spec.q}, {&a.k, &spec.k}, {&a.v, &spec.v}, {&a.x, &spec.x}};
+  const char* names[] = {"scores", "q", "k", "v", "x"};
+  for (std::size_t t = 0; t < std::size(files); ++t) {
+    const std::string& file = *files[t].first;
+    if (file.empty()) continue;
+    const matrix<mpq_rational>& m = files[t].second->exact.emplace(io::read_exact_matrix(file, field(names[t])));
+    spec.inputs[field(names[t])] = {{"file", file}, {"shape", {m.rows(), m.cols()}}};
+  }
   spec.scale = a.scale;
   const cli::mask_choice mc = cli::parse_mask(a.mask);
   spec.mask = mc.type == cli::mask_choice::kind::none ? "none" : mc.type == cli::mask_choice::kind::causal ? "causal" : "matrix";
-  spec.mask_file = mc.file;
+  if (!mc.file.empty()) {
+    spec.mask_matrix = io::read_bool_matrix(mc.file, field("mask"));
+    spec.inputs[field("mask")] = mc.file;
+  }
   spec.object = a.object;
   spec.formats = a.formats;
   spec.policies = a.policies;

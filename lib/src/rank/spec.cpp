@@ -11,22 +11,17 @@ namespace attncert {
 
 namespace {
 
-// The exact matrix of one input; a file is read (and described under its field in `inputs`).
-matrix<mpq_rational> load(const rank_matrix_input& in, const char* name, nlohmann::json& inputs) {
+// The exact matrix of one input.
+matrix<mpq_rational> load(const rank_matrix_input& in, const char* name) {
   if (in.exact) return *in.exact;
-  if (in.array) {
-    const io::npy_array& a = *in.array;
-    if (a.shape.size() != 2)
-      throw input_error(field(name) + ": must be a 2-D array, got " + std::to_string(a.shape.size()) + " dimensions");
-    const auto rows = static_cast<Eigen::Index>(a.shape[0]), cols = static_cast<Eigen::Index>(a.shape[1]);
-    matrix<double> m(rows, cols);
-    for (Eigen::Index i = 0; i < rows; ++i)
-      for (Eigen::Index j = 0; j < cols; ++j) m(i, j) = a.values[static_cast<std::size_t>(i * cols + j)];
-    return from_double_matrix<mpq_rational>(m);
-  }
-  matrix<mpq_rational> m = io::read_exact_matrix(in.file, field(name));
-  inputs[field(name)] = {{"file", in.file}, {"shape", {m.rows(), m.cols()}}};
-  return m;
+  const tensor& a = *in.array;
+  if (a.shape.size() != 2)
+    throw input_error(field(name) + ": must be a 2-D array, got " + std::to_string(a.shape.size()) + " dimensions");
+  const auto rows = static_cast<Eigen::Index>(a.shape[0]), cols = static_cast<Eigen::Index>(a.shape[1]);
+  matrix<double> m(rows, cols);
+  for (Eigen::Index i = 0; i < rows; ++i)
+    for (Eigen::Index j = 0; j < cols; ++j) m(i, j) = a.values[static_cast<std::size_t>(i * cols + j)];
+  return from_double_matrix<mpq_rational>(m);
 }
 
 bool scale_is_default(const std::string& scale) { return scale.empty() || scale == "default" || scale == "1/sqrt(d)"; }
@@ -39,10 +34,10 @@ rank_request build_rank_request(const rank_spec& s) {
   const bool has_s = s.scores.given(), has_q = s.q.given(), has_k = s.k.given();
   if (has_s && (has_q || has_k))
     throw input_error("give either " + field("scores") + " or " + field("q") + "/" + field("k") + ", not both");
-  if (has_s) req.S = load(s.scores, "scores", inputs);
+  if (has_s) req.S = load(s.scores, "scores");
   else if (has_q && has_k) {
-    req.Q = load(s.q, "q", inputs);
-    req.K = load(s.k, "k", inputs);
+    req.Q = load(s.q, "q");
+    req.K = load(s.k, "k");
   } else {
     throw input_error("give " + field("scores") + " S, or " + field("q") + " Q and " + field("k") + " K");
   }
@@ -58,17 +53,12 @@ rank_request build_rank_request(const rank_spec& s) {
         throw input_error(field("scale") + ": " + e.what());
       }
   }
-  if (s.v.given()) req.V = load(s.v, "v", inputs);
-  if (s.x.given()) req.X = load(s.x, "x", inputs);
+  if (s.v.given()) req.V = load(s.v, "v");
+  if (s.x.given()) req.X = load(s.x, "x");
   if (s.mask == "none") req.M = mask::none();
   else if (s.mask == "causal") req.M = mask::causal();
-  else if (s.mask == "matrix" && (s.mask_matrix || !s.mask_file.empty())) {
-    if (s.mask_matrix) req.M = mask::from_matrix(*s.mask_matrix);
-    else {
-      req.M = mask::from_matrix(io::read_bool_matrix(s.mask_file, field("mask")));
-      inputs[field("mask")] = s.mask_file;
-    }
-  } else {
+  else if (s.mask == "matrix" && s.mask_matrix) req.M = mask::from_matrix(*s.mask_matrix);
+  else {
     throw input_error(field("mask") + ": none, causal or a boolean matrix (got '" + one_line(s.mask, 40) + "')");
   }
   const bool name_it = s.name_parse_errors;
