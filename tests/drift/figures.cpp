@@ -84,3 +84,22 @@ BOOST_AUTO_TEST_CASE(drift_map_parameters_describe_both_panels) {
   BOOST_TEST(f.params.find("array panel_rows[2] = [21, 21]") != std::string::npos, f.params);
   BOOST_TEST(f.params.find("array panel_from[2] = [1e-20, 0.01]") != std::string::npos);
 }
+
+// The figures call's spec: png before svg whatever the order given; bad formats and budgets named.
+BOOST_AUTO_TEST_CASE(figures_spec_is_validated_once) {
+  figures_spec s;
+  BOOST_TEST((build_figures_request(s).formats == std::vector<std::string>{"png", "svg"}));
+  s.formats = "svg,png";
+  BOOST_TEST((build_figures_request(s).formats == std::vector<std::string>{"png", "svg"}));
+  s.formats = "svg";
+  BOOST_TEST((build_figures_request(s).formats == std::vector<std::string>{"svg"}));
+  for (const std::string bad : {"gif", "", "png,", "png,png", "png,svg,png"}) {
+    s.formats = bad;
+    BOOST_TEST(input_error_of([&] { build_figures_request(s); }).find("--formats must be png, svg or png,svg") == 0u, bad);
+  }
+  s.formats = "png";
+  s.max_seconds = -1;
+  BOOST_TEST(input_error_of([&] { build_figures_request(s); }).find("--max-seconds must be in [0, 1e7]") == 0u);
+  s.max_seconds = 2.5;
+  BOOST_TEST(build_figures_request(s).max_seconds == 2.5);
+}

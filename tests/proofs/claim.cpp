@@ -17,6 +17,8 @@
 #include "attncert/number/precision_guard.hpp"
 #include "attncert/verify/certificate.hpp"
 #include "attncert/proofs/claim.hpp"
+#include "attncert/proofs/spec.hpp"
+#include "attncert/field.hpp"
 
 using namespace attncert;
 using namespace attncert::proofs;
@@ -726,4 +728,59 @@ BOOST_AUTO_TEST_CASE(the_time_limit_covers_the_re_check) {
   BOOST_TEST(w.exit_code() == 1);
   BOOST_TEST(w.report["certificate_check"]["status"] == "VALID");
   BOOST_TEST(!w.report["certificate_check"].contains("stopped"));
+}
+
+// verify-certificate's spec: one validation, errors naming the field or the certificate; the report's
+// status and notes; the budget stops the checker with a last note naming max_seconds.
+BOOST_AUTO_TEST_CASE(verify_spec_builds_checks_and_reports) {
+  const certify_result r = cert(drop_family);
+  BOOST_TEST_REQUIRE(r.exit_code() == 1);
+  verify_spec s;
+  s.certificate = "drop.cert.json";
+  s.certificate_text = r.certificate.dump();
+  const verify_request req = build_verify_request(s);
+  const verification v = proofs::verify(req);
+  BOOST_TEST(v.exit_code() == 0);
+  BOOST_TEST(std::string(status_text(v)) == "VALID");
+  BOOST_TEST(verification_json(req, v)["status"] == "VALID");
+  BOOST_TEST(!verification_json(req, v).contains("max_seconds"));
+  BOOST_TEST(verification_text(req, v).rfind("VALID: drop.cert.json\n", 0) == 0u);
+  // a tampered certificate is INVALID through the same path
+  nlohmann::json bad = r.certificate;
+  bad["claim"]["value"] = 2;
+  s.certificate_text = bad.dump();
+  const verification vb = proofs::verify(build_verify_request(s));
+  BOOST_TEST(vb.exit_code() != 0);
+  // errors
+  auto error_of = [](const verify_spec& x) {
+    try {
+      (void)build_verify_request(x);
+    } catch (const input_error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  verify_spec e = s;
+  e.max_seconds = -1;
+  BOOST_TEST(error_of(e).find(field("max_seconds") + " must be in [0, 1e7]") == 0u, error_of(e));
+  e = s;
+  e.max_precision = 32;
+  BOOST_TEST(error_of(e).find(field("max_precision") + " must be in [64, 4194304], got 32") == 0u, error_of(e));
+  e = s;
+  e.certificate_text = "{not json";
+  BOOST_TEST(error_of(e).find("drop.cert.json: ") == 0u, error_of(e));
+  // a spent budget: UNCHECKED, stopped, the last note names the field
+  s.certificate_text = r.certificate.dump();
+  s.max_seconds = 1e-9;
+  const verify_request rq = build_verify_request(s);
+  deadline_scope spent(1e-9);
+  const auto t0 = std::chrono::steady_clock::now();
+  while (!deadline_passed() && std::chrono::steady_clock::now() - t0 < std::chrono::seconds(1)) {
+  }
+  const verification vs = proofs::verify(rq);
+  BOOST_TEST(vs.exit_code() == 3);
+  BOOST_TEST(vs.stopped);
+  BOOST_TEST(vs.notes.back() == "not checked within " + field("max_seconds") + " 1e-09 (raise it; 0: no limit)");
+  BOOST_TEST(verification_json(rq, vs)["why"] == vs.notes.back());
+  BOOST_TEST(verification_json(rq, vs)["max_seconds"] == 1e-9);
 }

@@ -30,17 +30,6 @@ struct verify_args {
   double max_seconds = 0;
 };
 
-void check_max_seconds(double s) {
-  if (!(s >= 0) || s > 1e7) throw input_error("--max-seconds must be in [0, 1e7] (0: no limit)");
-}
-
-// Seconds as given, without trailing zeros ("0.5", "60", "1e-06").
-std::string seconds_text(double s) {
-  std::ostringstream os;
-  os << s;
-  return os.str();
-}
-
 int run_certify(const certify_args& a) {
   proofs::certify_spec spec;
   spec.max_precision = a.max_precision;
@@ -75,39 +64,19 @@ int run_certify(const certify_args& a) {
 }
 
 int run_verify(const verify_args& a) {
-  check_max_seconds(a.max_seconds);
+  proofs::verify_spec spec;
+  spec.certificate = a.certificate;
+  spec.max_precision = a.max_precision;
+  spec.max_seconds = a.max_seconds;
   deadline_scope budget(a.max_seconds);  // one budget for the command: reading, then checking
-  nlohmann::json cert;
-  try {
-    cert = verify::parse_certificate_text(io::read_file_bounded(a.certificate));
-  } catch (const std::invalid_argument& e) {
-    throw input_error(one_line(a.certificate, 4096) + ": " + e.what());
-  }
-  verify::verify_options opt;
-  opt.max_precision_bits = a.max_precision;
-  // the checker includes no attncert header: the budget and interruptions reach it through its hook
-  opt.stop = [] { return deadline_passed() || interrupt_requested(); };
-  verify::verification v = verify::verify_certificate(cert, opt);
-  check_interrupt();
-  if (v.stopped) v.notes.push_back("not checked within --max-seconds " + seconds_text(a.max_seconds) + " (raise it; 0: no limit)");
-  const char* status = v.result == verify::verification::status::valid       ? "VALID"
-                       : v.result == verify::verification::status::invalid   ? "INVALID"
-                       : v.result == verify::verification::status::malformed ? "MALFORMED"
-                                                                             : "UNCHECKED";
-  std::string text;
-  if (a.out_format == "json") {
-    nlohmann::json j{{"certificate", a.certificate}, {"status", status}, {"checks", v.notes}};
-    if (a.max_seconds > 0) j["max_seconds"] = a.max_seconds;
-    if (v.stopped) j["why"] = v.notes.back();
-    text = j.dump(2) + "\n";
-  } else {
-    text = std::string(status) + ": " + a.certificate + "\n";
-    for (const auto& n : v.notes) text += "  " + n + "\n";
-  }
+  spec.certificate_text = io::read_file_bounded(a.certificate);
+  const proofs::verify_request req = proofs::build_verify_request(spec);
+  const verify::verification v = proofs::verify(req);
   command_output out;
-  out.report(a.out_path, text);
+  out.report(a.out_path, a.out_format == "json" ? proofs::verification_json(req, v).dump(2) + "\n" : proofs::verification_text(req, v));
   out.commit();
-  if (v.result == verify::verification::status::malformed) std::cerr << "attncert: " << (v.notes.empty() ? "malformed" : one_line(v.notes.back(), 4096)) << "\n";
+  if (v.result == verify::verification::status::malformed)
+    std::cerr << "attncert: " << (v.notes.empty() ? "malformed" : one_line(v.notes.back(), 4096)) << "\n";
   return v.exit_code();
 }
 

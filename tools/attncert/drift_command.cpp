@@ -291,15 +291,13 @@ class commands_impl : public drift_commands {
   }
 
   int run_figures_command(const std::string& command) {
-    std::vector<std::string> exts;
-    for (const std::string& e : {std::string("png"), std::string("svg")})
-      if (("," + fa_.formats + ",").find("," + e + ",") != std::string::npos) exts.push_back(e);
-    if (exts.empty() || (fa_.formats != "png" && fa_.formats != "svg" && fa_.formats != "png,svg" && fa_.formats != "svg,png"))
-      throw input_error("--formats must be png, svg or png,svg");
-    if (!(fa_.max_seconds >= 0) || fa_.max_seconds > 1e7) throw input_error("--max-seconds must be in [0, 1e7] (0: none)");
-    deadline_scope budget(fa_.max_seconds);  // one budget: the sweeps, the data, gnuplot and the commit
+    figures_spec spec;
+    spec.formats = fa_.formats;
+    spec.max_seconds = fa_.max_seconds;
+    const figures_request req = build_figures_request(spec);
+    deadline_scope budget(req.max_seconds);  // one budget: the sweeps, the data, gnuplot and the commit
     try {
-      return render_figures(command, exts);
+      return render_figures(command, req.formats);
     } catch (const time_limit_reached&) {
       // render_figures' output transaction has been rolled back: nothing was written
       clear_progress();

@@ -7,6 +7,8 @@
 #include <sstream>
 
 #include "attncert/deadline.hpp"
+#include "attncert/error.hpp"
+#include "attncert/field.hpp"
 #include "attncert/drift/recipe.hpp"
 #include "attncert/linalg/exact.hpp"
 #include "attncert/number/decimal.hpp"
@@ -264,6 +266,18 @@ figure sigma_min_figure() {
   // the SVD's value: an SVD of an exactly rank-1 matrix prints noise such as 1.7e-17 in fp64).
   return sigma_min_plot(r, res, "fig4-sigma-min", "fig4-sigma-min.dat",
                         "Figure 4. Two-token family: smallest singular value of A per recipe (exact zeros: bottom row)", true);
+}
+
+figures_request build_figures_request(const figures_spec& s) {
+  const std::string& f = s.formats;
+  if (f != "png" && f != "svg" && f != "png,svg" && f != "svg,png")
+    throw input_error(field("formats") + " must be png, svg or png,svg (got '" + one_line(f, 60) + "')");
+  if (!(s.max_seconds >= 0) || s.max_seconds > 1e7) throw input_error(field("max_seconds") + " must be in [0, 1e7] (0: none)");
+  figures_request r;
+  for (const char* e : {"png", "svg"})
+    if (("," + f + ",").find(std::string(",") + e + ",") != std::string::npos) r.formats.push_back(e);
+  r.max_seconds = s.max_seconds;
+  return r;
 }
 
 }  // namespace attncert

@@ -48,4 +48,21 @@ figure sigma_min_figure();
 figure sigma_min_plot(const drift_request& r, const drift_result& res, const std::string& stem, const std::string& data_name,
                       const std::string& title, bool decide_zeros);
 
+/// What a figures call says: the image formats ("png", "svg" or "png,svg", either order) and the
+/// budget of the whole rendering (in [0, 1e7]; 0: none).
+struct figures_spec {
+  std::string formats = "png,svg";
+  double max_seconds = 0;
+};
+
+/// The formats to render ("png" before "svg"), and the budget.
+struct figures_request {
+  std::vector<std::string> formats;
+  double max_seconds = 0;
+};
+
+/// The request of `s`.  Errors (input_error, one line, naming the field): formats other than png, svg
+/// or both; max_seconds out of range.
+figures_request build_figures_request(const figures_spec& s);
+
 }  // namespace attncert
