@@ -19,11 +19,13 @@
 #include "attncert/linalg/matrix.hpp"
 #include "attncert/proofs/claim.hpp"
 #include "attncert/proofs/spec.hpp"
+#include "attncert/audit/audit.hpp"
 #include "attncert/drift/runs.hpp"
 #include "attncert/drift/spec.hpp"
 #include "attncert/drift/sweep.hpp"
 #include "attncert/rank/analyse_rank.hpp"
 #include "attncert/rank/spec.hpp"
+#include "attncert/report/audit.hpp"
 #include "attncert/report/drift.hpp"
 #include "attncert/report/rank.hpp"
 #include "attncert/report/writers.hpp"
@@ -254,6 +256,43 @@ std::string drift_merge_py(const py::dict& o, const std::vector<std::string>& di
   return python::spelled(drift_report(r, merge_drift_runs(r, results), command));
 }
 
+// The audit of captured calls (dicts of attncert.capture's records: name, kind, dtype, scale, mask_kind and
+// the arrays q, k, v, allowed, bias, weights) under the spec's JSON text: (JSON report, Markdown report).
+// In a child process that Ctrl-C stops at once (child.hpp), as rank's.
+py::tuple audit_py(const py::list& calls, const std::string& spec_text, bool is_default) {
+  audit::audit_spec spec = audit::parse_audit_spec(spec_text);
+  spec.is_default = is_default;
+  std::vector<audit::captured_call> cs;
+  for (const auto item : calls) {
+    const py::dict d = item.cast<py::dict>();
+    audit::captured_call c;
+    c.name = d["name"].cast<std::string>();
+    c.kind = d["kind"].cast<std::string>();
+    c.dtype = d["dtype"].cast<std::string>();
+    c.scale = d["scale"].cast<std::string>();
+    c.mask_kind = d["mask_kind"].cast<std::string>();
+    c.q = python::to_npy(d["q"], "q", false);
+    c.k = python::to_npy(d["k"], "k", false);
+    c.v = python::to_npy(d["v"], "v", false);
+    for (const char* key : {"allowed", "bias", "weights"}) {
+      if (!d.contains(key) || d[key].is_none()) continue;
+      std::optional<tensor>& slot = std::string(key) == "allowed" ? c.allowed : std::string(key) == "bias" ? c.bias : c.weights;
+      slot = python::to_npy(d[key], key, false);
+    }
+    cs.push_back(std::move(c));
+  }
+  const std::string both = python::run_in_child([&] {
+    const audit::audit_result r = audit::run_audit(spec, cs);
+    const std::string j = report::audit_json(r, "attncert.audit (python)").dump(2);
+    return std::to_string(j.size()) + "\n" + j + report::audit_markdown(r, "attncert.audit (python)");
+  });
+  const std::size_t nl = both.find('\n');
+  const std::size_t n = std::stoul(both.substr(0, nl));
+  return py::make_tuple(python::spelled(both.substr(nl + 1, n)), python::spelled(both.substr(nl + 1 + n)));
+}
+
+std::string default_audit_spec_py() { return audit::default_audit_spec_text(); }
+
 }  // namespace
 
 void attncert::python::exact_number(const std::string& text) { (void)number_traits<mpq_rational>::from_string(text); }
@@ -268,6 +307,9 @@ void bind_analysis(py::module_& m) {
         "one run of a sweep split into runs (options' grid: the run's points): its result as wire text");
   m.def("drift_merge", &drift_merge_py, py::arg("options"), py::arg("diagnostic_names"), py::arg("runs"), py::arg("command"),
         "the JSON report of the whole sweep (options) from its runs' wire texts (None: a run not computed)");
+  m.def("audit", &audit_py, py::arg("calls"), py::arg("spec_text"), py::arg("is_default"),
+        "the audit of captured calls under the spec (JSON text): (JSON report, Markdown report)");
+  m.def("default_audit_spec", &default_audit_spec_py, "the default audit spec's JSON text");
   m.def("drift_grid", &drift_grid_py, py::arg("options"), "the grid points of a drift sweep");
   m.def("read_claim_file", &read_claim_file, py::arg("path"));
   m.def("check_report", &check_json, py::arg("ids"), py::arg("formats"), py::arg("policies"), py::arg("seed"),

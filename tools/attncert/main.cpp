@@ -16,6 +16,7 @@
 #include "attncert/rank/spec.hpp"
 #include "attncert/report/rank.hpp"
 #include "attncert/report/writers.hpp"
+#include "audit_command.hpp"
 #include "certify_command.hpp"
 #include "checks/common.hpp"
 #include "checks/spec.hpp"
@@ -255,10 +256,11 @@ int main(int argc, char** argv) {
   auto* oracle = cli::add_oracle_subcommand(app, oa);
   auto run_certify_commands = cli::add_certify_commands(app);
   const auto drift_commands = cli::add_drift_commands(app);  // drift, figures
+  const auto run_audit_command = cli::add_audit_command(app);
 
   // Every subcommand that reads files takes the one limit on input files (README "Limits on input").
   std::size_t max_input_bytes = io::default_max_input_bytes;
-  for (const char* name : {"rank", "oracle", "certify", "verify-certificate"})
+  for (const char* name : {"rank", "oracle", "certify", "verify-certificate", "audit"})
     app.get_subcommand(name)
         ->add_option("--max-input-bytes", max_input_bytes, "Largest input file read, in bytes (more is rejected, exit 2)")
         ->check(cli::non_negative_integer())
@@ -282,6 +284,7 @@ int main(int argc, char** argv) {
     if (*oracle) return cli::run_oracle_command(oa, command);
     if (const int rc = drift_commands->run(command); rc >= 0) return rc;
     if (*check) return run_check_command(ca, command);
+    if (const int rc = run_audit_command(command); rc >= 0) return rc;
   } catch (...) {
     return cli::exit_code_of_current_exception();
   }

@@ -1,0 +1,556 @@
+// lib/src/audit/audit.cpp — the article's evaluation protocol on captured attention calls.
+#include "attncert/audit/audit.hpp"
+
+#include <mpfi.h>
+#include <mpfr.h>
+#include <nettle/sha2.h>
+
+#include <algorithm>
+#include <charconv>
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <set>
+#include <stdexcept>
+
+#include "attncert/attention/binary64_enclosure.hpp"
+#include "attncert/deadline.hpp"
+#include "attncert/error.hpp"
+#include "attncert/field.hpp"
+#include "attncert/number/decimal.hpp"
+#include "attncert/number/format.hpp"
+#include "attncert/number/traits.hpp"
+#include "attncert/rank/policy.hpp"
+
+namespace attncert::audit {
+
+namespace {
+
+using ojson = nlohmann::ordered_json;
+
+// ---- small RAII wrappers of MPFR / MPFI numbers (directed roundings) ----
+struct fr {
+  mpfr_t x;
+  explicit fr(mpfr_prec_t bits = 128) { mpfr_init2(x, bits); mpfr_set_zero(x, 1); }
+  ~fr() { mpfr_clear(x); }
+  fr(const fr&) = delete;
+  fr& operator=(const fr&) = delete;
+};
+struct fi {
+  mpfi_t x;
+  explicit fi(mpfr_prec_t bits = 128) { mpfi_init2(x, bits); mpfi_set_si(x, 0); }
+  ~fi() { mpfi_clear(x); }
+  fi(const fi&) = delete;
+  fi& operator=(const fi&) = delete;
+};
+
+std::string shortest(double x) {
+  char buf[64];
+  const auto r = std::to_chars(buf, buf + sizeof buf, x);
+  return std::string(buf, r.ptr);
+}
+
+std::string up17(mpfr_srcptr x) { return decimal_up(x, 17); }
+std::string down17(mpfr_srcptr x) { return decimal_down(x, 17); }
+
+// ---- the captured arrays, one head at a time ----
+std::size_t dim(const tensor& t, std::size_t i) { return t.shape.at(i); }
+
+void check_4d(const tensor& t, const std::string& what) {
+  if (t.shape.size() != 4) throw input_error(what + ": a captured array of 4 dimensions (b, h, n, d) is expected");
+  for (double x : t.values)
+    if (!std::isfinite(x)) throw input_error(what + ": contains NaN or Inf");
+}
+
+// Rows n and columns c of t[b, h] as binary64 numbers.
+matrix<double> slice(const tensor& t, std::size_t b, std::size_t h) {
+  const std::size_t H = dim(t, 1), n = dim(t, 2), c = dim(t, 3);
+  matrix<double> m(static_cast<Eigen::Index>(n), static_cast<Eigen::Index>(c));
+  const double* p = t.values.data() + (b * H + h) * n * c;
+  for (std::size_t i = 0; i < n; ++i)
+    for (std::size_t j = 0; j < c; ++j) m(static_cast<Eigen::Index>(i), static_cast<Eigen::Index>(j)) = p[i * c + j];
+  return m;
+}
+
+// The allowed keys of head h of batch b (broadcast dimensions of size 1), or no mask.
+mask mask_of(const captured_call& c, std::size_t b, std::size_t h) {
+  if (!c.allowed) return mask::none();
+  const tensor& a = *c.allowed;
+  const std::size_t bb = dim(a, 0) == 1 ? 0 : b, hh = dim(a, 1) == 1 ? 0 : h, n = dim(a, 2), m = dim(a, 3);
+  Eigen::Matrix<bool, Eigen::Dynamic, Eigen::Dynamic> allowed(static_cast<Eigen::Index>(n), static_cast<Eigen::Index>(m));
+  const double* p = a.values.data() + (bb * dim(a, 1) + hh) * n * m;
+  bool all = true;
+  for (std::size_t i = 0; i < n; ++i)
+    for (std::size_t j = 0; j < m; ++j) {
+      allowed(static_cast<Eigen::Index>(i), static_cast<Eigen::Index>(j)) = p[i * m + j] != 0;
+      all = all && p[i * m + j] != 0;
+    }
+  return all ? mask::none() : mask::from_matrix(allowed);
+}
+
+// The scale a model used: the binary64 number its decimal text reads as (Python's repr round-trips), exactly.
+mpq_rational binary64_scale(const std::string& text) {
+  char* end = nullptr;
+  const double x = std::strtod(text.c_str(), &end);
+  if (text.empty() || end != text.c_str() + text.size() || !std::isfinite(x) || x == 0)
+    throw input_error("scale '" + one_line(text, 40) + "': \"1/sqrt(d)\" or a finite nonzero decimal expected");
+  return mpq_rational(x);
+}
+
+const char* format_of_dtype(const std::string& dtype) {
+  if (dtype == "float16") return "binary16";
+  if (dtype == "bfloat16") return "bfloat16";
+  if (dtype == "float32") return "binary32";
+  if (dtype == "float64") return "binary64";
+  throw input_error("dtype '" + one_line(dtype, 40) + "': float16, bfloat16, float32 or float64 expected");
+}
+
+std::string formats_of(const audit_spec& s, const std::string& dtype) {
+  if (!s.formats.empty()) return s.formats;
+  const std::string f = format_of_dtype(dtype);
+  return f == std::string("binary64") ? f : f + ",binary64";
+}
+
+// The budget left of the audit (0: none), at least a millisecond when there is one.
+double left(const audit_spec& s, std::chrono::steady_clock::time_point t0) {
+  if (s.max_seconds <= 0) return 0;
+  const double spent = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return std::max(1e-3, s.max_seconds - spent);
+}
+
+rank_request base_request(const audit_spec& s, const std::string& formats) {
+  rank_request r;
+  r.formats = parse_formats(formats);
+  r.policies = parse_policies(s.policies);
+  r.max_bits = s.max_precision;
+  r.formats_explicit = true;
+  return r;
+}
+
+// max_j ‖v_j‖₂ enclosed: sums of squares and square roots rounded down, then up.
+void value_scale(const matrix<double>& V, fr& lo, fr& hi) {
+  fr s_lo, s_hi, t;
+  mpfr_set_zero(lo.x, 1);
+  mpfr_set_zero(hi.x, 1);
+  for (Eigen::Index j = 0; j < V.rows(); ++j) {
+    mpfr_set_zero(s_lo.x, 1);
+    mpfr_set_zero(s_hi.x, 1);
+    for (Eigen::Index k = 0; k < V.cols(); ++k) {
+      mpfr_set_d(t.x, V(j, k), MPFR_RNDN);  // exact: 53 <= 128 bits
+      mpfr_sqr(t.x, t.x, MPFR_RNDD);
+      mpfr_add(s_lo.x, s_lo.x, t.x, MPFR_RNDD);
+      mpfr_set_d(t.x, V(j, k), MPFR_RNDN);
+      mpfr_sqr(t.x, t.x, MPFR_RNDU);
+      mpfr_add(s_hi.x, s_hi.x, t.x, MPFR_RNDU);
+    }
+    mpfr_sqrt(s_lo.x, s_lo.x, MPFR_RNDD);
+    mpfr_sqrt(s_hi.x, s_hi.x, MPFR_RNDU);
+    mpfr_max(lo.x, lo.x, s_lo.x, MPFR_RNDD);
+    mpfr_max(hi.x, hi.x, s_hi.x, MPFR_RNDU);
+  }
+}
+
+// Upper bound of max_i ‖Â_i − A_i‖₁ for A inside `A` (every step rounded up).
+void l1_error_hi(const matrix<double>& W, const binary64_enclosure& A, fr& out) {
+  fr row, d;
+  mpfr_set_zero(out.x, 1);
+  for (Eigen::Index i = 0; i < W.rows(); ++i) {
+    mpfr_set_zero(row.x, 1);
+    for (Eigen::Index j = 0; j < W.cols(); ++j) {
+      const double w = W(i, j), m = A.mid(i, j);
+      if (w >= m) {
+        mpfr_set_d(d.x, w, MPFR_RNDU);
+        mpfr_sub_d(d.x, d.x, m, MPFR_RNDU);
+      } else {
+        mpfr_set_d(d.x, m, MPFR_RNDU);
+        mpfr_sub_d(d.x, d.x, w, MPFR_RNDU);
+      }
+      mpfr_add_d(d.x, d.x, A.rad(i, j), MPFR_RNDU);
+      mpfr_add(row.x, row.x, d.x, MPFR_RNDU);
+    }
+    mpfr_max(out.x, out.x, row.x, MPFR_RNDU);
+  }
+}
+
+// The relative output error max_i ‖((Â − A)V)_i‖₂ / max_j ‖v_j‖₂ enclosed in MPFI (A inside `A`, the value
+// scale inside [vlo, vhi]): [lo, hi] of its exact value for every A in the enclosure.
+void output_error_rel(const matrix<double>& W, const binary64_enclosure& A, const matrix<double>& V, const fr& vlo,
+                      const fr& vhi, fr& lo, fr& hi) {
+  fi a, r, t, e, row;
+  fr left, right;
+  mpfr_set_zero(lo.x, 1);  // the max over rows of [left_i, right_i] is [max left_i, max right_i]
+  mpfr_set_zero(hi.x, 1);
+  for (Eigen::Index i = 0; i < W.rows(); ++i) {
+    check_deadline();
+    mpfi_set_si(row.x, 0);
+    for (Eigen::Index k = 0; k < V.cols(); ++k) {
+      mpfi_set_si(e.x, 0);
+      for (Eigen::Index j = 0; j < W.cols(); ++j) {
+        mpfi_set_d(a.x, A.mid(i, j));
+        mpfi_interv_d(r.x, -A.rad(i, j), A.rad(i, j));
+        mpfi_add(a.x, a.x, r.x);        // A_ij
+        mpfi_d_sub(t.x, W(i, j), a.x);  // Â_ij − A_ij
+        mpfi_mul_d(t.x, t.x, V(j, k));
+        mpfi_add(e.x, e.x, t.x);
+      }
+      mpfi_sqr(e.x, e.x);
+      mpfi_add(row.x, row.x, e.x);
+    }
+    mpfi_sqrt(row.x, row.x);
+    mpfi_get_left(left.x, row.x);
+    mpfi_get_right(right.x, row.x);
+    mpfr_max(lo.x, lo.x, left.x, MPFR_RNDD);
+    mpfr_max(hi.x, hi.x, right.x, MPFR_RNDU);
+  }
+  if (mpfr_zero_p(vhi.x)) {  // every value row is zero: (Â − A)V = 0 exactly, whatever Â
+    mpfr_set_zero(lo.x, 1);
+    mpfr_set_zero(hi.x, 1);
+    return;
+  }
+  mpfr_div(lo.x, lo.x, vhi.x, MPFR_RNDD);
+  if (mpfr_zero_p(vlo.x)) mpfr_set_inf(hi.x, 1);
+  else mpfr_div(hi.x, hi.x, vlo.x, MPFR_RNDU);
+}
+
+// The head's objects measured separately, by analyse_rank (the numbers `attncert rank` gives).
+std::vector<object_result> measure_objects(const audit_spec& s, const captured_call& c, const matrix<double>& Q,
+                                           const matrix<double>& K, const matrix<double>& V, const mask& M,
+                                           std::chrono::steady_clock::time_point t0) {
+  std::vector<object_result> out;
+  const std::string formats = formats_of(s, c.dtype);
+  for (const auto& obj : s.objects) {
+    rank_request r = base_request(s, formats);
+    r.max_seconds = left(s, t0);
+    if (obj == "values") {
+      r.S = from_double_matrix<mpq_rational>(V);
+      r.object = layer_object::scores;
+    } else {
+      r.Q = from_double_matrix<mpq_rational>(Q);
+      r.K = from_double_matrix<mpq_rational>(K);
+      if (c.scale == "1/sqrt(d)") r.inv_sqrt_d = true;
+      else r.scale = binary64_scale(c.scale);
+      if (obj != "scores") r.M = M;
+      if (obj == "output") r.V = from_double_matrix<mpq_rational>(V);
+      r.object = parse_layer_object(obj);
+    }
+    out.push_back({obj, analyse_rank(r)});
+  }
+  return out;
+}
+
+head_result audit_head(const audit_spec& s, const captured_call& c, std::size_t b, std::size_t h,
+                       std::chrono::steady_clock::time_point t0) {
+  const std::size_t H = dim(c.q, 1), Hkv = dim(c.k, 1);
+  head_result hr;
+  hr.batch = b;
+  hr.head = h;
+  hr.kv_head = h / (H / Hkv);
+  const matrix<double> Q = slice(c.q, b, h), K = slice(c.k, b, hr.kv_head), V = slice(c.v, b, hr.kv_head);
+  const mask M = mask_of(c, b, h);
+  hr.objects = measure_objects(s, c, Q, K, V, M, t0);
+  fr vlo, vhi;
+  value_scale(V, vlo, vhi);
+  hr.value_scale_lo = down17(vlo.x);
+  hr.value_scale_hi = up17(vhi.x);
+  if (c.weights) {
+    score_scale sc;
+    if (c.scale == "1/sqrt(d)") sc.inv_sqrt_d = true;
+    else sc.rational = binary64_scale(c.scale);
+    try {
+      const binary64_enclosure A = enclose_attention_binary64(enclose_scores_binary64(Q, K, sc), M);
+      fr l1, bound;
+      l1_error_hi(slice(*c.weights, b, h), A, l1);
+      mpfr_mul(bound.x, l1.x, vhi.x, MPFR_RNDU);
+      hr.attention_l1_error_hi = up17(l1.x);
+      hr.output_error_bound_hi = up17(bound.x);
+      fr rlo, rhi;
+      if (static_cast<double>(Q.rows()) * static_cast<double>(K.rows()) * static_cast<double>(V.cols()) <= audit_error_max_work) {
+        output_error_rel(slice(*c.weights, b, h), A, V, vlo, vhi, rlo, rhi);
+        mpfr_min(rhi.x, rhi.x, l1.x, MPFR_RNDU);  // §11: never above max_i ‖Â_i − A_i‖₁
+      } else {
+        mpfr_set_zero(rlo.x, 1);
+        mpfr_set(rhi.x, l1.x, MPFR_RNDU);
+      }
+      hr.output_error_rel_lo = down17(rlo.x);
+      hr.output_error_rel_hi = up17(rhi.x);
+    } catch (const input_error& e) {
+      hr.why = std::string("the attention's binary64 enclosure is not usable here: ") + e.what();
+    }
+  }
+  return hr;
+}
+
+void check_call(const captured_call& c) {
+  const std::string who = "call '" + one_line(c.name, 80) + "'";
+  check_4d(c.q, who + " q");
+  check_4d(c.k, who + " k");
+  check_4d(c.v, who + " v");
+  const std::size_t B = dim(c.q, 0), H = dim(c.q, 1), nq = dim(c.q, 2), d = dim(c.q, 3);
+  const std::size_t Hkv = dim(c.k, 1), nk = dim(c.k, 2);
+  if (dim(c.k, 0) != B || dim(c.v, 0) != B || dim(c.v, 1) != Hkv || dim(c.v, 2) != nk || dim(c.k, 3) != d)
+    throw input_error(who + ": q, k and v do not fit: q (b, h, n_q, d), k (b, h_kv, n_k, d), v (b, h_kv, n_k, d_v)");
+  if (Hkv == 0 || H % Hkv != 0) throw input_error(who + ": the query heads are not a multiple of the key/value heads");
+  if (B == 0 || nq == 0 || nk == 0 || d == 0) throw input_error(who + ": an empty array");
+  (void)format_of_dtype(c.dtype);
+  if (c.allowed) {
+    const tensor& a = *c.allowed;
+    if (a.shape.size() != 4 || (dim(a, 0) != 1 && dim(a, 0) != B) || (dim(a, 1) != 1 && dim(a, 1) != H) || dim(a, 2) != nq ||
+        dim(a, 3) != nk)
+      throw input_error(who + ": allowed must be (b or 1, h or 1, n_q, n_k)");
+  }
+  if (c.weights) {
+    check_4d(*c.weights, who + " weights");
+    if (c.weights->shape != std::vector<std::size_t>{B, H, nq, nk}) throw input_error(who + ": weights must be (b, h, n_q, n_k)");
+  }
+}
+
+}  // namespace
+
+std::string sha256_hex(const std::string& bytes) {
+  sha256_ctx ctx;
+  sha256_init(&ctx);
+  sha256_update(&ctx, bytes.size(), reinterpret_cast<const std::uint8_t*>(bytes.data()));
+  std::uint8_t digest[SHA256_DIGEST_SIZE];
+  sha256_digest(&ctx, SHA256_DIGEST_SIZE, digest);
+  static const char* hex = "0123456789abcdef";
+  std::string out;
+  for (std::uint8_t x : digest) {
+    out += hex[x >> 4];
+    out += hex[x & 15];
+  }
+  return out;
+}
+
+std::string default_audit_spec_text() {
+  const audit_spec d;
+  ojson j;
+  j["objects"] = d.objects;
+  j["formats"] = d.formats;
+  j["policies"] = d.policies;
+  j["allowable_output_error"] = d.allowable_output_error;
+  j["target_contrast"] = d.target_contrast;
+  j["bypass"] = d.bypass;
+  j["max_precision"] = d.max_precision;
+  j["max_seconds"] = d.max_seconds;
+  return j.dump(2) + "\n";
+}
+
+audit_spec parse_audit_spec(const std::string& text) {
+  audit_spec s;
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(text);
+  } catch (const nlohmann::json::exception& e) {
+    throw input_error(field("spec") + ": not JSON: " + one_line(e.what(), 200));
+  }
+  if (!j.is_object()) throw input_error(field("spec") + ": a JSON object is expected");
+  for (const auto& [key, value] : j.items()) {
+    try {
+      if (key == "objects") {
+        s.objects = value.get<std::vector<std::string>>();
+        const std::set<std::string> known{"scores", "attention", "values", "output"};
+        for (const auto& o : s.objects)
+          if (!known.count(o)) throw input_error(field("spec") + ": unknown object '" + one_line(o, 40) + "' (scores, attention, values, output)");
+        if (std::set<std::string>(s.objects.begin(), s.objects.end()).size() != s.objects.size())
+          throw input_error(field("spec") + ": objects names an object twice");
+      } else if (key == "formats") {
+        s.formats = value.get<std::string>();
+        if (!s.formats.empty()) (void)parse_formats(s.formats);
+      } else if (key == "policies") {
+        s.policies = value.get<std::string>();
+        (void)parse_policies(s.policies);
+      } else if (key == "allowable_output_error") {
+        s.allowable_output_error = value.get<double>();
+        if (!(s.allowable_output_error >= 0) || !std::isfinite(s.allowable_output_error))
+          throw input_error(field("spec") + ": allowable_output_error must be a finite number >= 0");
+      } else if (key == "target_contrast") {
+        s.target_contrast = value.get<std::string>();
+      } else if (key == "bypass") {
+        s.bypass = value.get<std::vector<std::string>>();
+      } else if (key == "max_precision") {
+        if (!value.is_number_integer()) throw input_error(field("spec") + ": max_precision must be an integer number of bits");
+        s.max_precision = value.get<unsigned>();
+        if (s.max_precision < 128 || s.max_precision > (1u << 20))
+          throw input_error(field("spec") + ": max_precision must be in [128, 1048576]");
+      } else if (key == "max_seconds") {
+        s.max_seconds = value.get<double>();
+        if (!(s.max_seconds >= 0) || s.max_seconds > 1e7) throw input_error(field("spec") + ": max_seconds must be in [0, 1e7]");
+      } else {
+        throw input_error(field("spec") + ": unknown key '" + one_line(key, 60) +
+                          "' (objects, formats, policies, allowable_output_error, target_contrast, bypass, max_precision, max_seconds)");
+      }
+    } catch (const nlohmann::json::exception&) {
+      throw input_error(field("spec") + ": " + one_line(key, 60) + " has a value of the wrong type (" + value.type_name() + ")");
+    }
+  }
+  if (s.objects.empty()) throw input_error(field("spec") + ": objects must name at least one object");
+  s.text = text;
+  s.sha256 = sha256_hex(text);
+  return s;
+}
+
+const char* to_string(outcome o) {
+  switch (o) {
+    case outcome::rank_kept_within_tolerance: return "rank-kept/within-tolerance";
+    case outcome::rank_kept_exceeds_tolerance: return "rank-kept/exceeds-tolerance";
+    case outcome::rank_reduced_adequate: return "rank-reduced/adequate";
+    case outcome::rank_reduced_inadequate: return "rank-reduced/inadequate";
+    case outcome::undecided: return "undecided";
+  }
+  return "undecided";
+}
+
+outcome outcome_of(const audit_spec& s, const head_result& h, const std::string& dtype_format, std::string& why) {
+  const object_result* att = nullptr;
+  for (const auto& o : h.objects)
+    if (o.object == "attention") att = &o;
+  if (!att) {
+    why = "the spec's objects do not include attention: rank kept or reduced is not measured";
+    return outcome::undecided;
+  }
+  const rank_analysis& a = att->analysis;
+  const std::string policy = parse_policies(s.policies).front().name();
+  const numerical_rank_entry* e = nullptr;
+  for (const auto& x : a.numerical)
+    if (x.format == dtype_format && x.policy == policy) e = &x;
+  if (!e) {
+    why = "no numerical rank in the model's format " + dtype_format + " under " + policy;
+    return outcome::undecided;
+  }
+  bool kept = false;
+  if (e->rank < a.exact.lo) kept = false;
+  else if (a.exact.exact() && e->rank == a.exact.lo) kept = true;
+  else {
+    why = "the numerical rank " + std::to_string(e->rank) + " (" + dtype_format + ", " + policy + ") against the exact rank [" +
+          std::to_string(a.exact.lo) + ", " + std::to_string(a.exact.hi) + "] decides neither kept nor reduced";
+    return outcome::undecided;
+  }
+  if (h.output_error_rel_hi.empty()) {
+    why = std::string(kept ? "rank kept" : "rank reduced") + "; the model's attention weights were not captured, so its output error is not bounded";
+    return outcome::undecided;
+  }
+  // the decimals are rounded outward: [lo, hi] still contains the relative output error
+  const double lo = std::stod(h.output_error_rel_lo), hi = std::stod(h.output_error_rel_hi);
+  const std::string rk = std::string(kept ? "rank kept (" : "rank reduced (") + std::to_string(e->rank) + " in " + dtype_format + " under " +
+                         policy + ", exact " + std::to_string(a.exact.lo) + ")";
+  const std::string err = "the output error relative to max|v_j| lies in [" + h.output_error_rel_lo + ", " + h.output_error_rel_hi + "]";
+  if (hi <= s.allowable_output_error) {
+    why = rk + "; " + err + ", within the allowance " + shortest(s.allowable_output_error);
+    return kept ? outcome::rank_kept_within_tolerance : outcome::rank_reduced_adequate;
+  }
+  if (lo > s.allowable_output_error) {
+    why = rk + "; " + err + ", above the allowance " + shortest(s.allowable_output_error);
+    return kept ? outcome::rank_kept_exceeds_tolerance : outcome::rank_reduced_inadequate;
+  }
+  why = rk + "; " + err + ", which contains the allowance " + shortest(s.allowable_output_error) + ": not decided";
+  return outcome::undecided;
+}
+
+std::vector<control_result> controls(const audit_spec& s) {
+  std::vector<control_result> out;
+  const std::string formats = s.formats.empty() ? "binary32,binary64" : s.formats;
+  auto run = [&](const std::string& name, const std::string& object, const std::string& statement, std::size_t expected,
+                 rank_request r) {
+    control_result c{name, object, statement, expected, analyse_rank(r), false};
+    c.passed = c.analysis.exact.lo == expected && c.analysis.exact.hi == expected;
+    out.push_back(std::move(c));
+  };
+  {  // two-token attention at a = 1: A symmetric with eigenvalues 1 and tanh 1, rank 2 (P01)
+    rank_request r = base_request(s, formats);
+    matrix<mpq_rational> S(2, 2);
+    S << 1, -1, -1, 1;
+    r.S = S;
+    r.object = layer_object::attention;
+    run("two-token", "attention", "softmax of [[a, -a], [-a, a]] at a = 1 has rank 2 (eigenvalues 1 and tanh a)", 2, r);
+  }
+  {  // identical values: every output row is the common value row, rank 1
+    rank_request r = base_request(s, formats);
+    matrix<mpq_rational> Q(4, 2), K(4, 2), V(4, 3);
+    Q << 1, 0, 0, 1, 1, 1, 2, -1;
+    K << 1, 2, -1, 0, 0, 1, 1, -1;
+    for (int j = 0; j < 4; ++j) V.row(j) << 1, -2, 3;
+    r.Q = Q;
+    r.K = K;
+    r.V = V;
+    r.scale = mpq_rational(1, 2);
+    r.object = layer_object::output;
+    run("identical-values", "output", "identical value rows give output rank 1 whatever the attention", 1, r);
+  }
+  {  // a causal mask: the attention is lower triangular with a positive diagonal, full rank
+    rank_request r = base_request(s, formats);
+    matrix<mpq_rational> S(5, 5);
+    for (int i = 0; i < 5; ++i)
+      for (int j = 0; j < 5; ++j) S(i, j) = 1;  // rank-one scores
+    r.S = S;
+    r.M = mask::causal();
+    r.object = layer_object::attention;
+    run("causal", "attention", "a causal mask on rank-one scores gives full-rank attention (5)", 5, r);
+  }
+  return out;
+}
+
+audit_result run_audit(const audit_spec& s, const std::vector<captured_call>& calls,
+                       const std::function<void(const std::string&)>& progress) {
+  for (const auto& c : calls) check_call(c);
+  if (calls.empty()) throw input_error("no attention call to audit (the capture holds none)");
+  const auto t0 = std::chrono::steady_clock::now();
+  audit_result r;
+  r.spec = s;
+  if (progress) progress("negative controls");
+  r.controls = controls(s);
+  for (const auto& c : r.controls)
+    if (!c.passed)
+      throw internal_error("negative control '" + c.name + "' failed (exact rank [" + std::to_string(c.analysis.exact.lo) + ", " +
+                               std::to_string(c.analysis.exact.hi) + "], expected " + std::to_string(c.expected) +
+                               "): no model result is reported");
+  deadline_scope budget(s.max_seconds);
+  for (const auto& c : calls) {
+    call_result cr;
+    cr.name = c.name;
+    cr.kind = c.kind;
+    cr.dtype = c.dtype;
+    cr.scale = c.scale;
+    cr.mask_kind = c.mask_kind;
+    cr.batch = dim(c.q, 0);
+    cr.heads = dim(c.q, 1);
+    cr.kv_heads = dim(c.k, 1);
+    cr.n_q = dim(c.q, 2);
+    cr.n_k = dim(c.k, 2);
+    cr.head_dim = dim(c.q, 3);
+    cr.value_dim = dim(c.v, 3);
+    if (c.bias) {
+      cr.notes.push_back("an additive attention bias was captured: its heads are not audited yet (not computed)");
+      r.calls.push_back(std::move(cr));
+      continue;
+    }
+    for (std::size_t b = 0; b < cr.batch; ++b)
+      for (std::size_t h = 0; h < cr.heads; ++h) {
+        if (deadline_passed()) {
+          r.partial = true;
+          cr.notes.push_back("batch " + std::to_string(b) + " head " + std::to_string(h) + ": not computed (past the spec's max_seconds)");
+          continue;
+        }
+        if (progress) progress(c.name + " batch " + std::to_string(b) + " head " + std::to_string(h));
+        const std::string where = "call '" + one_line(c.name, 80) + "' batch " + std::to_string(b) + " head " + std::to_string(h);
+        head_result hr;
+        try {
+          hr = audit_head(s, c, b, h, t0);
+        } catch (const time_limit_reached&) {
+          r.partial = true;
+          cr.notes.push_back("batch " + std::to_string(b) + " head " + std::to_string(h) + ": not computed (past the spec's max_seconds)");
+          continue;
+        } catch (const input_error& e) {
+          throw input_error(where + ": " + e.what());
+        }
+        for (const auto& o : hr.objects) r.partial = r.partial || o.analysis.partial;
+        std::string why;
+        hr.result = outcome_of(s, hr, format_of_dtype(c.dtype), why);
+        hr.why = hr.why.empty() ? why : hr.why + "; " + why;
+        cr.heads_results.push_back(std::move(hr));
+      }
+    r.calls.push_back(std::move(cr));
+  }
+  return r;
+}
+
+}  // namespace attncert::audit
