@@ -73,6 +73,12 @@ std::string default_audit_spec_text();
 /// SHA-256 of `bytes`, lowercase hex (Nettle's).
 std::string sha256_hex(const std::string& bytes);
 
+/// The audit's rank_request::mpfi_svd_max_dim (`attncert rank` uses 128): up to this size the singular
+/// values escalate by MPFI Jacobi, above it on a deflated subspace.  The exact and numerical ranks are
+/// those `attncert rank` gives at any size; the singular-value enclosures too up to this size (above it
+/// they come from the other certified method).
+inline constexpr long audit_mpfi_svd_max_dim = 64;
+
 /// Above this many multiply-adds (n_q·n_k·d_v) per head the output error is bounded by §11 alone.
 inline constexpr double audit_error_max_work = 4e6;
 
