@@ -108,7 +108,8 @@ def audit(cap, spec=None, *, formats=None, policies=None, max_seconds=None, clie
     overrides = {k: v for k, v in (("formats", formats), ("policies", policies), ("max_seconds", max_seconds)) if v is not None}
     text, is_default = _spec_text(spec, overrides)
     calls = [dict(name=c.name, kind=c.kind, dtype=c.dtype, scale=c.scale, mask_kind=c.mask_kind, q=c.q, k=c.k, v=c.v,
-                  allowed=c.allowed, bias=c.bias, weights=c.weights) for c in cap.calls]
+                  allowed=c.allowed, bias=c.bias, weights=c.weights, output=c.output, w_o=c.w_o, b_o=c.b_o)
+             for c in cap.calls]
     if not calls:
         raise ValueError("cap: no attention call was captured")
     j, md = _core.audit(calls, text, is_default)

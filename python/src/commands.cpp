@@ -274,11 +274,10 @@ py::tuple audit_py(const py::list& calls, const std::string& spec_text, bool is_
     c.q = python::to_npy(d["q"], "q", false);
     c.k = python::to_npy(d["k"], "k", false);
     c.v = python::to_npy(d["v"], "v", false);
-    for (const char* key : {"allowed", "bias", "weights"}) {
-      if (!d.contains(key) || d[key].is_none()) continue;
-      std::optional<tensor>& slot = std::string(key) == "allowed" ? c.allowed : std::string(key) == "bias" ? c.bias : c.weights;
-      slot = python::to_npy(d[key], key, false);
-    }
+    const std::pair<const char*, std::optional<tensor>*> optional_arrays[] = {
+        {"allowed", &c.allowed}, {"bias", &c.bias}, {"weights", &c.weights}, {"output", &c.output}, {"w_o", &c.w_o}, {"b_o", &c.b_o}};
+    for (const auto& [key, slot] : optional_arrays)
+      if (d.contains(key) && !d[key].is_none()) *slot = python::to_npy(d[key], key, false);
     cs.push_back(std::move(c));
   }
   const std::string both = python::run_in_child([&] {

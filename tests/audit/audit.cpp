@@ -63,7 +63,7 @@ BOOST_AUTO_TEST_CASE(sha256_matches_the_standards_test_vectors) {
 
 BOOST_AUTO_TEST_CASE(the_spec_is_fixed_and_refuses_what_it_does_not_know) {
   const audit_spec d = spec_of(default_audit_spec_text());
-  BOOST_TEST(d.objects.size() == 4u);
+  BOOST_TEST(d.objects.size() == 5u);
   BOOST_TEST(d.sha256 == sha256_hex(default_audit_spec_text()));
   const audit_spec a = spec_of(R"({"allowable_output_error": 0.5, "objects": ["attention"]})");
   const audit_spec b = spec_of(R"({"allowable_output_error": 0.5,  "objects": ["attention"]})");
@@ -167,4 +167,12 @@ BOOST_AUTO_TEST_CASE(malformed_calls_are_refused) {
   c.q.values[0] = std::nan("");
   BOOST_TEST(input_error_of([&] { run_audit(spec_of("{}"), {c}); }).find("NaN") != std::string::npos);
   BOOST_TEST(input_error_of([&] { run_audit(spec_of("{}"), {}); }).find("no attention call") != std::string::npos);
+  c = two_token("1", {});
+  c.w_o = t4(1, 1, 3, 1, {1, 0, 0});  // 4-D, not (E, h·d_v)
+  BOOST_TEST(input_error_of([&] { run_audit(spec_of("{}"), {c}); }).find("w_o must be (E, h * d_v)") != std::string::npos);
+  c.w_o = tensor{};
+  c.w_o->shape = {3, 2};
+  c.w_o->values = {1, 0, 0, 1, 1, 1};
+  c.output = t4(1, 1, 2, 3, {0, 0, 0, 0, 0, 0});  // 4-D, not (b, n_q, E)
+  BOOST_TEST(input_error_of([&] { run_audit(spec_of("{}"), {c}); }).find("output must be (b, n_q, E)") != std::string::npos);
 }

@@ -550,3 +550,66 @@ def test_budget_gives_a_partial_report():
     assert d["partial"] is True
     notes = [n for layer in d["layers"] for n in layer["notes"]]
     assert any("not computed (past the spec's max_seconds)" in n for n in notes), notes
+
+
+# ---------------------------------------------------------------------------------------------- 9. multi-head object
+
+def _mp_multi_head(call, b):
+    """concat_h(A_h V_h) W_O^T of batch b in mpmath at 200 bits, from the captured float arrays (exact inputs)."""
+    mpmath.mp.prec = 200
+    q, k, v, w = call.q[b].astype(np.float64), call.k[b].astype(np.float64), call.v[b].astype(np.float64), call.w_o
+    H, n, d = q.shape
+    allowed = None if call.allowed is None else call.allowed[min(b, call.allowed.shape[0] - 1)]
+    c = 1 / mpmath.sqrt(d)
+    cols = []
+    for h in range(H):
+        g = h // (H // k.shape[0])
+        rows = []
+        for i in range(n):
+            ok = [allowed is None or allowed[min(h, allowed.shape[0] - 1), i, j] for j in range(k.shape[1])]
+            s = [c * mpmath.fsum(mpmath.mpf(q[h, i, t]) * mpmath.mpf(k[g, j, t]) for t in range(d)) if ok[j] else None
+                 for j in range(k.shape[1])]
+            m = max(x for x in s if x is not None)
+            e = [mpmath.exp(x - m) if x is not None else mpmath.mpf(0) for x in s]
+            z = mpmath.fsum(e)
+            rows.append([mpmath.fsum(e[j] / z * mpmath.mpf(v[g, j, t]) for j in range(len(e))) for t in range(v.shape[2])])
+        cols.append(rows)
+    concat = mpmath.matrix([[x for h in range(H) for x in cols[h][i]] for i in range(n)])
+    return concat * mpmath.matrix(w.astype(np.float64).T.tolist())
+
+
+def test_multi_head_object_encloses_the_exact_singular_values_and_bounds_its_rank():
+    torch.manual_seed(7)
+    mha = torch.nn.MultiheadAttention(8, 2, batch_first=True)
+    x = torch.randn(1, 6, 8)
+    causal = torch.triu(torch.ones(6, 6, dtype=torch.bool), 1)
+    with torch.enable_grad(), attncert.capture(mha) as cap:
+        mha(x, x, x, attn_mask=causal)
+    d = attncert.audit(cap, spec={"objects": ["multi_head"]}).to_dict()
+    m = d["layers"][0]["multi_head"][0]
+    assert m["computed"] is True
+    P = _mp_multi_head(cap.calls[0], 0)
+    sigma = sorted(mpmath.svd_r(P, compute_uv=False), reverse=True)
+    assert len(m["singular_values"]) == len(sigma)
+    for s, enc in zip(sigma, m["singular_values"]):
+        assert mpmath.mpf(enc["lo"]) <= s <= mpmath.mpf(enc["hi"]), (s, enc)
+    assert m["exact_rank"]["lo"] == m["exact_rank"]["hi"] == 6  # min(n_q, E, H d_v, rank W_O) = 6, all certified
+    assert [e["policy"] for e in m["numerical_ranks"]] == ["numpy"]
+    # the heads' objects were not asked for: their outcome says so
+    h = d["layers"][0]["heads"][0]
+    assert h["objects"] == {} and h["outcome"] == "undecided" and "attention" in h["why"]
+    # W_O of rank 1: the structural bound uses its exact rank
+    with torch.no_grad():
+        mha.out_proj.weight.copy_(torch.outer(torch.arange(1.0, 9.0), torch.ones(8) / 4))
+    with torch.enable_grad(), attncert.capture(mha) as cap1:
+        mha(x, x, x, attn_mask=causal)
+    m1 = attncert.audit(cap1, spec={"objects": ["multi_head"]}).to_dict()["layers"][0]["multi_head"][0]
+    assert m1["exact_rank"]["hi"] == 1 and "rank W_O" in m1["exact_rank"]["hi_witness"]
+    assert m1["exact_rank"]["lo"] <= 1
+
+
+def test_multi_head_object_needs_w_o():
+    call = hand_call("no-w_o", [[1.0], [2.0]], [[1.0], [0.5]], [[1.0], [3.0]])
+    d = attncert.audit(hand_capture([call])).to_dict()
+    m = d["layers"][0]["multi_head"][0]
+    assert m["computed"] is False and "W_O was not captured" in m["why"]

@@ -64,6 +64,9 @@ std::vector<audit::captured_call> read_capture(const std::string& dir) {
       cc.allowed = array("allowed");
       cc.bias = array("bias");
       cc.weights = array("weights");
+      cc.output = array("output");
+      cc.w_o = array("w_o");
+      cc.b_o = array("b_o");
       calls.push_back(std::move(cc));
     }
   } catch (const nlohmann::json::exception& e) {
@@ -104,6 +107,7 @@ std::function<int(const std::string& command)> add_audit_command(CLI::App& app) 
       "Example:\n"
       "  python: with attncert.capture(model) as cap: model(x)   then cap.save('cap')\n"
       "  attncert audit cap --spec spec.json --format md --out audit.md\n"
+      "Objects: scores, attention, values, output (per head), multi_head (concat_h(A_h V_h) W_O^T per batch).\n"
       "Spec keys: objects, formats, policies, allowable_output_error, target_contrast, bypass, max_precision,\n"
       "max_seconds (an unknown key is an error).\n" +
       exit_codes_text({{exit_ok, "audited"}, {exit_undecided, "PARTIAL: past the spec's max_seconds"}}));

@@ -17,6 +17,9 @@
 #include "attncert/deadline.hpp"
 #include "attncert/error.hpp"
 #include "attncert/field.hpp"
+#include "attncert/linalg/exact.hpp"
+#include "attncert/linalg/fast_svd.hpp"
+#include "attncert/rank/numerical.hpp"
 #include "attncert/number/decimal.hpp"
 #include "attncert/number/format.hpp"
 #include "attncert/number/traits.hpp"
@@ -95,6 +98,13 @@ mpq_rational binary64_scale(const std::string& text) {
   if (text.empty() || end != text.c_str() + text.size() || !std::isfinite(x) || x == 0)
     throw input_error("scale '" + one_line(text, 40) + "': \"1/sqrt(d)\" or a finite nonzero decimal expected");
   return mpq_rational(x);
+}
+
+score_scale scale_of(const captured_call& c) {
+  score_scale sc;
+  if (c.scale == "1/sqrt(d)") sc.inv_sqrt_d = true;
+  else sc.rational = binary64_scale(c.scale);
+  return sc;
 }
 
 const char* format_of_dtype(const std::string& dtype) {
@@ -223,6 +233,7 @@ std::vector<object_result> measure_objects(const audit_spec& s, const captured_c
   std::vector<object_result> out;
   const std::string formats = formats_of(s, c.dtype);
   for (const auto& obj : s.objects) {
+    if (obj == "multi_head") continue;  // per batch, all heads together: multi_head()
     rank_request r = base_request(s, formats);
     r.max_seconds = left(s, t0);
     if (obj == "values") {
@@ -257,11 +268,8 @@ head_result audit_head(const audit_spec& s, const captured_call& c, std::size_t 
   hr.value_scale_lo = down17(vlo.x);
   hr.value_scale_hi = up17(vhi.x);
   if (c.weights) {
-    score_scale sc;
-    if (c.scale == "1/sqrt(d)") sc.inv_sqrt_d = true;
-    else sc.rational = binary64_scale(c.scale);
     try {
-      const binary64_enclosure A = enclose_attention_binary64(enclose_scores_binary64(Q, K, sc), M);
+      const binary64_enclosure A = enclose_attention_binary64(enclose_scores_binary64(Q, K, scale_of(c)), M);
       fr l1, bound;
       l1_error_hi(slice(*c.weights, b, h), A, l1);
       mpfr_mul(bound.x, l1.x, vhi.x, MPFR_RNDU);
@@ -284,6 +292,62 @@ head_result audit_head(const audit_spec& s, const captured_call& c, std::size_t 
   return hr;
 }
 
+// The multi-head object of batch b (see multi_head_result).
+multi_head_result multi_head(const audit_spec& s, const captured_call& c, std::size_t b) {
+  multi_head_result m;
+  m.batch = b;
+  const tensor& W = *c.w_o;  // (E, H·d_v)
+  const std::size_t H = dim(c.q, 1), Hkv = dim(c.k, 1), nq = dim(c.q, 2), dv = dim(c.v, 3), E = W.shape[0];
+  const auto ni = static_cast<Eigen::Index>(nq), ci = static_cast<Eigen::Index>(H * dv), ei = static_cast<Eigen::Index>(E);
+  matrix<double> Wt(ci, ei);  // W_Oᵀ
+  for (Eigen::Index i = 0; i < ei; ++i)
+    for (Eigen::Index j = 0; j < ci; ++j) Wt(j, i) = W.values[static_cast<std::size_t>(i * ci + j)];
+  binary64_enclosure C{matrix<double>(ni, ci), matrix<double>(ni, ci)};
+  try {
+    for (std::size_t h = 0; h < H; ++h) {
+      const std::size_t g = h / (H / Hkv);
+      const binary64_enclosure A = enclose_attention_binary64(enclose_scores_binary64(slice(c.q, b, h), slice(c.k, b, g), scale_of(c)),
+                                                              mask_of(c, b, h));
+      const binary64_enclosure O = enclose_product_binary64(A, slice(c.v, b, g));
+      C.mid.middleCols(static_cast<Eigen::Index>(h * dv), static_cast<Eigen::Index>(dv)) = O.mid;
+      C.rad.middleCols(static_cast<Eigen::Index>(h * dv), static_cast<Eigen::Index>(dv)) = O.rad;
+    }
+  } catch (const input_error& e) {
+    m.why = std::string("the heads' binary64 enclosures are not usable here: ") + e.what();
+    return m;
+  }
+  const binary64_enclosure P = enclose_product_binary64(C, Wt);
+  const singular_value_enclosures sv = certified_singular_values_binary64(P);
+  const std::size_t w_rank = rank(from_double_matrix<mpq_rational>(Wt));
+  m.exact.lo = sv.certified_positive;
+  m.exact.hi = std::min({nq, E, H * dv, w_rank});
+  m.exact.lo_witness = std::to_string(sv.certified_positive) + " singular values certified > 0 (binary64 enclosures of the heads, their concatenation and the product with W_O)";
+  m.exact.hi_witness = "rank <= min(n_q, E, H d_v, rank W_O) = min(" + std::to_string(nq) + ", " + std::to_string(E) + ", " +
+                       std::to_string(H * dv) + ", " + std::to_string(w_rank) + ") (rank W_O exact)";
+  if (m.exact.lo > m.exact.hi) throw internal_error("multi-head object: certified rank above its structural bound");
+  for (const auto& x : sv.sigma) m.singular_values.push_back(outward_decimal(x, 17));
+  if (c.output) {
+    const tensor& out = *c.output;  // (B, n_q, E)
+    matrix<double> M(ni, ei);
+    for (Eigen::Index i = 0; i < ni; ++i)
+      for (Eigen::Index j = 0; j < ei; ++j)
+        M(i, j) = out.values[static_cast<std::size_t>((static_cast<Eigen::Index>(b) * ni + i) * ei + j)] -
+                  (c.b_o ? c.b_o->values[static_cast<std::size_t>(j)] : 0.0);
+    const format_spec f = parse_format(format_of_dtype(c.dtype));
+    const auto policies = parse_policies(s.policies);
+    const auto meas = approx_numerical_rank(M, f, policies, m.exact.lo, m.exact.hi);
+    for (std::size_t p = 0; p < policies.size(); ++p) {
+      numerical_rank_entry e;
+      e.format = f.name;
+      e.policy = policies[p].name();
+      e.rank = meas.ranks[p];
+      e.diverges = meas.diverges[p];
+      m.numerical.push_back(e);
+    }
+  }
+  return m;
+}
+
 void check_call(const captured_call& c) {
   const std::string who = "call '" + one_line(c.name, 80) + "'";
   check_4d(c.q, who + " q");
@@ -301,6 +365,12 @@ void check_call(const captured_call& c) {
     if (a.shape.size() != 4 || (dim(a, 0) != 1 && dim(a, 0) != B) || (dim(a, 1) != 1 && dim(a, 1) != H) || dim(a, 2) != nq ||
         dim(a, 3) != nk)
       throw input_error(who + ": allowed must be (b or 1, h or 1, n_q, n_k)");
+  }
+  if (c.w_o) {
+    const tensor& w = *c.w_o;
+    if (w.shape.size() != 2 || w.shape[1] != H * dim(c.v, 3)) throw input_error(who + ": w_o must be (E, h * d_v)");
+    if (c.output && c.output->shape != std::vector<std::size_t>{B, nq, w.shape[0]}) throw input_error(who + ": output must be (b, n_q, E)");
+    if (c.b_o && c.b_o->shape != std::vector<std::size_t>{w.shape[0]}) throw input_error(who + ": b_o must be (E,)");
   }
   if (c.weights) {
     check_4d(*c.weights, who + " weights");
@@ -352,9 +422,9 @@ audit_spec parse_audit_spec(const std::string& text) {
     try {
       if (key == "objects") {
         s.objects = value.get<std::vector<std::string>>();
-        const std::set<std::string> known{"scores", "attention", "values", "output"};
+        const std::set<std::string> known{"scores", "attention", "values", "output", "multi_head"};
         for (const auto& o : s.objects)
-          if (!known.count(o)) throw input_error(field("spec") + ": unknown object '" + one_line(o, 40) + "' (scores, attention, values, output)");
+          if (!known.count(o)) throw input_error(field("spec") + ": unknown object '" + one_line(o, 40) + "' (scores, attention, values, output, multi_head)");
         if (std::set<std::string>(s.objects.begin(), s.objects.end()).size() != s.objects.size())
           throw input_error(field("spec") + ": objects names an object twice");
       } else if (key == "formats") {
@@ -552,6 +622,21 @@ audit_result run_audit(const audit_spec& s, const std::vector<captured_call>& ca
         hr.why = hr.why.empty() ? why : hr.why + "; " + why;
         cr.heads_results.push_back(std::move(hr));
       }
+    if (std::find(s.objects.begin(), s.objects.end(), "multi_head") != s.objects.end()) {
+      for (std::size_t b = 0; b < cr.batch; ++b) {
+        if (!c.w_o) {
+          multi_head_result m;
+          m.batch = b;
+          m.why = "W_O was not captured (the call is not a MultiheadAttention)";
+          cr.multi_head.push_back(std::move(m));
+        } else if (deadline_passed()) {
+          r.partial = true;
+          cr.notes.push_back("batch " + std::to_string(b) + " multi-head object: not computed (past the spec's max_seconds)");
+        } else {
+          cr.multi_head.push_back(multi_head(s, c, b));
+        }
+      }
+    }
     r.calls.push_back(std::move(cr));
   }
   return r;

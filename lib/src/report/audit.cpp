@@ -81,7 +81,7 @@ nlohmann::ordered_json audit_json(const audit::audit_result& r, const std::strin
       hj["batch"] = h.batch;
       hj["head"] = h.head;
       hj["kv_head"] = h.kv_head;
-      ojson objs;
+      ojson objs = ojson::object();
       for (const auto& o : h.objects) objs[o.object] = object_json(o.analysis);
       hj["objects"] = objs;
       hj["value_scale"] = {{"lo", h.value_scale_lo}, {"hi", h.value_scale_hi}};
@@ -98,7 +98,28 @@ nlohmann::ordered_json audit_json(const audit::audit_result& r, const std::strin
       heads.push_back(hj);
     }
     l["heads"] = heads;
-    l["multi_head"] = {{"computed", false}, {"why", "the multi-head object (concatenated heads times W_O) is not measured yet"}};
+    ojson mh = ojson::array();
+    for (const auto& m : c.multi_head) {
+      ojson mj;
+      mj["batch"] = m.batch;
+      mj["computed"] = m.why.empty();
+      if (!m.why.empty()) {
+        mj["why"] = m.why;
+      } else {
+        mj["object"] = "concat_h(A_h V_h) W_O^T (without b_O)";
+        mj["exact_rank"] = {{"lo", m.exact.lo}, {"hi", m.exact.hi}, {"lo_witness", m.exact.lo_witness}, {"hi_witness", m.exact.hi_witness}};
+        ojson sv = ojson::array();
+        for (const auto& [lo, hi] : m.singular_values) sv.push_back({{"lo", lo}, {"hi", hi}});
+        mj["singular_values"] = sv;
+        ojson nr = ojson::array();
+        for (const auto& e : m.numerical)
+          nr.push_back({{"format", e.format}, {"policy", e.policy}, {"rank", e.rank}, {"diverges", e.diverges},
+                        {"of", "the model's output minus b_O"}});
+        mj["numerical_ranks"] = nr;
+      }
+      mh.push_back(mj);
+    }
+    l["multi_head"] = mh;
     layers.push_back(l);
   }
   j["layers"] = layers;
@@ -144,6 +165,18 @@ std::string audit_markdown(const audit::audit_result& r, const std::string& comm
          << audit::to_string(h.result) << " |\n";
     }
   }
+  for (const auto& c : r.calls)
+    for (const auto& m : c.multi_head) {
+      if (&m == &c.multi_head.front()) os << "\n### " << c.name << ": multi-head object concat_h(A_h V_h) W_O^T\n\n";
+      os << "- batch " << m.batch << ": ";
+      if (!m.why.empty()) {
+        os << "not computed: " << m.why << "\n";
+        continue;
+      }
+      os << "exact rank " << (m.exact.exact() ? std::to_string(m.exact.lo) : "[" + std::to_string(m.exact.lo) + ", " + std::to_string(m.exact.hi) + "]");
+      for (const auto& e : m.numerical) os << "; the model's output: " << e.rank << " (" << e.format << ", " << e.policy << ")";
+      os << "\n";
+    }
   os << "\n## Outcomes\n\n";
   for (const auto& [k, v] : outcome_counts(r)) os << "- " << k << ": " << v << "\n";
   if (r.partial) os << "\nPARTIAL: stopped at the budget; the heads not computed are named above.\n";

@@ -44,11 +44,14 @@ struct captured_call {
   std::string mask_kind = "none";
   tensor q, k, v;
   std::optional<tensor> allowed, bias, weights;
+  /// The module's output (B, n_q, E), its out-projection W_O (E, H·d_v) and bias b_O (E,): the multi-head
+  /// object needs the first two (MultiheadAttention; not SDPA).
+  std::optional<tensor> output, w_o, b_o;
 };
 
 /// The criteria, fixed before anything is computed.  Field names are the JSON keys.
 struct audit_spec {
-  std::vector<std::string> objects{"scores", "attention", "values", "output"};
+  std::vector<std::string> objects{"scores", "attention", "values", "output", "multi_head"};
   std::string formats;            ///< numerical-rank formats ("": the call's dtype and binary64)
   std::string policies = "numpy"; ///< the first decides rank-kept
   /// Allowable error of a head's output, relative to its value scale: max_i ‖((Â − A)V)_i‖₂ / max_j ‖v_j‖₂
@@ -107,10 +110,24 @@ struct head_result {
   std::string why;                    ///< how the outcome was decided, or why it is undecided
 };
 
+/// The multi-head object of one batch: P = concat_h(A_h V_h) · W_Oᵀ (n_q × E, without b_O).
+/// Tier: its exact rank lies in [lo, hi]: lo = the singular values certified > 0 (binary64 enclosures of
+/// every A_h V_h, their concatenation and the product: attention/binary64_enclosure.hpp, linalg/fast_svd.hpp),
+/// hi = min(n_q, E, H·d_v, rank W_O) (W_O's rank exact, FLINT).  The numerical ranks measure the model's own
+/// output minus b_O (rounded to binary64; SVD in binary64) under each policy with the eps of its dtype.
+struct multi_head_result {
+  std::size_t batch = 0;
+  rank_interval exact;
+  std::vector<std::pair<std::string, std::string>> singular_values;  ///< decimal, outward
+  std::vector<numerical_rank_entry> numerical;
+  std::string why;  ///< not computed, and why (empty when computed)
+};
+
 struct call_result {
   std::string name, kind, dtype, scale, mask_kind;
   std::size_t batch = 0, heads = 0, kv_heads = 0, n_q = 0, n_k = 0, head_dim = 0, value_dim = 0;
   std::vector<head_result> heads_results;
+  std::vector<multi_head_result> multi_head;  ///< per batch, when the spec asks for it
   std::vector<std::string> notes;  ///< what was not audited, and why
 };
 
