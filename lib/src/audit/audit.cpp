@@ -503,8 +503,10 @@ outcome outcome_of(const audit_spec& s, const head_result& h, const std::string&
     why = std::string(kept ? "rank kept" : "rank reduced") + "; the model's attention weights were not captured, so its output error is not bounded";
     return outcome::undecided;
   }
-  // the decimals are rounded outward: [lo, hi] still contains the relative output error
-  const double lo = std::stod(h.output_error_rel_lo), hi = std::stod(h.output_error_rel_hi);
+  // The decimals are rounded outward, so they contain the relative output error; strtod rounds each to
+  // nearest, which may move it inward by up to an ulp: one step outward restores the containment.
+  const double lo = std::nextafter(std::stod(h.output_error_rel_lo), -HUGE_VAL);
+  const double hi = std::nextafter(std::stod(h.output_error_rel_hi), HUGE_VAL);
   const std::string rk = std::string(kept ? "rank kept (" : "rank reduced (") + std::to_string(e->rank) + " in " + dtype_format + " under " +
                          policy + ", exact " + std::to_string(a.exact.lo) + ")";
   const std::string err = "the output error relative to max|v_j| lies in [" + h.output_error_rel_lo + ", " + h.output_error_rel_hi + "]";
