@@ -22,7 +22,7 @@ cd "$(dirname "$0")/.."
 
 packages=(build-essential cmake libgmp-dev libmpfr-dev libmpfi-dev libboost-dev libboost-test-dev
           libeigen3-dev nlohmann-json3-dev libcli11-dev libflint-dev nettle-dev liblapacke-dev libopenblas-dev libbenchmark-dev pybind11-dev python3-dev python3-pytest python3-distributed python3 python3-numpy python3-mpmath python3-torch python3-sympy
-          gnuplot-nox)
+          gnuplot-nox chromium)
 if [ "${ATTNCERT_CXX:-}" = clang++ ]; then packages+=(clang libclang-rt-14-dev); fi
 missing=()
 for p in "${packages[@]}"; do

@@ -30,7 +30,8 @@ from . import _args, _core
 
 __version__ = _core.version
 __all__ = ["attention", "attention_vjp", "AttentionGrads", "rank", "certify", "check", "drift", "testing",
-           "__version__", "capture", "Capture", "load_capture", "audit", "AuditReport", "default_audit_spec"]
+           "__version__", "capture", "Capture", "load_capture", "scaled_dot_product_attention", "audit", "AuditReport",
+           "default_audit_spec"]
 
 _TARGETS = {"float64": "binary64", "float32": "binary32", "float16": "binary16", "bfloat16": "bfloat16"}
 _NUMPY_OF_TARGET = {"binary64": np.float64, "binary32": np.float32, "binary16": np.float16, "bfloat16": np.float32}
@@ -311,5 +312,5 @@ def _gradients(q, k, v, do, dlse, args, max_seconds=0):
 from . import testing  # noqa: E402  (uses the names above)
 from .analysis import (CertifyResult, CheckResult, DriftResult, RankResult, certify, check, drift,  # noqa: E402,F401
                        rank)
-from .capture import Capture, capture, load_capture  # noqa: E402,F401
+from .capture import Capture, capture, load_capture, scaled_dot_product_attention  # noqa: E402,F401
 from .auditing import AuditReport, audit, default_audit_spec  # noqa: E402,F401

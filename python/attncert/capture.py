@@ -10,24 +10,34 @@ Guarantee: capturing never changes what the model computes.  Inside the block ev
 torch.nn.MultiheadAttention of the model has its forward wrapped (an instance attribute) and, where it exists
 (torch >= 2.0), torch.nn.functional.scaled_dot_product_attention is replaced by a wrapper; each wrapper passes
 the caller's arguments unchanged to the original and returns the original's result object untouched, and
-records copies (detached, on the CPU, as NumPy) afterwards.  On leaving the block, normally or by an exception,
-every patch and hook is removed.  What is recorded per call (CapturedCall):
+records copies (detached, on the CPU, as NumPy) afterwards.  attncert.scaled_dot_product_attention (this
+module's explicit torch implementation of torch 2.x's SDPA, for any torch) is not patched: it computes exactly
+as outside a capture and, when a capture is active, records its call into the innermost active capture after
+computing.  On leaving the block, normally or by an exception, every patch and hook is removed.  The three
+kinds of record: "torch.nn.MultiheadAttention", "scaled_dot_product_attention" (torch's) and
+"attncert.scaled_dot_product_attention".  What is recorded per call (CapturedCall):
 
   q, k, v   (B, H, n_q, d), (B, H_kv, n_k, d), (B, H_kv, n_k, d_v): per head, after the input projections and
             before any scaling, in the model's dtype (bfloat16 is stored exactly as float32, dtype "bfloat16").
             For MultiheadAttention they are computed with torch's own functions
             (F._in_projection_packed / F._in_projection) on the tensors F.multi_head_attention_forward receives,
-            so they are the bits of torch's (non-fused) path.  For SDPA they are the tensors given.
+            so they are the bits of torch's (non-fused) path.  For SDPA (both kinds) they are the tensors
+            given: k, v with their H_kv heads, not expanded to H.
   allowed   bool (B|1, H|1, n_q, n_k), True where query i may attend key j; None when nothing is masked.
   bias      float64, same shape: the finite additive part of a float mask, when nonzero; else None.
   mask_kind "none" (allowed is None), "causal" (allowed is exactly j <= i) or "explicit".
   scale     "1/sqrt(d)" or repr(float(scale)) of an explicit SDPA scale.
-  weights   (B, H, n_q, n_k) probabilities (MultiheadAttention only, weights=True, eval mode or dropout 0):
-            a second call of the original forward with need_weights=True, average_attn_weights=False under
-            torch.no_grad(), torch's CPU RNG state saved and restored around it; the model gets the first call's
-            result.  Else None.
-  output    as returned: (B, n_q, E) after out_proj for MultiheadAttention, (B, H, n_q, d_v) for SDPA.
+  weights   (B, H, n_q, n_k) probabilities, with weights=True, else None.  MultiheadAttention (eval mode or
+            dropout 0): a second call of the original forward with need_weights=True, average_attn_weights=False
+            under torch.no_grad(), torch's CPU RNG state saved and restored around it; the model gets the first
+            call's result.  attncert.scaled_dot_product_attention (dropout_p 0): the very tensor of
+            probabilities the call multiplied with v.  torch's SDPA: None.
+  output    as returned: (B, n_q, E) after out_proj for MultiheadAttention, (B, H, n_q, d_v) for SDPA
+            (both kinds).
   w_o, b_o  out_proj's weight (E, H*d_v) and bias (E,) or None; x the query input (B, n_q, E).  SDPA: None.
+  residual  the residual stream the output is added to (B, n_q, E): the input of the nn.TransformerEncoderLayer
+            or TransformerDecoderLayer whose self_attn the module is (a forward pre-hook on that layer; norm_first
+            either way adds self_attn's output to the layer's input), when its dropout1 is inactive; else None.
 
 Not seen (no record, no error): fused paths that bypass MultiheadAttention.forward -- in eval mode without
 grad, nn.TransformerEncoderLayer (and nn.TransformerEncoder) call torch's fused kernel directly.  Capture under
@@ -37,8 +47,10 @@ are then torch's non-fused projections, which may differ from the fused kernel's
 only when called through the attribute torch.nn.functional.scaled_dot_product_attention (not a name imported
 before the block, not torch._C); calls made inside a recorded MultiheadAttention are part of that record.
 An SDPA call with both is_causal=True and an attn_mask is recorded as causal only (torch 2.0 ignores the mask
-then; the documented reference refuses the combination).  The name of an SDPA call is the innermost module of
-the model running when it was called ("" = the model itself, "(outside the model)" when none).  Modules with
+then; the documented reference refuses the combination, as attncert.scaled_dot_product_attention does).  The
+name of an SDPA call (both kinds) is the innermost module of the model running when it was called ("" = the
+model itself, "(outside the model)" when none): while a capture is active every module of its model carries a
+forward pre-hook and a forward hook that keep the stack of running modules.  Modules with
 add_bias_kv or add_zero_attn are refused (ValueError).  CapturedCall: `from attncert.capture import CapturedCall`
 (the name attncert.capture is the function).
 """
@@ -48,6 +60,7 @@ import dataclasses
 import functools
 import inspect
 import json
+import math
 import os
 import secrets
 import shutil
@@ -58,12 +71,14 @@ import numpy as np
 FORMAT = "attncert-capture 1"
 MHA = "torch.nn.MultiheadAttention"
 SDPA = "scaled_dot_product_attention"
+ATTNCERT_SDPA = "attncert.scaled_dot_product_attention"
 OUTSIDE = "(outside the model)"
-_ARRAYS = ("q", "k", "v", "output", "allowed", "bias", "weights", "w_o", "b_o", "x")
+_ARRAYS = ("q", "k", "v", "output", "allowed", "bias", "weights", "w_o", "b_o", "x", "residual")
 _REQUIRED = ("q", "k", "v", "output")
 _NO_CALL = ("attncert.capture: no attention call was captured (the model has no torch.nn.MultiheadAttention "
             "and calls no scaled_dot_product_attention)")
 _SDPA_ARGS = ("query", "key", "value", "attn_mask", "dropout_p", "is_causal", "scale", "enable_gqa")
+_ACTIVE = []  # the captures now recording, innermost last (attncert.scaled_dot_product_attention records there)
 
 
 def _torch():
@@ -94,6 +109,7 @@ class CapturedCall:
     w_o: Optional[np.ndarray] = None
     b_o: Optional[np.ndarray] = None
     x: Optional[np.ndarray] = None
+    residual: Optional[np.ndarray] = None
     dropout_p: float = 0.0
 
     batch = property(lambda self: int(self.q.shape[0]))
@@ -326,8 +342,9 @@ def _record_mha(name, module, orig, args, kwargs, result, want_weights):
 
 # ---------------------------------------------------------------------------------------------- SDPA
 
-def _record_sdpa(name, args, kwargs, out):
-    """The CapturedCall of one scaled_dot_product_attention call that returned `out`."""
+def _record_sdpa(name, args, kwargs, out, record=SDPA, weights=None):
+    """The CapturedCall of one scaled_dot_product_attention call (torch's, or attncert's with record=ATTNCERT_SDPA
+    and the probabilities it used) that returned `out`."""
     a = dict(zip(_SDPA_ARGS, args))
     a.update(kwargs)
     q, k, v = a["query"], a["key"], a["value"]
@@ -337,12 +354,128 @@ def _record_sdpa(name, args, kwargs, out):
     additive = None if attn is None or causal else _sdpa_additive(attn, tuple(q.shape[:-2]))
     allowed, bias, kind = _mask_arrays(additive, causal, n_q, n_k, name or "the model")
     scale = a.get("scale")
-    return CapturedCall(name=name, kind=SDPA, dtype=_dtype_name(q),
+    if weights is not None:
+        weights = _as_bhxx(_numpy(weights), tuple(weights.shape[:-2]))
+    return CapturedCall(name=name, kind=record, dtype=_dtype_name(q),
                         scale="1/sqrt(d)" if scale is None else repr(float(scale)), mask_kind=kind,
                         q=_as_bhxx(_numpy(q), tuple(q.shape[:-2])), k=_as_bhxx(_numpy(k), tuple(k.shape[:-2])),
                         v=_as_bhxx(_numpy(v), tuple(v.shape[:-2])),
                         output=_as_bhxx(_numpy(out), tuple(out.shape[:-2])), allowed=allowed, bias=bias,
-                        dropout_p=float(a.get("dropout_p", 0.0) or 0.0))
+                        weights=weights, dropout_p=float(a.get("dropout_p", 0.0) or 0.0))
+
+
+# ---------------------------------------------------------------------------------------------- attncert's SDPA
+
+def _sdpa_error(text):
+    return ValueError("scaled_dot_product_attention: " + text)
+
+
+def _real(x, name):
+    if isinstance(x, bool) or not isinstance(x, (int, float, np.integer, np.floating)):
+        raise TypeError("scaled_dot_product_attention: %s must be a real number, got %s" % (name, type(x).__name__))
+    x = float(x)
+    if not np.isfinite(x):
+        raise _sdpa_error("%s must be finite, got %r" % (name, x))
+    return x
+
+
+def _sdpa_check(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa):
+    """The arguments' errors (TypeError / ValueError naming the argument); returns (dropout_p, scale) as floats."""
+    torch = _torch()
+    for name, t in (("query", query), ("key", key), ("value", value)) + \
+            ((("attn_mask", attn_mask),) if attn_mask is not None else ()):
+        if not isinstance(t, torch.Tensor):
+            raise TypeError("scaled_dot_product_attention: %s must be a torch.Tensor, got %s"
+                            % (name, type(t).__name__))
+    for name, flag in (("is_causal", is_causal), ("enable_gqa", enable_gqa)):
+        if not isinstance(flag, bool):
+            raise TypeError("scaled_dot_product_attention: %s must be True or False, got %r" % (name, flag))
+    if not query.is_floating_point():
+        raise _sdpa_error("query has dtype %s, expected a floating-point dtype" % _dtype_name(query))
+    for name, t in (("key", key), ("value", value)):
+        if t.dtype != query.dtype:
+            raise _sdpa_error("%s has dtype %s, query %s (they must agree)"
+                              % (name, _dtype_name(t), _dtype_name(query)))
+    if not 2 <= query.dim() == key.dim() == value.dim():
+        raise _sdpa_error("query, key and value must have the same number (>= 2) of dimensions, got %d, %d, %d"
+                          % (query.dim(), key.dim(), value.dim()))
+    qs, ks, vs = tuple(query.shape), tuple(key.shape), tuple(value.shape)
+    if qs[-1] < 1 or ks[-1] != qs[-1]:
+        raise _sdpa_error("key has shape %s, query %s: the last dimensions (E >= 1) must agree" % (ks, qs))
+    if vs[:-1] != ks[:-1]:
+        raise _sdpa_error("value has shape %s, key %s: all but the last dimension must agree" % (vs, ks))
+    if qs[:-3] != ks[:-3]:
+        raise _sdpa_error("key has shape %s, query %s: the batch dimensions must agree" % (ks, qs))
+    if query.dim() >= 3 and qs[-3] != ks[-3]:
+        if not enable_gqa:
+            raise _sdpa_error("query has %d heads, key and value %d: give enable_gqa=True for grouped-query "
+                              "attention" % (qs[-3], ks[-3]))
+        if ks[-3] == 0 or qs[-3] % ks[-3]:
+            raise _sdpa_error("query has %d heads, key and value %d: not a multiple" % (qs[-3], ks[-3]))
+    if attn_mask is not None:
+        if is_causal:
+            raise _sdpa_error("attn_mask and is_causal=True together (give one)")
+        if attn_mask.dtype != torch.bool and attn_mask.dtype != query.dtype:
+            raise _sdpa_error("attn_mask has dtype %s, expected bool or query's %s" % (_dtype_name(attn_mask),
+                                                                                     _dtype_name(query)))
+        target = qs[:-1] + (ks[-2],)
+        try:
+            ok = np.broadcast_shapes(tuple(attn_mask.shape), target) == target
+        except ValueError:
+            ok = False
+        if not ok:
+            raise _sdpa_error("attn_mask has shape %s, not broadcastable to %s" % (tuple(attn_mask.shape), target))
+    p = _real(dropout_p, "dropout_p")
+    if not 0.0 <= p <= 1.0:
+        raise _sdpa_error("dropout_p must be in [0, 1], got %r" % p)
+    return p, None if scale is None else _real(scale, "scale")
+
+
+def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
+                                 enable_gqa=False):
+    """torch 2.x's scaled_dot_product_attention, computed explicitly in torch (any torch, torch 1.13 included).
+
+    query (..., H, L, E), key (..., H_kv, S, E), value (..., H_kv, S, E_v) of one floating dtype, the same
+    batch dimensions "...", returns (..., H, L, E_v) in that dtype.  Computed in the inputs' dtype, exactly as
+    these torch operations compute:  scores = (query @ key^T) * scale  (scale None: the Python float
+    1/sqrt(E)); then -inf where attn_mask (bool, broadcastable to (..., H, L, S)) is False, or + attn_mask
+    (float, query's dtype), or -inf where j > i with is_causal=True (top-left causal; refused together with
+    attn_mask); P = softmax(scores) over the last dimension; with dropout_p > 0, P = torch.dropout(P,
+    dropout_p, train=True); output = P @ value.  H != H_kv needs enable_gqa=True and H % H_kv == 0: query head
+    h uses key/value head h // (H / H_kv) (repeat_interleave).  A row with every key masked gives NaN.
+
+    Inside `with attncert.capture(model) as cap:` every call is recorded in the innermost active capture
+    (kind "attncert.scaled_dot_product_attention", named after the innermost running module of its model),
+    after the output is computed, so capturing never changes it; with the capture's weights=True and
+    dropout_p == 0 the record's weights are the very P multiplied with value.  TypeError for an argument of
+    the wrong type, ValueError (one line, naming the argument) for shapes, dtypes and values out of range.
+    """
+    torch = _torch()
+    p_drop, s = _sdpa_check(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+    k, v = key, value
+    if query.dim() >= 3 and key.shape[-3] != query.shape[-3]:
+        group = query.shape[-3] // key.shape[-3]
+        k, v = key.repeat_interleave(group, dim=-3), value.repeat_interleave(group, dim=-3)
+    scores = torch.matmul(query, k.transpose(-2, -1)) * (1.0 / math.sqrt(query.shape[-1]) if s is None else s)
+    if is_causal:
+        keep = torch.ones(query.shape[-2], key.shape[-2], dtype=torch.bool, device=query.device).tril()
+        scores = scores.masked_fill(~keep, float("-inf"))
+    elif attn_mask is not None:
+        if attn_mask.dtype == torch.bool:
+            scores = scores.masked_fill(~attn_mask, float("-inf"))
+        else:
+            scores = scores + attn_mask
+    probs = torch.softmax(scores, dim=-1)
+    if p_drop > 0:
+        probs = torch.dropout(probs, p_drop, True)
+    out = torch.matmul(probs, v)
+    cap = _ACTIVE[-1] if _ACTIVE else None
+    if cap is not None and cap._inside_mha == 0:
+        args = dict(query=query, key=key, value=value, attn_mask=attn_mask, dropout_p=p_drop, is_causal=is_causal,
+                    scale=scale)
+        cap.calls.append(_record_sdpa(cap._running(), (), args, out, record=ATTNCERT_SDPA,
+                                      weights=probs if cap.weights and p_drop == 0 else None))
+    return out
 
 
 # ---------------------------------------------------------------------------------------------- Capture
@@ -389,11 +522,16 @@ class Capture:
         for n, m in mhas:
             _check_supported(n, m)
         self._undo = []
+        self._layer_input = {}
         try:
             for n, m in mhas:
-                self._patch_mha(n, m)
+                self._patch_mha(n, m, self._residual_layer(torch, n, m))
             if hasattr(torch.nn.functional, "scaled_dot_product_attention"):
                 self._patch_sdpa(torch)
+            for m in self._names:  # the running-module stack (names of SDPA calls, both kinds)
+                self._undo.append(m.register_forward_pre_hook(self._push).remove)
+                self._undo.append(m.register_forward_hook(self._pop).remove)
+            _ACTIVE.append(self)
         except BaseException:
             self._restore()
             raise
@@ -405,6 +543,9 @@ class Capture:
 
     def _restore(self):
         undo, self._undo = self._undo or [], None
+        for i in reversed(range(len(_ACTIVE))):
+            if _ACTIVE[i] is self:
+                del _ACTIVE[i]
         self._stack.clear()
         first = None
         for fn in reversed(undo):
@@ -415,7 +556,35 @@ class Capture:
         if first is not None:
             raise first
 
-    def _patch_mha(self, name, module):
+    def _residual_layer(self, torch, name, module):
+        """The nn.TransformerEncoderLayer / TransformerDecoderLayer whose self_attn `module` is, with a forward
+        pre-hook that keeps the layer's input (the residual stream its attention output is added to, with
+        norm_first either way); None for any other MultiheadAttention."""
+        parent_name, _, attr = name.rpartition(".")
+        if attr != "self_attn":
+            return None
+        parent = next((m for m, n in self._names.items() if n == parent_name), None)
+        if not isinstance(parent, (torch.nn.TransformerEncoderLayer, torch.nn.TransformerDecoderLayer)) or \
+                parent.self_attn is not module:
+            return None
+
+        def keep(layer, inputs):
+            self._layer_input[layer] = inputs[0] if inputs else None
+
+        self._undo.append(parent.register_forward_pre_hook(keep).remove)
+        return parent
+
+    def _residual(self, layer, module, batched):
+        """The residual stream of the call (B, n_q, E), or None: unknown, or not what the layer adds to (its
+        dropout1 active in train mode)."""
+        if layer is None:
+            return None
+        x = self._layer_input.get(layer)
+        if x is None or (layer.training and layer.dropout1.p > 0):
+            return None
+        return _numpy(_batch_first(x, module, batched))
+
+    def _patch_mha(self, name, module, layer=None):
         orig = module.forward
         had_own = "forward" in module.__dict__
 
@@ -424,7 +593,11 @@ class Capture:
             self._inside_mha += 1
             try:
                 result = orig(*args, **kwargs)
-                self.calls.append(_record_mha(name, module, orig, args, kwargs, result, self.weights))
+                call = _record_mha(name, module, orig, args, kwargs, result, self.weights)
+                call.residual = self._residual(layer, module, _bind(orig, args, kwargs, name).arguments["query"].dim() == 3)
+                if call.residual is not None and call.residual.shape != call.output.shape:
+                    call.residual = None
+                self.calls.append(call)
             finally:
                 self._inside_mha -= 1
             return result
@@ -447,15 +620,15 @@ class Capture:
         def sdpa(*args, **kwargs):
             out = orig(*args, **kwargs)
             if self._inside_mha == 0:
-                name = self._names.get(self._stack[-1], "") if self._stack else OUTSIDE
-                self.calls.append(_record_sdpa(name, args, kwargs, out))
+                self.calls.append(_record_sdpa(self._running(), args, kwargs, out))
             return out
 
         F.scaled_dot_product_attention = sdpa
         self._undo.append(lambda: setattr(F, "scaled_dot_product_attention", orig))
-        for m in self._names:
-            self._undo.append(m.register_forward_pre_hook(self._push).remove)
-            self._undo.append(m.register_forward_hook(self._pop).remove)
+
+    def _running(self):
+        """The name of the innermost module of the model now running ("" = the model, OUTSIDE = none)."""
+        return self._names.get(self._stack[-1], "") if self._stack else OUTSIDE
 
     def _push(self, module, inputs):
         self._stack.append(module)
@@ -585,7 +758,7 @@ def _expected(e, key, files):
             "output": ((B,), (nq,), None) if e["kind"] == MHA else ((B,), (H,), (nq,), (dv,)),
             "allowed": ((1, B), (1, H), (nq,), (nk,)), "bias": ((1, B), (1, H), (nq,), (nk,)),
             "weights": ((B,), (H,), (nq,), (nk,)), "w_o": (None, (H * dv,)), "b_o": (None,),
-            "x": ((B,), (nq,), None)}[key]
+            "x": ((B,), (nq,), None), "residual": ((B,), (nq,), None)}[key]
 
 
 def _shown_expected(spec):

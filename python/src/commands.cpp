@@ -8,6 +8,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <functional>
 #include <filesystem>
 #include <sstream>
 #include <string>
@@ -257,11 +259,14 @@ std::string drift_merge_py(const py::dict& o, const std::vector<std::string>& di
 }
 
 // The audit of captured calls (dicts of attncert.capture's records: name, kind, dtype, scale, mask_kind and
-// the arrays q, k, v, allowed, bias, weights) under the spec's JSON text: (JSON report, Markdown report).
-// In a child process that Ctrl-C stops at once (child.hpp), as rank's.
-py::tuple audit_py(const py::list& calls, const std::string& spec_text, bool is_default) {
+// the arrays q, k, v, allowed, bias, weights, output, w_o, b_o, residual) under the spec's JSON text: the JSON
+// report.  In a child process that Ctrl-C stops at once (child.hpp), as rank's; with progress, the child
+// writes one line per head to standard error (a tty's line, rewritten in place).
+std::string audit_py(const py::list& calls, const std::string& spec_text, bool is_default, const std::string& registered_sha256,
+                     bool progress, double budget_seconds) {
   audit::audit_spec spec = audit::parse_audit_spec(spec_text);
   spec.is_default = is_default;
+  if (!registered_sha256.empty()) audit::check_registered(spec, {registered_sha256, "", "registered="});
   std::vector<audit::captured_call> cs;
   for (const auto item : calls) {
     const py::dict d = item.cast<py::dict>();
@@ -275,19 +280,50 @@ py::tuple audit_py(const py::list& calls, const std::string& spec_text, bool is_
     c.k = python::to_npy(d["k"], "k", false);
     c.v = python::to_npy(d["v"], "v", false);
     const std::pair<const char*, std::optional<tensor>*> optional_arrays[] = {
-        {"allowed", &c.allowed}, {"bias", &c.bias}, {"weights", &c.weights}, {"output", &c.output}, {"w_o", &c.w_o}, {"b_o", &c.b_o}};
+        {"allowed", &c.allowed}, {"bias", &c.bias},  {"weights", &c.weights},   {"output", &c.output},
+        {"w_o", &c.w_o},         {"b_o", &c.b_o},    {"residual", &c.residual}};
     for (const auto& [key, slot] : optional_arrays)
       if (d.contains(key) && !d[key].is_none()) *slot = python::to_npy(d[key], key, false);
     cs.push_back(std::move(c));
   }
-  const std::string both = python::run_in_child([&] {
-    const audit::audit_result r = audit::run_audit(spec, cs);
-    const std::string j = report::audit_json(r, "attncert.audit (python)").dump(2);
-    return std::to_string(j.size()) + "\n" + j + report::audit_markdown(r, "attncert.audit (python)");
-  });
-  const std::size_t nl = both.find('\n');
-  const std::size_t n = std::stoul(both.substr(0, nl));
-  return py::make_tuple(python::spelled(both.substr(nl + 1, n)), python::spelled(both.substr(nl + 1 + n)));
+  return python::spelled(python::run_in_child([&] {
+    std::function<void(const std::string&)> show;
+    if (progress)
+      show = [](const std::string& line) {
+        std::fprintf(stderr, "\r\033[Kattncert.audit: %s", line.c_str());
+        std::fflush(stderr);
+      };
+    audit::audit_spec run = spec;  // a distributed task's share of the budget; the report keeps the spec as given
+    if (budget_seconds >= 0) run.max_seconds = budget_seconds;
+    audit::audit_result r = audit::run_audit(run, cs, show);
+    r.spec = spec;
+    if (progress) {
+      std::fprintf(stderr, "\r\033[K");
+      std::fflush(stderr);
+    }
+    return report::audit_json(r, "attncert.audit (python)").dump(2);
+  }));
+}
+
+// The spec checked (and against the registered SHA-256) before anything runs.
+void audit_check_spec_py(const std::string& spec_text, const std::string& registered_sha256) {
+  const audit::audit_spec spec = audit::parse_audit_spec(spec_text);
+  if (!registered_sha256.empty()) audit::check_registered(spec, {registered_sha256, "", "registered="});
+}
+
+// The Markdown or HTML page of an audit's JSON report.
+std::string audit_render_py(const std::string& json_text, const std::string& what) {
+  const auto j = nlohmann::ordered_json::parse(json_text);
+  if (what == "md") return report::audit_markdown(j);
+  if (what == "html") return report::audit_html(j);
+  throw std::invalid_argument("audit_render: md or html");
+}
+
+// One report of the audits of parts of a capture (attncert.distributed), in the parts' order.
+std::string audit_merge_py(const std::vector<std::string>& parts, const std::string& command) {
+  std::vector<nlohmann::ordered_json> js;
+  for (const auto& p : parts) js.push_back(nlohmann::ordered_json::parse(p));
+  return report::merge_audit_json(js, command).dump(2);
 }
 
 std::string default_audit_spec_py() { return audit::default_audit_spec_text(); }
@@ -306,8 +342,13 @@ void bind_analysis(py::module_& m) {
         "one run of a sweep split into runs (options' grid: the run's points): its result as wire text");
   m.def("drift_merge", &drift_merge_py, py::arg("options"), py::arg("diagnostic_names"), py::arg("runs"), py::arg("command"),
         "the JSON report of the whole sweep (options) from its runs' wire texts (None: a run not computed)");
-  m.def("audit", &audit_py, py::arg("calls"), py::arg("spec_text"), py::arg("is_default"),
-        "the audit of captured calls under the spec (JSON text): (JSON report, Markdown report)");
+  m.def("audit", &audit_py, py::arg("calls"), py::arg("spec_text"), py::arg("is_default"), py::arg("registered_sha256") = "",
+        py::arg("progress") = false, py::arg("budget_seconds") = -1.0,
+        "the audit of captured calls under the spec (JSON text): the JSON report");
+  m.def("audit_check_spec", &audit_check_spec_py, py::arg("spec_text"), py::arg("registered_sha256") = "",
+        "the spec parsed and checked against the registered SHA-256 (ValueError)");
+  m.def("audit_render", &audit_render_py, py::arg("json_text"), py::arg("what"), "an audit report as Markdown (md) or HTML (html)");
+  m.def("audit_merge", &audit_merge_py, py::arg("parts"), py::arg("command"), "one audit report of the reports of parts of a capture");
   m.def("default_audit_spec", &default_audit_spec_py, "the default audit spec's JSON text");
   m.def("drift_grid", &drift_grid_py, py::arg("options"), "the grid points of a drift sweep");
   m.def("read_claim_file", &read_claim_file, py::arg("path"));

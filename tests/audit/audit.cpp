@@ -63,7 +63,8 @@ BOOST_AUTO_TEST_CASE(sha256_matches_the_standards_test_vectors) {
 
 BOOST_AUTO_TEST_CASE(the_spec_is_fixed_and_refuses_what_it_does_not_know) {
   const audit_spec d = spec_of(default_audit_spec_text());
-  BOOST_TEST(d.objects.size() == 5u);
+  BOOST_TEST(d.objects.size() == 6u);
+  BOOST_TEST(d.target_contrast.between.empty());
   BOOST_TEST(d.sha256 == sha256_hex(default_audit_spec_text()));
   const audit_spec a = spec_of(R"({"allowable_output_error": 0.5, "objects": ["attention"]})");
   const audit_spec b = spec_of(R"({"allowable_output_error": 0.5,  "objects": ["attention"]})");
@@ -76,6 +77,32 @@ BOOST_AUTO_TEST_CASE(the_spec_is_fixed_and_refuses_what_it_does_not_know) {
   BOOST_TEST(input_error_of([] { spec_of(R"({"policies": "nonsense"})"); }) != "");
   BOOST_TEST(input_error_of([] { spec_of("[1, 2]"); }).find("a JSON object") != std::string::npos);
   BOOST_TEST(input_error_of([] { spec_of("{"); }).find("not JSON") != std::string::npos);
+  // the target contrast and fixed_at
+  const audit_spec t = spec_of(R"({"target_contrast": {"tokens": [3, 1], "margin": 0.25}, "fixed_at": "2026-12-01T09:30:00Z"})");
+  BOOST_TEST(t.target_contrast.between == "tokens");
+  BOOST_TEST(t.target_contrast.first == 3u);
+  BOOST_TEST(t.target_contrast.second == 1u);
+  BOOST_TEST(t.target_contrast.margin == 0.25);
+  BOOST_TEST(t.fixed_at == "2026-12-01T09:30:00Z");
+  BOOST_TEST(input_error_of([] { spec_of(R"({"target_contrast": {"tokens": [1, 1], "margin": 1}})"); }).find("two different") != std::string::npos);
+  BOOST_TEST(input_error_of([] { spec_of(R"({"target_contrast": {"tokens": [0, 1]}})"); }).find("margin") != std::string::npos);
+  BOOST_TEST(input_error_of([] { spec_of(R"({"target_contrast": {"rows": [0, 1], "margin": 1}})"); }).find("unknown key 'rows'") != std::string::npos);
+  BOOST_TEST(input_error_of([] { spec_of(R"({"target_contrast": {"batches": [0, -1], "margin": 1}})"); }).find("non-negative") != std::string::npos);
+  BOOST_TEST(input_error_of([] { spec_of(R"({"target_contrast": "keep the answer"})"); }).find("target_contrast must be") != std::string::npos);
+  BOOST_TEST(input_error_of([] { spec_of(R"({"fixed_at": "yesterday"})"); }).find("fixed_at") != std::string::npos);
+  BOOST_TEST(input_error_of([] { spec_of(R"({"fixed_at": "2026-13-01T09:30:00Z"})"); }).find("fixed_at") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(a_spec_that_is_not_the_registered_one_is_refused) {
+  const std::string text = R"({"allowable_output_error": 0.01, "fixed_at": "2026-12-01T09:30:00Z"})";
+  const audit_spec s = spec_of(text);
+  check_registered(s, {sha256_hex(text), "2026-12-01T09:30:00Z", "report.json"});  // the same criteria: accepted
+  check_registered(s, {sha256_hex(text), "", "--registered"});
+  const audit_spec later = spec_of(R"({"allowable_output_error": 0.02, "fixed_at": "2026-12-01T09:30:00Z"})");
+  const std::string e = input_error_of([&] { check_registered(later, {sha256_hex(text), "", "--registered"}); });
+  BOOST_TEST(e.find("changed after they were fixed") != std::string::npos);
+  BOOST_TEST(e.find(sha256_hex(text)) != std::string::npos);
+  BOOST_TEST(input_error_of([&] { check_registered(s, {sha256_hex(text), "2026-11-30T00:00:00Z", "report.json"}); }).find("fixed_at") != std::string::npos);
 }
 
 BOOST_AUTO_TEST_CASE(negative_controls_pass_with_their_known_ranks) {
@@ -154,6 +181,44 @@ BOOST_AUTO_TEST_CASE(outcome_classes) {
   BOOST_TEST(std::stod(h.output_error_rel_lo) <= u / std::sqrt(2.0));
   BOOST_TEST(std::stod(h.output_error_rel_hi) >= u / std::sqrt(2.0));
   BOOST_TEST(std::stod(h.output_error_rel_hi) - std::stod(h.output_error_rel_lo) < 1e-12);
+}
+
+// The target contrast: enclosed, and it decides adequacy together with the allowance.
+BOOST_AUTO_TEST_CASE(target_contrast_is_enclosed_and_decides_adequacy) {
+  // scale 1, V = I: (AV)_0 − (AV)_1 = (u, −u), u = tanh 1: the contrast of tokens 0 and 1 is u·sqrt(2) = 1.0771
+  const double u = std::tanh(1.0), contrast = u * std::sqrt(2.0);
+  const std::vector<double> good{(1 + u) / 2, (1 - u) / 2, (1 - u) / 2, (1 + u) / 2};
+  const audit_result r = run_audit(spec_of(R"({"target_contrast": {"tokens": [0, 1], "margin": 1}})"), {two_token("1", good)});
+  const head_result& h = r.calls[0].heads_results[0];
+  BOOST_TEST(std::stod(h.contrast_exact_lo) <= contrast);
+  BOOST_TEST(std::stod(h.contrast_exact_hi) >= contrast);
+  BOOST_TEST(std::stod(h.contrast_exact_hi) - std::stod(h.contrast_exact_lo) < 1e-12);
+  BOOST_TEST(std::stod(h.contrast_model_lo) <= contrast * (1 + 1e-15));  // the model's weights are A rounded to binary64
+  BOOST_TEST(std::stod(h.contrast_model_hi) >= contrast * (1 - 1e-15));
+  BOOST_TEST(to_string(h.result) == std::string("rank-kept/within-tolerance"));
+  // the same head under a margin it does not reach: the output error is within the allowance, the contrast is not
+  BOOST_TEST(to_string(outcome_of_call(two_token("1", good), R"({"target_contrast": {"tokens": [0, 1], "margin": 1.2}})")) ==
+             std::string("rank-kept/exceeds-tolerance"));
+  // uniform weights keep no contrast at all: model contrast exactly 0
+  const audit_result z = run_audit(spec_of(R"({"allowable_output_error": 1, "target_contrast": {"tokens": [0, 1], "margin": 0.1}})"),
+                                   {two_token("1", {0.5, 0.5, 0.5, 0.5})});
+  BOOST_TEST(std::stod(z.calls[0].heads_results[0].contrast_model_hi) == 0.0);
+  BOOST_TEST(to_string(z.calls[0].heads_results[0].result) == std::string("rank-kept/exceeds-tolerance"));
+  // batches: two identical inputs have no contrast; only the first batch's heads carry it
+  captured_call c = two_token("1", good);
+  c.q = t4(2, 1, 2, 1, {1, -1, 1, -1});
+  c.k = t4(2, 1, 2, 1, {1, -1, 1, -1});
+  c.v = t4(2, 1, 2, 2, {1, 0, 0, 1, 1, 0, 0, 1});
+  c.weights = t4(2, 1, 2, 2, {good[0], good[1], good[2], good[3], good[0], good[1], good[2], good[3]});
+  const audit_result b = run_audit(spec_of(R"({"target_contrast": {"batches": [0, 1], "margin": 0.5}})"), {c});
+  BOOST_TEST_REQUIRE(b.calls[0].heads_results.size() == 2u);
+  BOOST_TEST(std::stod(b.calls[0].heads_results[0].contrast_exact_lo) == 0.0);
+  BOOST_TEST(to_string(b.calls[0].heads_results[0].result) == std::string("rank-kept/exceeds-tolerance"));
+  BOOST_TEST(b.calls[0].heads_results[1].contrast_exact_lo.empty());
+  BOOST_TEST(to_string(b.calls[0].heads_results[1].result) == std::string("rank-kept/within-tolerance"));
+  // a contrast naming rows the call does not have is refused before anything is computed
+  BOOST_TEST(input_error_of([&] { run_audit(spec_of(R"({"target_contrast": {"tokens": [0, 2], "margin": 1}})"), {two_token("1", good)}); })
+                 .find("has 2 query rows") != std::string::npos);
 }
 
 BOOST_AUTO_TEST_CASE(malformed_calls_are_refused) {

@@ -505,10 +505,16 @@ def test_python_errors(tmp_path):
     with pytest.raises(ValueError, match="no attention call"):
         attncert.audit(cap)
     good = hand_capture([hand_call("c", *GOOD)])
-    with pytest.raises(ValueError, match="client"):
+    with pytest.raises(TypeError, match="client: must be a dask.distributed Client"):
         attncert.audit(good, client=object())
-    with pytest.raises(ValueError, match="cap: "):
+    with pytest.raises(ValueError, match="source: "):
         attncert.audit(42)
+    with pytest.raises(ValueError, match="a capture takes no inputs"):
+        attncert.audit(good, {}, {})
+    with pytest.raises(ValueError, match="inputs: attncert.audit.model, .inputs."):
+        attncert.audit(nn.MultiheadAttention(4, 2))
+    with pytest.raises(ValueError, match="no attention call was captured"):
+        attncert.audit(model, torch.randn(2, 4))
     good.save(str(tmp_path / "cap"))
     os.remove(tmp_path / "cap" / "call000.v.npy")
     with pytest.raises(ValueError, match=r"call000\.v\.npy: missing"):
@@ -521,12 +527,13 @@ def test_write_gives_json_and_markdown(encoder, tmp_path):
     _, report = encoder
     out = tmp_path / "a" / "b"
     report.write(str(out))
-    assert sorted(os.listdir(out)) == ["report.json", "report.md"]
+    assert sorted(os.listdir(out)) == ["report.html", "report.json", "report.md"]
     with open(out / "report.json", encoding="utf-8") as f:
         assert json.load(f) == report.to_dict()
     assert (out / "report.md").read_text(encoding="utf-8") == report.markdown()
+    assert (out / "report.html").read_text(encoding="utf-8") == report.html()
     report.write(out)  # again, over the first (a PathLike too)
-    assert sorted(os.listdir(out)) == ["report.json", "report.md"]
+    assert sorted(os.listdir(out)) == ["report.html", "report.json", "report.md"]
 
 
 # ---------------------------------------------------------------------------------------------- doubts

@@ -22,8 +22,32 @@ namespace {
 namespace fs = std::filesystem;
 
 struct audit_args {
-  std::string dir, spec, out_format = "json", out_path;
+  std::string dir, spec, out_format = "json", out_path, registered;
 };
+
+// --registered: a SHA-256 (64 hex digits) or the path of an earlier audit report (its spec_sha256 and
+// spec.fixed_at).
+audit::registered_criteria registered_spec(const std::string& value) {
+  audit::registered_criteria r;
+  if (value.size() == 64 && value.find_first_not_of("0123456789abcdef") == std::string::npos) {
+    r.sha256 = value;
+    r.source = "--registered";
+    return r;
+  }
+  if (!fs::exists(value))
+    throw input_error("--registered '" + one_line(value, 200) + "': neither a SHA-256 (64 lowercase hex digits) nor an existing report file");
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(io::read_file_bounded(value));
+    r.sha256 = j.at("spec_sha256").get<std::string>();
+    const auto& f = j.at("spec").at("fixed_at");
+    r.fixed_at = f.is_string() ? f.get<std::string>() : "";
+  } catch (const nlohmann::json::exception& e) {
+    throw input_error(one_line(value, 4096) + ": not an attncert audit report (" + one_line(e.what(), 120) + ")");
+  }
+  r.source = one_line(value, 4096);
+  return r;
+}
 
 // The calls of a capture directory.  Errors (input_error, one line naming the file or key): no
 // manifest, a manifest that is not one, a file it names that is missing or malformed.
@@ -67,6 +91,7 @@ std::vector<audit::captured_call> read_capture(const std::string& dir) {
       cc.output = array("output");
       cc.w_o = array("w_o");
       cc.b_o = array("b_o");
+      cc.residual = array("residual");
       calls.push_back(std::move(cc));
     }
   } catch (const nlohmann::json::exception& e) {
@@ -83,11 +108,13 @@ int run_audit_command(const audit_args& a, const std::string& command) {
   } else {
     spec = audit::parse_audit_spec(io::read_file_bounded(a.spec));
   }
+  if (!a.registered.empty()) audit::check_registered(spec, registered_spec(a.registered));
   const std::vector<audit::captured_call> calls = read_capture(a.dir);
   const audit::audit_result r = audit::run_audit(spec, calls, stage_progress("audit"));
   clear_progress();
+  const nlohmann::ordered_json j = report::audit_json(r, command);
   command_output out;
-  out.report(a.out_path, a.out_format == "md" ? report::audit_markdown(r, command) : report::audit_json(r, command).dump(2) + "\n");
+  out.report(a.out_path, a.out_format == "md" ? report::audit_markdown(j) : a.out_format == "html" ? report::audit_html(j) : j.dump(2) + "\n");
   out.commit();
   return r.partial ? exit_undecided : exit_ok;
 }
@@ -107,13 +134,19 @@ std::function<int(const std::string& command)> add_audit_command(CLI::App& app) 
       "Example:\n"
       "  python: with attncert.capture(model) as cap: model(x)   then cap.save('cap')\n"
       "  attncert audit cap --spec spec.json --format md --out audit.md\n"
-      "Objects: scores, attention, values, output (per head), multi_head (concat_h(A_h V_h) W_O^T per batch).\n"
-      "Spec keys: objects, formats, policies, allowable_output_error, target_contrast, bypass, max_precision,\n"
-      "max_seconds (an unknown key is an error).\n" +
+      "  attncert audit cap --spec spec.json --registered SHA256 --format html --out audit.html\n"
+      "Objects: scores, attention, values, output (per head), multi_head (concat_h(A_h V_h) W_O^T per batch),\n"
+      "residual (X + the multi-head output + b_O, where the capture knows the residual stream X).\n"
+      "Spec keys: objects, formats, policies, allowable_output_error, target_contrast ({\"tokens\": [i, j],\n"
+      "\"margin\": m} or {\"batches\": [b1, b2], \"margin\": m}), fixed_at (YYYY-MM-DDTHH:MM:SSZ), bypass,\n"
+      "max_precision, max_seconds (an unknown key is an error).\n" +
       exit_codes_text({{exit_ok, "audited"}, {exit_undecided, "PARTIAL: past the spec's max_seconds"}}));
   c->add_option("capture", a->dir, "Capture directory (manifest.json and .npy files, from attncert.capture(...).save)")->required();
   c->add_option("--spec", a->spec, "The audit's criteria (JSON), fixed before the audit; default: attncert's default spec");
-  add_format_option(c, a->out_format, {"json", "md"});
+  c->add_option("--registered", a->registered,
+                 "The criteria registered before the audit: a SHA-256 or an earlier report.json; a spec whose hash (or\n"
+                 "fixed_at) differs is refused (exit 2), so no threshold is changed after the fact");
+  add_format_option(c, a->out_format, {"json", "md", "html"});
   add_out_option(c, a->out_path);
   return [c, a](const std::string& command) -> int { return *c ? run_audit_command(*a, command) : -1; };
 }

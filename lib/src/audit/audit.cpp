@@ -233,7 +233,7 @@ std::vector<object_result> measure_objects(const audit_spec& s, const captured_c
   std::vector<object_result> out;
   const std::string formats = formats_of(s, c.dtype);
   for (const auto& obj : s.objects) {
-    if (obj == "multi_head") continue;  // per batch, all heads together: multi_head()
+    if (obj == "multi_head" || obj == "residual") continue;  // per batch, all heads together: multi_head(), residual()
     rank_request r = base_request(s, formats);
     r.max_seconds = left(s, t0);
     if (obj == "values") {
@@ -251,6 +251,95 @@ std::vector<object_result> measure_objects(const audit_spec& s, const captured_c
     out.push_back({obj, analyse_rank(r)});
   }
   return out;
+}
+
+// Rows of a midpoint-radius enclosure and of exact products as MPFI vectors.
+void enclosure_row(const binary64_enclosure& O, Eigen::Index i, Eigen::Index k, fi& out) {
+  fi r;
+  mpfi_set_d(out.x, O.mid(i, k));
+  mpfi_interv_d(r.x, -O.rad(i, k), O.rad(i, k));
+  mpfi_add(out.x, out.x, r.x);
+}
+
+// ‖x − y‖₂ enclosed, for x, y given per column k by fill(k, x_k, y_k).
+template <class Fill>
+void distance(Eigen::Index cols, Fill fill, fr& lo, fr& hi) {
+  fi x, y, sum;
+  mpfi_set_si(sum.x, 0);
+  for (Eigen::Index k = 0; k < cols; ++k) {
+    fill(k, x, y);
+    mpfi_sub(x.x, x.x, y.x);
+    mpfi_sqr(x.x, x.x);
+    mpfi_add(sum.x, sum.x, x.x);
+  }
+  mpfi_sqrt(sum.x, sum.x);
+  mpfi_get_left(lo.x, sum.x);
+  mpfi_get_right(hi.x, sum.x);
+}
+
+// (W V)_{i,k} exactly enclosed (W, V binary64: every product and sum in MPFI at 128 bits).
+void product_entry(const matrix<double>& W, const matrix<double>& V, Eigen::Index i, Eigen::Index k, fi& out) {
+  fi t;
+  mpfi_set_si(out.x, 0);
+  for (Eigen::Index j = 0; j < W.cols(); ++j) {
+    mpfi_set_d(t.x, W(i, j));
+    mpfi_mul_d(t.x, t.x, V(j, k));
+    mpfi_add(out.x, out.x, t.x);
+  }
+}
+
+// The spec's target contrast on head h: exact (A·V enclosed) and the model's (Â·V, when Â was captured).
+void measure_contrast(const audit_spec& s, const captured_call& c, std::size_t b, std::size_t h, head_result& hr) {
+  const target_contrast_spec& tc = s.target_contrast;
+  const std::size_t H = dim(c.q, 1), Hkv = dim(c.k, 1), g = h / (H / Hkv);
+  auto output_of = [&](std::size_t batch, binary64_enclosure* A_out) {
+    const binary64_enclosure A =
+        enclose_attention_binary64(enclose_scores_binary64(slice(c.q, batch, h), slice(c.k, batch, g), scale_of(c)), mask_of(c, batch, h));
+    if (A_out) *A_out = A;
+    return enclose_product_binary64(A, slice(c.v, batch, g));
+  };
+  fr lo, hi, rlo, rhi;
+  if (tc.between == "tokens") {
+    const auto p = static_cast<Eigen::Index>(tc.first), q = static_cast<Eigen::Index>(tc.second);
+    const binary64_enclosure O = output_of(b, nullptr);
+    distance(O.mid.cols(), [&](Eigen::Index k, fi& x, fi& y) { enclosure_row(O, p, k, x); enclosure_row(O, q, k, y); }, lo, hi);
+    hr.contrast_exact_lo = down17(lo.x);
+    hr.contrast_exact_hi = up17(hi.x);
+    if (c.weights) {
+      const matrix<double> W = slice(*c.weights, b, h), V = slice(c.v, b, g);
+      distance(V.cols(), [&](Eigen::Index k, fi& x, fi& y) { product_entry(W, V, p, k, x); product_entry(W, V, q, k, y); }, lo, hi);
+      hr.contrast_model_lo = down17(lo.x);
+      hr.contrast_model_hi = up17(hi.x);
+    }
+    return;
+  }
+  // batches: the largest row distance between the two inputs
+  const binary64_enclosure O1 = output_of(tc.first, nullptr), O2 = output_of(tc.second, nullptr);
+  mpfr_set_zero(rlo.x, 1);
+  mpfr_set_zero(rhi.x, 1);
+  for (Eigen::Index i = 0; i < O1.mid.rows(); ++i) {
+    check_deadline();
+    distance(O1.mid.cols(), [&](Eigen::Index k, fi& x, fi& y) { enclosure_row(O1, i, k, x); enclosure_row(O2, i, k, y); }, lo, hi);
+    mpfr_max(rlo.x, rlo.x, lo.x, MPFR_RNDD);
+    mpfr_max(rhi.x, rhi.x, hi.x, MPFR_RNDU);
+  }
+  hr.contrast_exact_lo = down17(rlo.x);
+  hr.contrast_exact_hi = up17(rhi.x);
+  if (c.weights) {
+    const matrix<double> W1 = slice(*c.weights, tc.first, h), W2 = slice(*c.weights, tc.second, h);
+    const matrix<double> V1 = slice(c.v, tc.first, g), V2 = slice(c.v, tc.second, g);
+    if (static_cast<double>(W1.rows()) * static_cast<double>(W1.cols()) * static_cast<double>(V1.cols()) > audit_error_max_work) return;
+    mpfr_set_zero(rlo.x, 1);
+    mpfr_set_zero(rhi.x, 1);
+    for (Eigen::Index i = 0; i < W1.rows(); ++i) {
+      check_deadline();
+      distance(V1.cols(), [&](Eigen::Index k, fi& x, fi& y) { product_entry(W1, V1, i, k, x); product_entry(W2, V2, i, k, y); }, lo, hi);
+      mpfr_max(rlo.x, rlo.x, lo.x, MPFR_RNDD);
+      mpfr_max(rhi.x, rhi.x, hi.x, MPFR_RNDU);
+    }
+    hr.contrast_model_lo = down17(rlo.x);
+    hr.contrast_model_hi = up17(rhi.x);
+  }
 }
 
 head_result audit_head(const audit_spec& s, const captured_call& c, std::size_t b, std::size_t h,
@@ -289,7 +378,102 @@ head_result audit_head(const audit_spec& s, const captured_call& c, std::size_t 
       hr.why = std::string("the attention's binary64 enclosure is not usable here: ") + e.what();
     }
   }
+  const target_contrast_spec& tc = s.target_contrast;
+  if (tc.between == "tokens" || (tc.between == "batches" && b == tc.first)) {
+    try {
+      measure_contrast(s, c, b, h, hr);
+    } catch (const input_error& e) {
+      hr.why = (hr.why.empty() ? "" : hr.why + "; ") + "the target contrast is not measured: the attention's binary64 enclosure is not usable here: " + e.what();
+    }
+  }
   return hr;
+}
+
+// W_Oᵀ (H·d_v × E) of a call.
+matrix<double> w_o_transposed(const captured_call& c) {
+  const tensor& W = *c.w_o;  // (E, H·d_v)
+  const auto ei = static_cast<Eigen::Index>(W.shape[0]), ci = static_cast<Eigen::Index>(W.shape[1]);
+  matrix<double> Wt(ci, ei);
+  for (Eigen::Index i = 0; i < ei; ++i)
+    for (Eigen::Index j = 0; j < ci; ++j) Wt(j, i) = W.values[static_cast<std::size_t>(i * ci + j)];
+  return Wt;
+}
+
+// concat_h(A_h V_h) W_Oᵀ of batch b enclosed; input_error when a head's enclosure is not usable.
+binary64_enclosure heads_through_w_o(const captured_call& c, std::size_t b, const matrix<double>& Wt) {
+  const std::size_t H = dim(c.q, 1), Hkv = dim(c.k, 1), nq = dim(c.q, 2), dv = dim(c.v, 3);
+  const auto ni = static_cast<Eigen::Index>(nq), ci = static_cast<Eigen::Index>(H * dv);
+  binary64_enclosure C{matrix<double>(ni, ci), matrix<double>(ni, ci)};
+  for (std::size_t h = 0; h < H; ++h) {
+    const std::size_t g = h / (H / Hkv);
+    const binary64_enclosure A = enclose_attention_binary64(enclose_scores_binary64(slice(c.q, b, h), slice(c.k, b, g), scale_of(c)),
+                                                            mask_of(c, b, h));
+    const binary64_enclosure O = enclose_product_binary64(A, slice(c.v, b, g));
+    C.mid.middleCols(static_cast<Eigen::Index>(h * dv), static_cast<Eigen::Index>(dv)) = O.mid;
+    C.rad.middleCols(static_cast<Eigen::Index>(h * dv), static_cast<Eigen::Index>(dv)) = O.rad;
+  }
+  return enclose_product_binary64(C, Wt);
+}
+
+// Rows b of a (B, n, E) tensor as a matrix.
+matrix<double> batch_rows(const tensor& t, std::size_t b) {
+  const auto n = static_cast<Eigen::Index>(t.shape[1]), e = static_cast<Eigen::Index>(t.shape[2]);
+  matrix<double> m(n, e);
+  for (Eigen::Index i = 0; i < n; ++i)
+    for (Eigen::Index j = 0; j < e; ++j) m(i, j) = t.values[static_cast<std::size_t>((static_cast<Eigen::Index>(b) * n + i) * e + j)];
+  return m;
+}
+
+std::vector<numerical_rank_entry> measured(const audit_spec& s, const captured_call& c, const matrix<double>& M, const rank_interval& exact) {
+  const format_spec f = parse_format(format_of_dtype(c.dtype));
+  const auto policies = parse_policies(s.policies);
+  const auto meas = approx_numerical_rank(M, f, policies, exact.lo, exact.hi);
+  std::vector<numerical_rank_entry> out;
+  for (std::size_t p = 0; p < policies.size(); ++p) {
+    numerical_rank_entry e;
+    e.format = f.name;
+    e.policy = policies[p].name();
+    e.rank = meas.ranks[p];
+    e.diverges = meas.diverges[p];
+    out.push_back(e);
+  }
+  return out;
+}
+
+// The residual object of batch b (see residual_result).
+residual_result residual(const audit_spec& s, const captured_call& c, std::size_t b) {
+  residual_result r;
+  r.batch = b;
+  const matrix<double> Wt = w_o_transposed(c);
+  const matrix<double> X = batch_rows(*c.residual, b);
+  const Eigen::Index n = X.rows(), E = X.cols();
+  binary64_enclosure R;
+  try {
+    R = heads_through_w_o(c, b, Wt);
+  } catch (const input_error& e) {
+    r.why = std::string("the heads' binary64 enclosures are not usable here: ") + e.what();
+    return r;
+  }
+  R = enclose_sum_binary64(X, R);
+  if (c.b_o) {
+    matrix<double> Bo(n, E);
+    for (Eigen::Index i = 0; i < n; ++i)
+      for (Eigen::Index j = 0; j < E; ++j) Bo(i, j) = c.b_o->values[static_cast<std::size_t>(j)];
+    R = enclose_sum_binary64(Bo, R);
+  }
+  const singular_value_enclosures sv = certified_singular_values_binary64(R);
+  r.exact.lo = sv.certified_positive;
+  r.exact.hi = static_cast<std::size_t>(std::min(n, E));
+  r.exact.lo_witness = std::to_string(sv.certified_positive) + " singular values certified > 0 (binary64 enclosures of the heads, W_O, b_O and the residual stream)";
+  r.exact.hi_witness = "rank <= min(n_q, E) = min(" + std::to_string(n) + ", " + std::to_string(E) + ")";
+  for (const auto& x : sv.sigma) r.singular_values.push_back(outward_decimal(x, 17));
+  if (static_cast<double>(n) * static_cast<double>(E) <= audit_residual_exact_max)
+    r.x_rank = static_cast<long>(rank(from_double_matrix<mpq_rational>(X)));
+  if (c.output) {
+    const matrix<double> out = batch_rows(*c.output, b);
+    r.numerical = measured(s, c, (X + out).eval(), r.exact);
+  }
+  return r;
 }
 
 // The multi-head object of batch b (see multi_head_result).
@@ -297,26 +481,16 @@ multi_head_result multi_head(const audit_spec& s, const captured_call& c, std::s
   multi_head_result m;
   m.batch = b;
   const tensor& W = *c.w_o;  // (E, H·d_v)
-  const std::size_t H = dim(c.q, 1), Hkv = dim(c.k, 1), nq = dim(c.q, 2), dv = dim(c.v, 3), E = W.shape[0];
-  const auto ni = static_cast<Eigen::Index>(nq), ci = static_cast<Eigen::Index>(H * dv), ei = static_cast<Eigen::Index>(E);
-  matrix<double> Wt(ci, ei);  // W_Oᵀ
-  for (Eigen::Index i = 0; i < ei; ++i)
-    for (Eigen::Index j = 0; j < ci; ++j) Wt(j, i) = W.values[static_cast<std::size_t>(i * ci + j)];
-  binary64_enclosure C{matrix<double>(ni, ci), matrix<double>(ni, ci)};
+  const std::size_t H = dim(c.q, 1), nq = dim(c.q, 2), dv = dim(c.v, 3), E = W.shape[0];
+  const auto ni = static_cast<Eigen::Index>(nq), ei = static_cast<Eigen::Index>(E);
+  const matrix<double> Wt = w_o_transposed(c);
+  binary64_enclosure P;
   try {
-    for (std::size_t h = 0; h < H; ++h) {
-      const std::size_t g = h / (H / Hkv);
-      const binary64_enclosure A = enclose_attention_binary64(enclose_scores_binary64(slice(c.q, b, h), slice(c.k, b, g), scale_of(c)),
-                                                              mask_of(c, b, h));
-      const binary64_enclosure O = enclose_product_binary64(A, slice(c.v, b, g));
-      C.mid.middleCols(static_cast<Eigen::Index>(h * dv), static_cast<Eigen::Index>(dv)) = O.mid;
-      C.rad.middleCols(static_cast<Eigen::Index>(h * dv), static_cast<Eigen::Index>(dv)) = O.rad;
-    }
+    P = heads_through_w_o(c, b, Wt);
   } catch (const input_error& e) {
     m.why = std::string("the heads' binary64 enclosures are not usable here: ") + e.what();
     return m;
   }
-  const binary64_enclosure P = enclose_product_binary64(C, Wt);
   const singular_value_enclosures sv = certified_singular_values_binary64(P);
   const std::size_t w_rank = rank(from_double_matrix<mpq_rational>(Wt));
   m.exact.lo = sv.certified_positive;
@@ -333,17 +507,7 @@ multi_head_result multi_head(const audit_spec& s, const captured_call& c, std::s
       for (Eigen::Index j = 0; j < ei; ++j)
         M(i, j) = out.values[static_cast<std::size_t>((static_cast<Eigen::Index>(b) * ni + i) * ei + j)] -
                   (c.b_o ? c.b_o->values[static_cast<std::size_t>(j)] : 0.0);
-    const format_spec f = parse_format(format_of_dtype(c.dtype));
-    const auto policies = parse_policies(s.policies);
-    const auto meas = approx_numerical_rank(M, f, policies, m.exact.lo, m.exact.hi);
-    for (std::size_t p = 0; p < policies.size(); ++p) {
-      numerical_rank_entry e;
-      e.format = f.name;
-      e.policy = policies[p].name();
-      e.rank = meas.ranks[p];
-      e.diverges = meas.diverges[p];
-      m.numerical.push_back(e);
-    }
+    m.numerical = measured(s, c, M, m.exact);
   }
   return m;
 }
@@ -371,6 +535,16 @@ void check_call(const captured_call& c) {
     if (w.shape.size() != 2 || w.shape[1] != H * dim(c.v, 3)) throw input_error(who + ": w_o must be (E, h * d_v)");
     if (c.output && c.output->shape != std::vector<std::size_t>{B, nq, w.shape[0]}) throw input_error(who + ": output must be (b, n_q, E)");
     if (c.b_o && c.b_o->shape != std::vector<std::size_t>{w.shape[0]}) throw input_error(who + ": b_o must be (E,)");
+  }
+  if (c.output)
+    for (double v : c.output->values)
+      if (!std::isfinite(v)) throw input_error(who + " output: contains NaN or Inf");
+  if (c.residual) {
+    const tensor& x = *c.residual;
+    if (x.shape.size() != 3 || x.shape[0] != B || x.shape[1] != nq) throw input_error(who + ": the residual stream must be (b, n_q, E)");
+    if (c.w_o && x.shape[2] != c.w_o->shape[0]) throw input_error(who + ": the residual stream's width is not w_o's E");
+    for (double v : x.values)
+      if (!std::isfinite(v)) throw input_error(who + " residual: contains NaN or Inf");
   }
   if (c.weights) {
     check_4d(*c.weights, who + " weights");
@@ -402,12 +576,60 @@ std::string default_audit_spec_text() {
   j["formats"] = d.formats;
   j["policies"] = d.policies;
   j["allowable_output_error"] = d.allowable_output_error;
-  j["target_contrast"] = d.target_contrast;
+  j["target_contrast"] = nullptr;
+  j["fixed_at"] = d.fixed_at;
   j["bypass"] = d.bypass;
   j["max_precision"] = d.max_precision;
   j["max_seconds"] = d.max_seconds;
   return j.dump(2) + "\n";
 }
+
+namespace {
+
+// {"tokens"|"batches": [a, b], "margin": m} (null or "": none).
+target_contrast_spec parse_target_contrast(const nlohmann::json& v) {
+  target_contrast_spec t;
+  if (v.is_null() || (v.is_string() && v.get<std::string>().empty())) return t;
+  const std::string shape = "target_contrast must be null or {\"tokens\": [i, j], \"margin\": m} or {\"batches\": [b1, b2], \"margin\": m}";
+  if (!v.is_object()) throw input_error(field("spec") + ": " + shape);
+  for (const auto& [k, x] : v.items()) {
+    if (k == "tokens" || k == "batches") {
+      if (!t.between.empty()) throw input_error(field("spec") + ": target_contrast names both tokens and batches");
+      if (!x.is_array() || x.size() != 2 || !x[0].is_number_unsigned() || !x[1].is_number_unsigned())
+        throw input_error(field("spec") + ": target_contrast." + k + " must be two non-negative integers");
+      t.between = k;
+      t.first = x[0].get<std::size_t>();
+      t.second = x[1].get<std::size_t>();
+      if (t.first == t.second) throw input_error(field("spec") + ": target_contrast." + k + " must name two different " + (k == "tokens" ? "rows" : "inputs"));
+    } else if (k == "margin") {
+      if (!x.is_number() || !std::isfinite(x.get<double>()) || x.get<double>() < 0)
+        throw input_error(field("spec") + ": target_contrast.margin must be a finite number >= 0");
+      t.margin = x.get<double>();
+    } else {
+      throw input_error(field("spec") + ": target_contrast: unknown key '" + one_line(k, 40) + "' (tokens or batches, margin)");
+    }
+  }
+  if (t.between.empty() || !v.contains("margin")) throw input_error(field("spec") + ": " + shape);
+  return t;
+}
+
+bool is_utc_timestamp(const std::string& t) {
+  if (t.size() != 20) return false;
+  for (std::size_t i = 0; i < t.size(); ++i) {
+    const char c = t[i];
+    const bool digit = c >= '0' && c <= '9';
+    if (i == 4 || i == 7) { if (c != '-') return false; }
+    else if (i == 10) { if (c != 'T') return false; }
+    else if (i == 13 || i == 16) { if (c != ':') return false; }
+    else if (i == 19) { if (c != 'Z') return false; }
+    else if (!digit) return false;
+  }
+  const int mo = std::stoi(t.substr(5, 2)), d = std::stoi(t.substr(8, 2)), h = std::stoi(t.substr(11, 2)), mi = std::stoi(t.substr(14, 2)),
+            se = std::stoi(t.substr(17, 2));
+  return mo >= 1 && mo <= 12 && d >= 1 && d <= 31 && h <= 23 && mi <= 59 && se <= 60;
+}
+
+}  // namespace
 
 audit_spec parse_audit_spec(const std::string& text) {
   audit_spec s;
@@ -422,9 +644,10 @@ audit_spec parse_audit_spec(const std::string& text) {
     try {
       if (key == "objects") {
         s.objects = value.get<std::vector<std::string>>();
-        const std::set<std::string> known{"scores", "attention", "values", "output", "multi_head"};
+        const std::set<std::string> known{"scores", "attention", "values", "output", "multi_head", "residual"};
         for (const auto& o : s.objects)
-          if (!known.count(o)) throw input_error(field("spec") + ": unknown object '" + one_line(o, 40) + "' (scores, attention, values, output, multi_head)");
+          if (!known.count(o))
+            throw input_error(field("spec") + ": unknown object '" + one_line(o, 40) + "' (scores, attention, values, output, multi_head, residual)");
         if (std::set<std::string>(s.objects.begin(), s.objects.end()).size() != s.objects.size())
           throw input_error(field("spec") + ": objects names an object twice");
       } else if (key == "formats") {
@@ -438,7 +661,11 @@ audit_spec parse_audit_spec(const std::string& text) {
         if (!(s.allowable_output_error >= 0) || !std::isfinite(s.allowable_output_error))
           throw input_error(field("spec") + ": allowable_output_error must be a finite number >= 0");
       } else if (key == "target_contrast") {
-        s.target_contrast = value.get<std::string>();
+        s.target_contrast = parse_target_contrast(value);
+      } else if (key == "fixed_at") {
+        s.fixed_at = value.get<std::string>();
+        if (!s.fixed_at.empty() && !is_utc_timestamp(s.fixed_at))
+          throw input_error(field("spec") + ": fixed_at must be a UTC time YYYY-MM-DDTHH:MM:SSZ (or \"\"), got '" + one_line(s.fixed_at, 40) + "'");
       } else if (key == "bypass") {
         s.bypass = value.get<std::vector<std::string>>();
       } else if (key == "max_precision") {
@@ -451,7 +678,7 @@ audit_spec parse_audit_spec(const std::string& text) {
         if (!(s.max_seconds >= 0) || s.max_seconds > 1e7) throw input_error(field("spec") + ": max_seconds must be in [0, 1e7]");
       } else {
         throw input_error(field("spec") + ": unknown key '" + one_line(key, 60) +
-                          "' (objects, formats, policies, allowable_output_error, target_contrast, bypass, max_precision, max_seconds)");
+                          "' (objects, formats, policies, allowable_output_error, target_contrast, fixed_at, bypass, max_precision, max_seconds)");
       }
     } catch (const nlohmann::json::exception&) {
       throw input_error(field("spec") + ": " + one_line(key, 60) + " has a value of the wrong type (" + value.type_name() + ")");
@@ -461,6 +688,21 @@ audit_spec parse_audit_spec(const std::string& text) {
   s.text = text;
   s.sha256 = sha256_hex(text);
   return s;
+}
+
+namespace {
+// A decimal end of an outward enclosure as a binary64 number that is still outward (strtod rounds to
+// nearest, which may move it inward by up to an ulp: one step outward restores the containment).
+double outward_lo(const std::string& t) { return std::nextafter(std::stod(t), -HUGE_VAL); }
+double outward_hi(const std::string& t) { return std::nextafter(std::stod(t), HUGE_VAL); }
+}  // namespace
+
+void check_registered(const audit_spec& spec, const registered_criteria& reg) {
+  if (spec.sha256 != reg.sha256)
+    throw input_error("the spec's SHA-256 " + spec.sha256 + " is not the registered " + one_line(reg.sha256, 80) + " (" + one_line(reg.source, 200) +
+                      "): the criteria changed after they were fixed; audit under the registered spec, or register the new one and say so");
+  if (!reg.fixed_at.empty() && reg.fixed_at != spec.fixed_at)
+    throw input_error("the spec's fixed_at '" + spec.fixed_at + "' is not the registered '" + one_line(reg.fixed_at, 40) + "' (" + one_line(reg.source, 200) + ")");
 }
 
 const char* to_string(outcome o) {
@@ -505,20 +747,37 @@ outcome outcome_of(const audit_spec& s, const head_result& h, const std::string&
   }
   // The decimals are rounded outward, so they contain the relative output error; strtod rounds each to
   // nearest, which may move it inward by up to an ulp: one step outward restores the containment.
-  const double lo = std::nextafter(std::stod(h.output_error_rel_lo), -HUGE_VAL);
-  const double hi = std::nextafter(std::stod(h.output_error_rel_hi), HUGE_VAL);
+  const double lo = outward_lo(h.output_error_rel_lo), hi = outward_hi(h.output_error_rel_hi);
   const std::string rk = std::string(kept ? "rank kept (" : "rank reduced (") + std::to_string(e->rank) + " in " + dtype_format + " under " +
                          policy + ", exact " + std::to_string(a.exact.lo) + ")";
-  const std::string err = "the output error relative to max|v_j| lies in [" + h.output_error_rel_lo + ", " + h.output_error_rel_hi + "]";
-  if (hi <= s.allowable_output_error) {
-    why = rk + "; " + err + ", within the allowance " + shortest(s.allowable_output_error);
-    return kept ? outcome::rank_kept_within_tolerance : outcome::rank_reduced_adequate;
+  std::string err = "the output error relative to max|v_j| lies in [" + h.output_error_rel_lo + ", " + h.output_error_rel_hi + "]";
+  // -1: fails the criterion, 0: not decided, 1: meets it
+  const int error_ok = hi <= s.allowable_output_error ? 1 : lo > s.allowable_output_error ? -1 : 0;
+  err += error_ok == 1 ? ", within the allowance " : error_ok == -1 ? ", above the allowance " : ", which contains the allowance ";
+  err += shortest(s.allowable_output_error);
+  int contrast_ok = 1;
+  const target_contrast_spec& tc = s.target_contrast;
+  if (!tc.between.empty() && (tc.between == "tokens" || h.batch == tc.first)) {
+    if (h.contrast_model_lo.empty()) {
+      contrast_ok = 0;
+      err += "; the target contrast of the model is not measured";
+    } else {
+      const double clo = outward_lo(h.contrast_model_lo), chi = outward_hi(h.contrast_model_hi);
+      contrast_ok = clo >= tc.margin ? 1 : chi < tc.margin ? -1 : 0;
+      err += "; the target contrast (" + tc.between + " " + std::to_string(tc.first) + ", " + std::to_string(tc.second) + ") of the model lies in [" +
+             h.contrast_model_lo + ", " + h.contrast_model_hi + "], " +
+             (contrast_ok == 1 ? "at least" : contrast_ok == -1 ? "below" : "which contains") + " the margin " + shortest(tc.margin);
+    }
   }
-  if (lo > s.allowable_output_error) {
-    why = rk + "; " + err + ", above the allowance " + shortest(s.allowable_output_error);
+  if (error_ok == -1 || contrast_ok == -1) {
+    why = rk + "; " + err;
     return kept ? outcome::rank_kept_exceeds_tolerance : outcome::rank_reduced_inadequate;
   }
-  why = rk + "; " + err + ", which contains the allowance " + shortest(s.allowable_output_error) + ": not decided";
+  if (error_ok == 1 && contrast_ok == 1) {
+    why = rk + "; " + err;
+    return kept ? outcome::rank_kept_within_tolerance : outcome::rank_reduced_adequate;
+  }
+  why = rk + "; " + err + ": not decided";
   return outcome::undecided;
 }
 
@@ -579,6 +838,16 @@ audit_result run_audit(const audit_spec& s, const std::vector<captured_call>& ca
       throw internal_error("negative control '" + c.name + "' failed (exact rank [" + std::to_string(c.analysis.exact.lo) + ", " +
                                std::to_string(c.analysis.exact.hi) + "], expected " + std::to_string(c.expected) +
                                "): no model result is reported");
+  const target_contrast_spec& tc = s.target_contrast;
+  for (const auto& c : calls) {
+    const std::string who = "call '" + one_line(c.name, 80) + "'";
+    if (tc.between == "tokens" && std::max(tc.first, tc.second) >= dim(c.q, 2))
+      throw input_error(field("spec") + ": target_contrast.tokens [" + std::to_string(tc.first) + ", " + std::to_string(tc.second) + "]: " + who +
+                        " has " + std::to_string(dim(c.q, 2)) + " query rows");
+    if (tc.between == "batches" && std::max(tc.first, tc.second) >= dim(c.q, 0))
+      throw input_error(field("spec") + ": target_contrast.batches [" + std::to_string(tc.first) + ", " + std::to_string(tc.second) + "]: " + who +
+                        " has a batch of " + std::to_string(dim(c.q, 0)));
+  }
   deadline_scope budget(s.max_seconds);
   for (const auto& c : calls) {
     call_result cr;
@@ -636,6 +905,28 @@ audit_result run_audit(const audit_spec& s, const std::vector<captured_call>& ca
           cr.notes.push_back("batch " + std::to_string(b) + " multi-head object: not computed (past the spec's max_seconds)");
         } else {
           cr.multi_head.push_back(multi_head(s, c, b));
+        }
+      }
+    }
+    if (std::find(s.objects.begin(), s.objects.end(), "residual") != s.objects.end()) {
+      for (std::size_t b = 0; b < cr.batch; ++b) {
+        if (!c.w_o || !c.residual) {
+          residual_result x;
+          x.batch = b;
+          x.why = !c.w_o ? "W_O was not captured (the call is not a MultiheadAttention)"
+                         : "the residual stream is not known (the call is not the self-attention of an nn.TransformerEncoderLayer or DecoderLayer)";
+          cr.residual.push_back(std::move(x));
+        } else if (deadline_passed()) {
+          r.partial = true;
+          cr.notes.push_back("batch " + std::to_string(b) + " residual object: not computed (past the spec's max_seconds)");
+        } else {
+          if (progress) progress(c.name + " batch " + std::to_string(b) + " residual");
+          try {
+            cr.residual.push_back(residual(s, c, b));
+          } catch (const time_limit_reached&) {
+            r.partial = true;
+            cr.notes.push_back("batch " + std::to_string(b) + " residual object: not computed (past the spec's max_seconds)");
+          }
         }
       }
     }

@@ -4,6 +4,7 @@
 #include <map>
 #include <sstream>
 
+#include "attncert/error.hpp"
 #include "attncert/report/rank.hpp"
 
 namespace attncert::report {
@@ -34,7 +35,12 @@ ojson spec_json(const audit::audit_spec& s) {
   j["policies"] = s.policies;
   j["allowable_output_error"] = s.allowable_output_error;
   j["allowable_output_error_norm"] = "max_i ||((A_model - A) V)_i||_2 / max_j ||v_j||_2, bounded through article §11 by max_i ||A_model,i - A_i||_1";
-  j["target_contrast"] = s.target_contrast;
+  if (s.target_contrast.between.empty()) j["target_contrast"] = nullptr;
+  else
+    j["target_contrast"] = {{s.target_contrast.between, {s.target_contrast.first, s.target_contrast.second}},
+                            {"margin", s.target_contrast.margin},
+                            {"measured_on", "each head's output: A V (exact, enclosed) and A_model V (the model's weights, exact values)"}};
+  j["fixed_at"] = s.fixed_at;
   j["bypass"] = s.bypass;
   j["max_precision"] = s.max_precision;
   j["max_seconds"] = s.max_seconds;
@@ -93,6 +99,14 @@ nlohmann::ordered_json audit_json(const audit::audit_result& r, const std::strin
                               {"bound_hi", h.output_error_bound_hi},
                               {"relative", {{"lo", h.output_error_rel_lo}, {"hi", h.output_error_rel_hi}}},
                               {"allowance_relative", r.spec.allowable_output_error}};
+      if (!h.contrast_exact_lo.empty()) {
+        ojson cj;
+        cj["exact"] = {{"lo", h.contrast_exact_lo}, {"hi", h.contrast_exact_hi}};
+        if (h.contrast_model_lo.empty()) cj["model"] = nullptr;
+        else cj["model"] = {{"lo", h.contrast_model_lo}, {"hi", h.contrast_model_hi}};
+        cj["margin"] = r.spec.target_contrast.margin;
+        hj["target_contrast"] = cj;
+      }
       hj["outcome"] = audit::to_string(h.result);
       hj["why"] = h.why;
       heads.push_back(hj);
@@ -120,6 +134,29 @@ nlohmann::ordered_json audit_json(const audit::audit_result& r, const std::strin
       mh.push_back(mj);
     }
     l["multi_head"] = mh;
+    ojson res = ojson::array();
+    for (const auto& x : c.residual) {
+      ojson xj;
+      xj["batch"] = x.batch;
+      xj["computed"] = x.why.empty();
+      if (!x.why.empty()) {
+        xj["why"] = x.why;
+      } else {
+        xj["object"] = "X + concat_h(A_h V_h) W_O^T + b_O (X: the residual stream, the enclosing layer's input)";
+        xj["exact_rank"] = {{"lo", x.exact.lo}, {"hi", x.exact.hi}, {"lo_witness", x.exact.lo_witness}, {"hi_witness", x.exact.hi_witness}};
+        if (x.x_rank >= 0) xj["residual_stream_exact_rank"] = x.x_rank;
+        else xj["residual_stream_exact_rank"] = nullptr;
+        ojson sv = ojson::array();
+        for (const auto& [lo, hi] : x.singular_values) sv.push_back({{"lo", lo}, {"hi", hi}});
+        xj["singular_values"] = sv;
+        ojson nr = ojson::array();
+        for (const auto& e : x.numerical)
+          nr.push_back({{"format", e.format}, {"policy", e.policy}, {"rank", e.rank}, {"diverges", e.diverges}, {"of", "X + the model's output"}});
+        xj["numerical_ranks"] = nr;
+      }
+      res.push_back(xj);
+    }
+    l["residual"] = res;
     layers.push_back(l);
   }
   j["layers"] = layers;
@@ -133,54 +170,123 @@ nlohmann::ordered_json audit_json(const audit::audit_result& r, const std::strin
   return j;
 }
 
-std::string audit_markdown(const audit::audit_result& r, const std::string& command) {
+namespace {
+std::string range_md(const ojson& e) {
+  const auto lo = e["lo"].get<std::size_t>(), hi = e["hi"].get<std::size_t>();
+  return lo == hi ? std::to_string(lo) : "[" + std::to_string(lo) + ", " + std::to_string(hi) + "]";
+}
+}  // namespace
+
+std::string audit_markdown(const nlohmann::ordered_json& j) {
   std::ostringstream os;
-  os << "# attncert audit\n\n`" << command << "` (attncert " << ATTNCERT_VERSION << ")\n\n";
-  os << "## Criteria, fixed before the measurements\n\nspec SHA-256 `" << r.spec.sha256 << "`"
-     << (r.spec.is_default ? " (the default spec: no criteria were given)" : "") << "\n\n```json\n" << r.spec.text
-     << (r.spec.text.empty() || r.spec.text.back() != '\n' ? "\n" : "") << "```\n\n";
+  os << "# attncert audit\n\n`" << j["command"].get<std::string>() << "` (attncert " << j["version"].get<std::string>() << ")\n\n";
+  const std::string text = j["spec_text"].get<std::string>();
+  os << "## Criteria, fixed before the measurements\n\nspec SHA-256 `" << j["spec_sha256"].get<std::string>() << "`"
+     << (j["spec_is_default"].get<bool>() ? " (the default spec: no criteria were given)" : "") << "\n\n```json\n" << text
+     << (text.empty() || text.back() != '\n' ? "\n" : "") << "```\n\n";
   os << "## Negative controls\n\n| control | object | expected rank | certified rank | passed |\n|---|---|---|---|---|\n";
-  for (const auto& c : r.controls)
-    os << "| " << c.name << " | " << c.object << " | " << c.expected << " | [" << c.analysis.exact.lo << ", " << c.analysis.exact.hi
-       << "] | " << (c.passed ? "yes" : "NO") << " |\n";
-  for (const auto& c : r.calls) {
-    os << "\n## " << c.name << " (" << c.kind << ", " << c.dtype << ", mask " << c.mask_kind << ")\n\n";
-    for (const auto& n : c.notes) os << "- " << n << "\n";
-    if (!c.notes.empty()) os << "\n";
-    if (c.heads_results.empty()) {
+  for (const auto& c : j["controls"])
+    os << "| " << c["name"].get<std::string>() << " | " << c["object"].get<std::string>() << " | " << c["expected"].get<std::size_t>() << " | ["
+       << c["exact_rank"]["lo"].get<std::size_t>() << ", " << c["exact_rank"]["hi"].get<std::size_t>() << "] | " << (c["passed"].get<bool>() ? "yes" : "NO")
+       << " |\n";
+  for (const auto& l : j["layers"]) {
+    os << "\n## " << l["name"].get<std::string>() << " (" << l["kind"].get<std::string>() << ", " << l["dtype"].get<std::string>() << ", mask "
+       << l["mask_kind"].get<std::string>() << ")\n\n";
+    for (const auto& n : l["notes"]) os << "- " << n.get<std::string>() << "\n";
+    if (!l["notes"].empty()) os << "\n";
+    if (l["heads"].empty()) {
       os << "No head of this call was audited.\n";
       continue;
     }
     os << "| batch | head | exact rank (";
-    for (std::size_t k = 0; k < (c.heads_results.empty() ? 0 : c.heads_results[0].objects.size()); ++k)
-      os << (k ? ", " : "") << c.heads_results[0].objects[k].object;
+    bool first = true;
+    for (const auto& [name, ob] : l["heads"][0]["objects"].items()) {
+      os << (first ? "" : ", ") << name;
+      first = false;
+    }
     os << ") | max ‖v‖₂ ≤ | output error / max‖v‖₂ | outcome |\n|---|---|---|---|---|---|\n";
-    for (const auto& h : c.heads_results) {
-      os << "| " << h.batch << " | " << h.head << " | ";
-      for (std::size_t k = 0; k < h.objects.size(); ++k) {
-        const auto& e = h.objects[k].analysis.exact;
-        os << (k ? ", " : "") << (e.exact() ? std::to_string(e.lo) : "[" + std::to_string(e.lo) + ", " + std::to_string(e.hi) + "]");
+    for (const auto& h : l["heads"]) {
+      os << "| " << h["batch"].get<std::size_t>() << " | " << h["head"].get<std::size_t>() << " | ";
+      first = true;
+      for (const auto& [name, ob] : h["objects"].items()) {
+        os << (first ? "" : ", ") << range_md(ob["exact_rank"]);
+        first = false;
       }
-      os << " | " << h.value_scale_hi << " | " << (h.output_error_rel_hi.empty() ? "weights not captured" : "[" + h.output_error_rel_lo + ", " + h.output_error_rel_hi + "]") << " | "
-         << audit::to_string(h.result) << " |\n";
+      const ojson& e = h["output_error"];
+      os << " | " << h["value_scale"]["hi"].get<std::string>() << " | "
+         << (e["computed"].get<bool>() ? "[" + e["relative"]["lo"].get<std::string>() + ", " + e["relative"]["hi"].get<std::string>() + "]"
+                                       : std::string("weights not captured"))
+         << " | " << h["outcome"].get<std::string>() << " |\n";
     }
   }
-  for (const auto& c : r.calls)
-    for (const auto& m : c.multi_head) {
-      if (&m == &c.multi_head.front()) os << "\n### " << c.name << ": multi-head object concat_h(A_h V_h) W_O^T\n\n";
-      os << "- batch " << m.batch << ": ";
-      if (!m.why.empty()) {
-        os << "not computed: " << m.why << "\n";
-        continue;
+  for (const auto& l : j["layers"])
+    for (const char* key : {"multi_head", "residual"}) {
+      bool first = true;
+      for (const auto& m : l[key]) {
+        if (first)
+          os << "\n### " << l["name"].get<std::string>() << (std::string(key) == "multi_head" ? ": multi-head object concat_h(A_h V_h) W_O^T\n\n"
+                                                                                              : ": residual object X + concat_h(A_h V_h) W_O^T + b_O\n\n");
+        first = false;
+        os << "- batch " << m["batch"].get<std::size_t>() << ": ";
+        if (!m["computed"].get<bool>()) {
+          os << "not computed: " << m["why"].get<std::string>() << "\n";
+          continue;
+        }
+        os << "exact rank " << range_md(m["exact_rank"]);
+        if (m.contains("residual_stream_exact_rank") && !m["residual_stream_exact_rank"].is_null())
+          os << " (the residual stream X alone: " << m["residual_stream_exact_rank"].get<long>() << ")";
+        for (const auto& e : m["numerical_ranks"])
+          os << "; " << e["of"].get<std::string>() << ": " << e["rank"].get<std::size_t>() << " (" << e["format"].get<std::string>() << ", "
+             << e["policy"].get<std::string>() << ")";
+        os << "\n";
       }
-      os << "exact rank " << (m.exact.exact() ? std::to_string(m.exact.lo) : "[" + std::to_string(m.exact.lo) + ", " + std::to_string(m.exact.hi) + "]");
-      for (const auto& e : m.numerical) os << "; the model's output: " << e.rank << " (" << e.format << ", " << e.policy << ")";
-      os << "\n";
     }
+  const ojson& tc = j["spec"]["target_contrast"];
+  if (!tc.is_null()) {
+    os << "\n## Target contrast (" << tc.dump() << ")\n\n| layer | batch | head | exact A V | model A_model V |\n|---|---|---|---|---|\n";
+    for (const auto& l : j["layers"])
+      for (const auto& h : l["heads"])
+        if (h.contains("target_contrast")) {
+          const ojson& c = h["target_contrast"];
+          os << "| " << l["name"].get<std::string>() << " | " << h["batch"].get<std::size_t>() << " | " << h["head"].get<std::size_t>() << " | ["
+             << c["exact"]["lo"].get<std::string>() << ", " << c["exact"]["hi"].get<std::string>() << "] | "
+             << (c["model"].is_null() ? std::string("not measured")
+                                      : "[" + c["model"]["lo"].get<std::string>() + ", " + c["model"]["hi"].get<std::string>() + "]")
+             << " |\n";
+        }
+  }
   os << "\n## Outcomes\n\n";
-  for (const auto& [k, v] : outcome_counts(r)) os << "- " << k << ": " << v << "\n";
-  if (r.partial) os << "\nPARTIAL: stopped at the budget; the heads not computed are named above.\n";
+  for (const auto& [k, v] : j["summary"]["outcomes"].items()) os << "- " << k << ": " << v.get<std::size_t>() << "\n";
+  if (j["partial"].get<bool>()) os << "\nPARTIAL: stopped at the budget; the heads not computed are named above.\n";
   return os.str();
+}
+
+nlohmann::ordered_json merge_audit_json(const std::vector<nlohmann::ordered_json>& parts, const std::string& command) {
+  if (parts.empty()) throw internal_error("merge_audit_json: no part");
+  ojson out = parts.front();
+  out["command"] = command;
+  ojson layers = ojson::array();
+  bool partial = false;
+  ojson notes = ojson::array();
+  std::map<std::string, std::size_t> counts;
+  for (const auto& p : parts) {
+    if (p["spec_sha256"] != out["spec_sha256"] || p["spec_text"] != out["spec_text"])
+      throw internal_error("merge_audit_json: the parts were audited under different specs");
+    if (p["controls"] != out["controls"]) throw internal_error("merge_audit_json: the parts' negative controls differ");
+    for (const auto& l : p["layers"]) {
+      layers.push_back(l);
+      for (const auto& h : l["heads"]) ++counts[h["outcome"].get<std::string>()];
+    }
+    partial = partial || p["partial"].get<bool>();
+    for (const auto& n : p["notes"]) notes.push_back(n);
+  }
+  out["layers"] = layers;
+  out["partial"] = partial;
+  out["notes"] = notes;
+  ojson c = ojson::object();
+  for (const auto& [k, v] : counts) c[k] = v;
+  out["summary"]["outcomes"] = c;
+  return out;
 }
 
 }  // namespace attncert::report

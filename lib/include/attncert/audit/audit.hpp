@@ -47,18 +47,33 @@ struct captured_call {
   /// The module's output (B, n_q, E), its out-projection W_O (E, H·d_v) and bias b_O (E,): the multi-head
   /// object needs the first two (MultiheadAttention; not SDPA).
   std::optional<tensor> output, w_o, b_o;
+  /// The residual stream the call's output is added to (B, n_q, E): the input of the enclosing
+  /// nn.TransformerEncoderLayer / TransformerDecoderLayer whose self-attention this call is (both norm_first
+  /// settings add the attention's output to the layer's input).  Absent when the capture cannot know it.
+  std::optional<tensor> residual;
+};
+
+/// A contrast the model must keep, fixed in the spec: two query rows of one input ("tokens": [i, j]) or the
+/// same rows of two inputs of the batch ("batches": [b1, b2]) whose head outputs must stay at least `margin`
+/// apart in the L2 norm (for batches: the largest row distance).
+struct target_contrast_spec {
+  std::string between;          ///< "" (none), "tokens" or "batches"
+  std::size_t first = 0, second = 0;
+  double margin = 0;
 };
 
 /// The criteria, fixed before anything is computed.  Field names are the JSON keys.
 struct audit_spec {
-  std::vector<std::string> objects{"scores", "attention", "values", "output", "multi_head"};
+  std::vector<std::string> objects{"scores", "attention", "values", "output", "multi_head", "residual"};
   std::string formats;            ///< numerical-rank formats ("": the call's dtype and binary64)
   std::string policies = "numpy"; ///< the first decides rank-kept
   /// Allowable error of a head's output, relative to its value scale: max_i ‖((Â − A)V)_i‖₂ / max_j ‖v_j‖₂
   /// (bounded through §11 by max_i ‖Â_i − A_i‖₁).
   double allowable_output_error = 1e-2;
-  /// The contrast the model must keep (text, recorded; not measured yet).
-  std::string target_contrast;
+  /// The contrast the model must keep (none by default); measured per head (head_result::contrast_*).
+  target_contrast_spec target_contrast;
+  /// The spec's "fixed_at" (recorded, part of the hashed text): when the criteria were fixed.
+  std::string fixed_at;
   std::vector<std::string> bypass;  ///< declared bypass paths ("residual", "other-heads"), recorded
   unsigned max_precision = 4096;
   double max_seconds = 0;           ///< the whole audit (0: none)
@@ -72,6 +87,15 @@ struct audit_spec {
 audit_spec parse_audit_spec(const std::string& json_text);
 /// The default spec's JSON text (every key, its default value).
 std::string default_audit_spec_text();
+
+/// Criteria registered before the audit (a pre-registration): the SHA-256 of the spec's text and, when
+/// known (an earlier report), its fixed_at.
+struct registered_criteria {
+  std::string sha256, fixed_at, source;
+};
+/// input_error (one line, both hashes) when the spec is not the registered one: its SHA-256 differs, or
+/// the registration states a fixed_at that the spec does not (a threshold given after the fact).
+void check_registered(const audit_spec& spec, const registered_criteria& registered);
 
 /// SHA-256 of `bytes`, lowercase hex (Nettle's).
 std::string sha256_hex(const std::string& bytes);
@@ -106,9 +130,30 @@ struct head_result {
   /// computed when n_q·n_k·d_v <= audit_error_max_work, else its upper end is the §11 bound and its lower
   /// end 0).  Empty when the weights were not captured.
   std::string output_error_rel_lo, output_error_rel_hi;
+  /// The target contrast (when the spec fixes one), enclosed: of the exact head output A·V
+  /// (contrast_exact_*) and of the model's attention times the exact values Â·V (contrast_model_*; empty
+  /// when the weights were not captured).  Only on the head results of the contrast's first batch.
+  std::string contrast_exact_lo, contrast_exact_hi, contrast_model_lo, contrast_model_hi;
   outcome result = outcome::undecided;
   std::string why;                    ///< how the outcome was decided, or why it is undecided
 };
+
+/// The residual object of one batch: R = X + concat_h(A_h V_h) W_Oᵀ + b_O (n_q × E), X the residual stream.
+/// Tier: its exact rank lies in [lo, hi], lo = the singular values certified > 0 (binary64 enclosure, as
+/// for the multi-head object, plus X and b_O with the roundings of the sums bounded), hi = min(n_q, E).  The
+/// rank of X alone is exact (FLINT) where n_q·E <= audit_residual_exact_max, to show what the bypass
+/// carries.  The numerical ranks measure the model's own X + output (rounded to binary64) in its dtype.
+struct residual_result {
+  std::size_t batch = 0;
+  rank_interval exact;
+  std::vector<std::pair<std::string, std::string>> singular_values;
+  std::vector<numerical_rank_entry> numerical;
+  long x_rank = -1;  ///< exact rank of X (-1: not computed)
+  std::string why;   ///< not computed, and why (empty when computed)
+};
+
+/// Above this many entries (n_q·E) the rank of the residual stream X alone is not computed exactly.
+inline constexpr double audit_residual_exact_max = 16384;
 
 /// The multi-head object of one batch: P = concat_h(A_h V_h) · W_Oᵀ (n_q × E, without b_O).
 /// Tier: its exact rank lies in [lo, hi]: lo = the singular values certified > 0 (binary64 enclosures of
@@ -128,6 +173,7 @@ struct call_result {
   std::size_t batch = 0, heads = 0, kv_heads = 0, n_q = 0, n_k = 0, head_dim = 0, value_dim = 0;
   std::vector<head_result> heads_results;
   std::vector<multi_head_result> multi_head;  ///< per batch, when the spec asks for it
+  std::vector<residual_result> residual;      ///< per batch, when the spec asks for it
   std::vector<std::string> notes;  ///< what was not audited, and why
 };
 
