@@ -597,3 +597,43 @@ def test_max_seconds_checked_as_the_single_process_calls(call, bad, exc, msg):
         bad_seconds_calls()[call](NoCluster(), bad)
     with pytest.raises(exc, match=msg):  # the single-process call's own check, the same message
         attncert.attention(*qkv(), max_seconds=bad)
+
+
+# ---------------------------------------------------------------------------------------------- the audit
+
+def _encoder_capture(torch, nf, batch):
+    torch.manual_seed(SEED % 1000)
+    layer = torch.nn.TransformerEncoderLayer(16, 2, dim_feedforward=32, dropout=0.0, batch_first=True, norm_first=nf)
+    model = torch.nn.TransformerEncoder(layer, 2, enable_nested_tensor=False)
+    x = torch.randn(batch, 10, 16)
+    with torch.enable_grad(), attncert.capture(model) as cap:
+        model(x, mask=torch.nn.Transformer.generate_square_subsequent_mask(10))
+    return cap
+
+
+def test_audit_on_the_cluster_is_the_single_process_report(client):
+    """attncert.audit(client=...): one task per captured call, the parts joined in C++: the report of the
+    single-process audit but its command, key for key; a spec that is not the registered one is refused before
+    any task."""
+    torch = pytest.importorskip("torch")
+    from attncert.capture import Capture
+
+    cap = Capture()
+    cap.calls = _encoder_capture(torch, False, 2).calls + _encoder_capture(torch, True, 2).calls
+    spec = {"allowable_output_error": 1e-6, "target_contrast": {"batches": [1, 0], "margin": 0.01}}
+    one = attncert.audit(cap, spec=spec).to_dict()
+    many = attncert.audit(cap, spec=spec, client=client).to_dict()
+    assert len(many["layers"]) == 4 and [x["name"] for x in many["layers"]] == [x["name"] for x in one["layers"]]
+    assert many["command"] != one["command"]
+    for d in (one, many):
+        d.pop("command")
+    assert many == one
+
+    class NoTask:  # a client that fails the test if anything is submitted to it
+        def submit(self, *args, **kwargs):
+            pytest.fail("a task was submitted")
+
+        gather = submit
+
+    with pytest.raises(ValueError, match="changed after they were fixed"):
+        attncert.audit(cap, spec=spec, client=NoTask(), registered="0" * 64)
