@@ -236,6 +236,28 @@ def test_output_error_encloses_the_200_bit_error(encoder):
             assert hd["outcome"] == "rank-kept/within-tolerance"
 
 
+def test_output_error_agrees_with_the_oracle_on_the_same_head(encoder):
+    """The audit's output error against attncert.attention (the oracle, `attncert oracle`) on the same head: the
+    oracle's correctly rounded binary64 A V is within half an ulp per entry of the exact one, so the error of
+    the model's A_model V measured against it lies in the audit's enclosure widened by that half ulp."""
+    cap, report = encoder
+    d = report.to_dict()
+    for li, c in enumerate(cap.calls):
+        q, k, v, w = (x.astype(np.float64) for x in (c.q, c.k, c.v, c.weights))
+        exact = attncert.attention(q, k, v, causal="top-left", target="float64")  # the encoder's mask is causal
+        for h in range(4):
+            oe = head(d, li, h)["output_error"]
+            with mpmath.workprec(200):
+                model = [[mpmath.fsum(mpmath.mpf(w[0, h, i, j]) * mpmath.mpf(v[0, h, j, m]) for j in range(N))
+                          for m in range(v.shape[3])] for i in range(N)]
+                err = max(mpmath.sqrt(mpmath.fsum((model[i][m] - mpmath.mpf(exact[0, h, i, m])) ** 2
+                                                  for m in range(v.shape[3]))) for i in range(N))
+                scale = max(mpmath.sqrt(mpmath.fsum(mpmath.mpf(x) ** 2 for x in v[0, h, j])) for j in range(N))
+                half_ulps = mpmath.sqrt(v.shape[3]) * mpmath.mpf(2) ** -53 * max(abs(float(x)) for x in exact[0, h].flat)
+                rel, slack = err / scale, half_ulps / scale
+            assert mp(oe["relative"]["lo"]) - slack <= rel <= mp(oe["relative"]["hi"]) + slack, (li, h, oe, rel)
+
+
 def float32_rank(q, k, scale):
     """numpy.linalg.matrix_rank of the attention formed in float32 (no mask)."""
     q, k = q.astype(np.float32), k.astype(np.float32)
