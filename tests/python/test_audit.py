@@ -506,7 +506,8 @@ def test_cli_refuses_bad_input_with_one_line(encoder, tmp_path):
     os.remove(tmp_path / "broken" / "call001.k.npy")
     (tmp_path / "bad.json").write_text('{"allowable_output_error": 0.001, "colour": "red"}')
     for args, named in ((["absent"], "absent"), (["broken"], "call001.k.npy"),
-                        (["cap", "--spec", "bad.json"], "unknown key 'colour'")):
+                        (["cap", "--spec", "bad.json"], "unknown key 'colour'"),
+                        (["cap", "--max-seconds", "-1"], "--max-seconds"), (["cap", "--format", "pdf"], "pdf")):
         for out in ([], ["--out", "report.json"]):
             p = run_cli(["audit"] + args + out, tmp_path)
             assert p.returncode == 2, (args, p.stderr)
@@ -514,6 +515,19 @@ def test_cli_refuses_bad_input_with_one_line(encoder, tmp_path):
             lines = p.stderr.strip("\r").splitlines()
             assert len(lines) == 1 and lines[0].startswith("attncert: ") and named in lines[0], p.stderr
             assert not (tmp_path / "report.json").exists()
+
+
+@needs_cli
+def test_cli_max_seconds_bounds_the_run_not_the_criteria(encoder, tmp_path):
+    cap, report = encoder
+    cap.save(str(tmp_path / "cap"))
+    p = run_cli(["audit", "cap", "--max-seconds", "0.001"], tmp_path)
+    assert p.returncode == 3, p.stderr  # PARTIAL
+    d = json.loads(p.stdout)
+    assert d["partial"] is True and d["spec_sha256"] == report.spec_sha256  # the criteria unchanged
+    assert d["notes"] == ["budget of this run: --max-seconds 0.001 (not one of the criteria)"]
+    notes = [n for layer in d["layers"] for n in layer["notes"]]
+    assert any("not computed (past max_seconds)" in n for n in notes), notes
 
 
 # ---------------------------------------------------------------------------------------------- 7, 8.
@@ -578,7 +592,7 @@ def test_budget_gives_a_partial_report():
     d = attncert.audit(hand_capture([call, call]), max_seconds=0.02).to_dict()
     assert d["partial"] is True
     notes = [n for layer in d["layers"] for n in layer["notes"]]
-    assert any("not computed (past the spec's max_seconds)" in n for n in notes), notes
+    assert any("not computed (past max_seconds)" in n for n in notes), notes
 
 
 # ---------------------------------------------------------------------------------------------- 9. multi-head object

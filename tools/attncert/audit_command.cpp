@@ -3,6 +3,8 @@
 // report (report/audit.hpp).  Thin: the library decides every number and every outcome.
 #include "audit_command.hpp"
 
+#include <algorithm>
+#include <charconv>
 #include <filesystem>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -23,6 +25,7 @@ namespace fs = std::filesystem;
 
 struct audit_args {
   std::string dir, spec, out_format = "json", out_path, registered;
+  double max_seconds = 0;
 };
 
 // --registered: a SHA-256 (64 hex digits) or the path of an earlier audit report (its spec_sha256 and
@@ -110,7 +113,15 @@ int run_audit_command(const audit_args& a, const std::string& command) {
   }
   if (!a.registered.empty()) audit::check_registered(spec, registered_spec(a.registered));
   const std::vector<audit::captured_call> calls = read_capture(a.dir);
-  const audit::audit_result r = audit::run_audit(spec, calls, stage_progress("audit"));
+  audit::audit_spec run = spec;  // --max-seconds bounds this run; the criteria (and their hash) stay the spec's
+  if (a.max_seconds > 0) run.max_seconds = spec.max_seconds > 0 ? std::min(spec.max_seconds, a.max_seconds) : a.max_seconds;
+  audit::audit_result r = audit::run_audit(run, calls, stage_progress("audit"));
+  r.spec = spec;
+  if (a.max_seconds > 0) {
+    char buf[32];
+    const auto end = std::to_chars(buf, buf + sizeof buf, a.max_seconds).ptr;
+    r.notes.push_back("budget of this run: --max-seconds " + std::string(buf, end) + " (not one of the criteria)");
+  }
   clear_progress();
   const nlohmann::ordered_json j = report::audit_json(r, command);
   command_output out;
@@ -140,12 +151,16 @@ std::function<int(const std::string& command)> add_audit_command(CLI::App& app) 
       "Spec keys: objects, formats, policies, allowable_output_error, target_contrast ({\"tokens\": [i, j],\n"
       "\"margin\": m} or {\"batches\": [b1, b2], \"margin\": m}), fixed_at (YYYY-MM-DDTHH:MM:SSZ), bypass,\n"
       "max_precision, max_seconds (an unknown key is an error).\n" +
-      exit_codes_text({{exit_ok, "audited"}, {exit_undecided, "PARTIAL: past the spec's max_seconds"}}));
+      exit_codes_text({{exit_ok, "audited"}, {exit_undecided, "PARTIAL: past max_seconds (the spec's or --max-seconds)"}}));
   c->add_option("capture", a->dir, "Capture directory (manifest.json and .npy files, from attncert.capture(...).save)")->required();
   c->add_option("--spec", a->spec, "The audit's criteria (JSON), fixed before the audit; default: attncert's default spec");
   c->add_option("--registered", a->registered,
                  "The criteria registered before the audit: a SHA-256 or an earlier report.json; a spec whose hash (or\n"
                  "fixed_at) differs is refused (exit 2), so no threshold is changed after the fact");
+  c->add_option("--max-seconds", a->max_seconds,
+                 "Bound this run (seconds; the spec's max_seconds, when smaller, still applies); the report names the\n"
+                 "heads and objects not computed.  Not one of the criteria: the spec's hash is unchanged")
+      ->check(seconds_budget());
   add_format_option(c, a->out_format, {"json", "md", "html"});
   add_out_option(c, a->out_path);
   return [c, a](const std::string& command) -> int { return *c ? run_audit_command(*a, command) : -1; };

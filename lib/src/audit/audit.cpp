@@ -872,7 +872,7 @@ audit_result run_audit(const audit_spec& s, const std::vector<captured_call>& ca
       for (std::size_t h = 0; h < cr.heads; ++h) {
         if (deadline_passed()) {
           r.partial = true;
-          cr.notes.push_back("batch " + std::to_string(b) + " head " + std::to_string(h) + ": not computed (past the spec's max_seconds)");
+          cr.notes.push_back("batch " + std::to_string(b) + " head " + std::to_string(h) + ": not computed (past max_seconds)");
           continue;
         }
         if (progress) progress(c.name + " batch " + std::to_string(b) + " head " + std::to_string(h));
@@ -882,7 +882,7 @@ audit_result run_audit(const audit_spec& s, const std::vector<captured_call>& ca
           hr = audit_head(s, c, b, h, t0);
         } catch (const time_limit_reached&) {
           r.partial = true;
-          cr.notes.push_back("batch " + std::to_string(b) + " head " + std::to_string(h) + ": not computed (past the spec's max_seconds)");
+          cr.notes.push_back("batch " + std::to_string(b) + " head " + std::to_string(h) + ": not computed (past max_seconds)");
           continue;
         } catch (const input_error& e) {
           throw input_error(where + ": " + e.what());
@@ -902,7 +902,7 @@ audit_result run_audit(const audit_spec& s, const std::vector<captured_call>& ca
           cr.multi_head.push_back(std::move(m));
         } else if (deadline_passed()) {
           r.partial = true;
-          cr.notes.push_back("batch " + std::to_string(b) + " multi-head object: not computed (past the spec's max_seconds)");
+          cr.notes.push_back("batch " + std::to_string(b) + " multi-head object: not computed (past max_seconds)");
         } else {
           cr.multi_head.push_back(multi_head(s, c, b));
         }
@@ -918,14 +918,14 @@ audit_result run_audit(const audit_spec& s, const std::vector<captured_call>& ca
           cr.residual.push_back(std::move(x));
         } else if (deadline_passed()) {
           r.partial = true;
-          cr.notes.push_back("batch " + std::to_string(b) + " residual object: not computed (past the spec's max_seconds)");
+          cr.notes.push_back("batch " + std::to_string(b) + " residual object: not computed (past max_seconds)");
         } else {
           if (progress) progress(c.name + " batch " + std::to_string(b) + " residual");
           try {
             cr.residual.push_back(residual(s, c, b));
           } catch (const time_limit_reached&) {
             r.partial = true;
-            cr.notes.push_back("batch " + std::to_string(b) + " residual object: not computed (past the spec's max_seconds)");
+            cr.notes.push_back("batch " + std::to_string(b) + " residual object: not computed (past max_seconds)");
           }
         }
       }
