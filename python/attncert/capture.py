@@ -571,12 +571,16 @@ class Capture:
         def keep(layer, inputs):
             self._layer_input[layer] = inputs[0] if inputs else None
 
+        def drop(layer, inputs, output):  # known only while the layer's forward runs
+            self._layer_input.pop(layer, None)
+
         self._undo.append(parent.register_forward_pre_hook(keep).remove)
+        self._undo.append(parent.register_forward_hook(drop).remove)
         return parent
 
     def _residual(self, layer, module, batched):
-        """The residual stream of the call (B, n_q, E), or None: unknown, or not what the layer adds to (its
-        dropout1 active in train mode)."""
+        """The residual stream of the call (B, n_q, E), or None: unknown (the module called outside its layer's
+        forward), or not what the layer adds to (its dropout1 active in train mode)."""
         if layer is None:
             return None
         x = self._layer_input.get(layer)

@@ -91,6 +91,10 @@ BOOST_AUTO_TEST_CASE(the_spec_is_fixed_and_refuses_what_it_does_not_know) {
   BOOST_TEST(input_error_of([] { spec_of(R"({"target_contrast": "keep the answer"})"); }).find("target_contrast must be") != std::string::npos);
   BOOST_TEST(input_error_of([] { spec_of(R"({"fixed_at": "yesterday"})"); }).find("fixed_at") != std::string::npos);
   BOOST_TEST(input_error_of([] { spec_of(R"({"fixed_at": "2026-13-01T09:30:00Z"})"); }).find("fixed_at") != std::string::npos);
+  for (const char* bad : {"2026-02-29T00:00:00Z", "1900-02-29T00:00:00Z", "2026-04-31T00:00:00Z", "2026-12-01T23:59:60Z"})
+    BOOST_TEST(input_error_of([&] { spec_of(std::string(R"({"fixed_at": ")") + bad + "\"}"); }).find("fixed_at") != std::string::npos, bad);
+  BOOST_TEST(spec_of(R"({"fixed_at": "2024-02-29T23:59:59Z"})").fixed_at == "2024-02-29T23:59:59Z");  // a leap day
+  BOOST_TEST(spec_of(R"({"fixed_at": "2000-02-29T00:00:00Z"})").fixed_at == "2000-02-29T00:00:00Z");
 }
 
 BOOST_AUTO_TEST_CASE(a_spec_that_is_not_the_registered_one_is_refused) {

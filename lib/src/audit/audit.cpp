@@ -624,9 +624,12 @@ bool is_utc_timestamp(const std::string& t) {
     else if (i == 19) { if (c != 'Z') return false; }
     else if (!digit) return false;
   }
-  const int mo = std::stoi(t.substr(5, 2)), d = std::stoi(t.substr(8, 2)), h = std::stoi(t.substr(11, 2)), mi = std::stoi(t.substr(14, 2)),
-            se = std::stoi(t.substr(17, 2));
-  return mo >= 1 && mo <= 12 && d >= 1 && d <= 31 && h <= 23 && mi <= 59 && se <= 60;
+  const int y = std::stoi(t.substr(0, 4)), mo = std::stoi(t.substr(5, 2)), d = std::stoi(t.substr(8, 2)), h = std::stoi(t.substr(11, 2)),
+            mi = std::stoi(t.substr(14, 2)), se = std::stoi(t.substr(17, 2));
+  if (mo < 1 || mo > 12) return false;
+  const bool leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+  const int days[] = {31, leap ? 29 : 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+  return d >= 1 && d <= days[mo - 1] && h <= 23 && mi <= 59 && se <= 59;
 }
 
 }  // namespace
