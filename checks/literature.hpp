@@ -90,6 +90,32 @@ matrix<T> from_strings(Eigen::Index r, Eigen::Index c, const std::vector<std::st
   return m;
 }
 
+// ---- rank-heads-tradeoff (checks/rank_heads_tradeoff.cpp, proofs/L4-rank-heads-tradeoff.md) ----
+namespace rht {
+
+/// c_d = Γ(d/2)/(√π Γ((d−1)/2)), the density at 0 of one coordinate of a uniform point of S^{d−1}
+/// (density c_d (1 − t²)^{(d−3)/2} on [−1, 1]): r for odd d, r/π for even d.  Exact tier.
+struct density_constant {
+  mpq_rational r;
+  bool over_pi = false;
+};
+density_constant density_constant_of(int d);
+mpfi_float pi_enclosure();
+/// c_d enclosed.
+mpfi_float value_of(const density_constant& c);
+/// MSE of the full-rank head W_KᵀW_Q = λI, W_OᵀW_V = I on the N = 2 distribution in dimension d ≥ 3,
+/// 4 c_d ∫₀¹ σ(−√2λt)² (1 − t²)^{(d−3)/2} dt, enclosed (`panels` panels; proofs/L4 part A).  Tier: enclosure.
+mpfi_float mse_full_rank(int d, const mpq_rational& lambda, int panels);
+/// K_d = 2√2 c_d (ln 2 − 1/2): λ·MSE ≤ K_d for every λ > 0 and λ·MSE → K_d (proofs/L4 part B).
+mpfi_float asymptotic_constant(int d);
+/// N(d, ℓ) = C(ℓ+d−1, ℓ) − C(ℓ+d−3, ℓ−2), the dimension of the degree-ℓ spherical harmonics on S^{d−1}.
+long harmonic_dimension(int d, int l);
+/// E_ℓ / (1 or π⁻²): the energy of y ↦ sign⟨y, u⟩ in degree ℓ is this rational for odd d and this
+/// rational times π⁻² for even d (proofs/L4 part C).  Exact tier.
+mpq_rational energy_coefficient(int d, int l);
+
+}  // namespace rht
+
 // ---- nearest-neighbour (checks/nearest_neighbour.cpp, proofs/L1-nearest-neighbour.md) ----
 namespace nn {
 
