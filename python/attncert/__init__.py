@@ -185,23 +185,14 @@ def _options(q, *, scale, causal, window, softcap, alibi_slopes, bias, sink, mas
         raise TypeError("target: must be a format name or a dtype, got %s (%s)" % (_args._shown(target),
                                                                                   _args._type_name(target)))
     o["target"] = _TARGETS.get(_target_name(target), _target_name(target))
-    if causal is not None:
-        if causal is True or (isinstance(causal, str) and causal == "top-left"):
-            o["causal"] = True
-        elif isinstance(causal, str) and causal == "bottom-right":
-            o["causal_bottom_right"] = True
-        else:
-            raise ValueError("causal must be None, 'top-left' or 'bottom-right' (got %s)" % (_args._shown(causal),))
+    causal = _args.causal(causal)
+    if causal == "top-left":
+        o["causal"] = True
+    elif causal == "bottom-right":
+        o["causal_bottom_right"] = True
+    window = _args.window(window)
     if window is not None:
-        if isinstance(window, str):
-            o["window"] = window
-        else:
-            try:
-                left, right = window
-            except (TypeError, ValueError):
-                raise TypeError("window: must be (left, right) or a text 'LEFT,RIGHT', got %s" % (_args._shown(window),)) \
-                    from None
-            o["window"] = "%d,%d" % (_args.limited(left, "window", "window[0]"), _args.limited(right, "window", "window[1]"))
+        o["window"] = window
     if scale is not None:
         o["scale"] = _exact_text(scale, "scale")
     if softcap is not None and softcap != 0:
@@ -216,6 +207,63 @@ def _options(q, *, scale, causal, window, softcap, alibi_slopes, bias, sink, mas
         if val is not None:
             o[key] = _to_numpy(val, key)
     return o
+
+
+_LAYOUT_DIMS = {"bhsd": "(b, h, s, d)", "bshd": "(b, s, h, d)"}
+_HEADS = {"bhsd": 1, "bshd": 2}  # the heads' dimension of a 4-d tensor in each layout (the other is the sequence)
+
+
+def _other(layout):
+    return "bshd" if layout == "bhsd" else "bhsd"
+
+
+def _shape(x):
+    return tuple(int(n) for n in x.shape)
+
+
+def _check_layout(q, k, v, layout):
+    """ValueError, naming the declared layout, when q, k, v (4-d arrays) do not fit `layout` and fit the other of
+    bhsd / bshd: the only difference between the two readings is which dimension holds the heads, so this is
+    the case h_q (as declared) is not a multiple of h_kv while the other reading's is, the batch, the feature
+    sizes and k's and v's shapes agreeing.  Every input this refuses the library refuses too (it needs
+    h_q = g * h_kv); the message adds that the tensors are in the other layout.  Inputs that fit the declared
+    layout, that fit neither, that hold an empty dimension or are not 4-d are left to the library."""
+    __tracebackhide__ = True  # noqa: F841  (pytest: attncert.testing's failures point at the caller's line)
+    if layout not in _HEADS or any(x.ndim != 4 or 0 in x.shape for x in (q, k, v)):
+        return
+    sq, sk, sv = _shape(q), _shape(k), _shape(v)
+    if not (sq[0] == sk[0] == sv[0] and sk[1:3] == sv[1:3] and sq[3] == sk[3]):
+        return
+
+    def heads(lay):
+        return sq[_HEADS[lay]], sk[_HEADS[lay]]
+
+    hq, hk = heads(layout)
+    if hq % hk == 0:
+        return
+    other = _other(layout)
+    oq, ok = heads(other)
+    if oq % ok:
+        return
+    raise ValueError("layout: q %s, k %s, v %s do not fit layout='%s' %s: h_q = %d is not a multiple of h_kv = %d; "
+                     "they fit layout='%s' %s (h_q = %d, h_kv = %d): pass layout='%s' if that is their layout"
+                     % (sq, sk, sv, layout, _LAYOUT_DIMS[layout], hq, hk, other, _LAYOUT_DIMS[other], oq, ok, other))
+
+
+def _check_transposed(x, want, layout, what):
+    """ValueError, naming `what` and both layouts, when the array x (a candidate, a gradient, a cotangent) has
+    shape `want` with dimensions 1 and 2 swapped: the shape of the other of bhsd / bshd, not the declared one.
+    Any other shape is left to the library's own check."""
+    __tracebackhide__ = True  # noqa: F841  (pytest: attncert.testing's failures point at the caller's line)
+    if x is None or layout not in _HEADS or len(want) != 4 or getattr(x, "ndim", None) != 4:
+        return
+    have, want = _shape(x), tuple(int(n) for n in want)
+    flipped = (want[0], want[2], want[1], want[3])
+    if have != want and have == flipped:
+        raise ValueError("%s: shape %s fits layout '%s' %s, not the declared layout='%s' %s, whose shape is %s: "
+                         "give it in the layout of q, k, v (swap dimensions 1 and 2)"
+                         % (what, have, _other(layout), _LAYOUT_DIMS[_other(layout)], layout, _LAYOUT_DIMS[layout],
+                            want))
 
 
 def _like(values, like, target):
@@ -247,7 +295,9 @@ def _reference(q, k, v, want_lse=False, rows=None, seed=0, row_block=None, max_s
         opts["max_seconds"] = _args.real(max_seconds, "max_seconds", 0, 1e7)
     if row_block is not None:  # internal rows [begin, end) only (attncert.distributed's tasks)
         opts["row_block"] = (_args.integer(row_block[0], "row_block", 0), _args.integer(row_block[1], "row_block", 0))
-    return _core.Reference(_to_numpy(q, "q"), _to_numpy(k, "k"), _to_numpy(v, "v"), opts)
+    q, k, v = _to_numpy(q, "q"), _to_numpy(k, "k"), _to_numpy(v, "v")
+    _check_layout(q, k, v, opts["layout"])
+    return _core.Reference(q, k, v, opts)
 
 
 def attention(q, k, v, *, scale=None, causal=None, window=None, softcap=None, alibi_slopes=None, bias=None, sink=None,
@@ -258,9 +308,13 @@ def attention(q, k, v, *, scale=None, causal=None, window=None, softcap=None, al
 
     q (..., n_q, d), k (..., n_k, d), v (..., n_k, d_v) in `layout` (bhsd, bshd, or thd with cu_seqlens_q/k);
     GQA from the head counts.  scale: None = 1/sqrt(d) exactly; a number is taken at its exact binary value;
-    a string is an exact rational ("1/8").  causal: None, "top-left" or "bottom-right".  window: (left, right),
-    -1 = unbounded.  softcap, alibi_slopes (h_q,) or (b, h_q), bias (broadcastable to (b, h_q, n_q, n_k)),
-    sink (h_q,), mask (bool, True = attend), dropout_mask (keep-mask) with dropout_p.  target: float64,
+    a string is an exact rational ("1/8").  causal: None, "top-left" (key j <= i) or "bottom-right"
+    (j <= i + n_k - n_q), exactly: a bool is refused (TypeError), as FlashAttention's causal=True is bottom-right
+    and torch SDPA's is_causal=True top-left.  window: (left, right), each side an integer >= -1 or None, -1 and
+    None meaning unbounded (FlashAttention's (L, None)), or a text "LEFT,RIGHT".  Shapes are checked against
+    `layout`: q, k, v that fit only the other of bhsd / bshd (h_q a multiple of h_kv in that reading alone) are
+    refused with a ValueError that says so.  softcap, alibi_slopes (h_q,) or (b, h_q), bias (broadcastable to
+    (b, h_q, n_q, n_k)), sink (h_q,), mask (bool, True = attend), dropout_mask (keep-mask) with dropout_p.  target: float64,
     float32, float16 or bfloat16 (default: q's dtype; bfloat16 with NumPy inputs comes back as float32
     holding bfloat16 values).  The LSE is natural-log (lse_base="2" for log2), in float64 for a float64
     target and float32 otherwise.  max_seconds > 0 bounds the computation (`oracle --max-seconds`): when rows
@@ -288,7 +342,9 @@ def attention_vjp(q, k, v, do, *, dlse=None, scale=None, causal=None, window=Non
 
     Returns AttentionGrads(dq, dk, dv, dbias, dsink): dq, dk, dv in the layouts of q, k, v; dbias in the bias's
     shape (summed over its broadcast dimensions) when a bias is given, else None; dsink (h_q,) when a sink is
-    given, else None.  Exact zeros (keys no query attends) are exact zeros.  max_seconds > 0 bounds the
+    given, else None.  The keywords are attention()'s (causal, window and the layout check as there; a `do` whose
+    shape is the output's in the other of bhsd / bshd is refused).  Exact zeros (keys no query attends) are exact
+    zeros.  max_seconds > 0 bounds the
     computation: past it, TimeoutError (dK and dV sum over every row, so there is no partial answer).
     """
     args = dict(_VARIANT_DEFAULTS)
@@ -305,8 +361,10 @@ def _gradients(q, k, v, do, dlse, args, max_seconds=0):
     opts = _options(q, want_lse=dlse is not None, **args)
     if max_seconds:
         opts["max_seconds"] = _args.real(max_seconds, "max_seconds", 0, 1e7)
-    return _core.Gradients(_to_numpy(q, "q"), _to_numpy(k, "k"), _to_numpy(v, "v"), _to_numpy(do, "do"),
-                           _to_numpy(dlse, "dlse"), opts)
+    q, k, v, do = _to_numpy(q, "q"), _to_numpy(k, "k"), _to_numpy(v, "v"), _to_numpy(do, "do")
+    _check_layout(q, k, v, opts["layout"])
+    _check_transposed(do, q.shape[:-1] + v.shape[-1:], opts["layout"], "do")
+    return _core.Gradients(q, k, v, do, _to_numpy(dlse, "dlse"), opts)
 
 
 from . import testing  # noqa: E402  (uses the names above)

@@ -33,7 +33,7 @@ LIMITS = {
     "drift.n": (1, 4096),                    # drift --n / --d (drift_command.cpp: drift_max_n)
     "seed": (0, U64),                        # --seed (cli_options.cpp)
     "rows": (1, I64),                        # rows=N of the testing helpers (sampled query rows)
-    "window": (-1, I64),                     # --window LEFT,RIGHT: each side >= -1 (-1 = unbounded)
+    "window": (-1, I64),                     # --window LEFT,RIGHT: each side >= -1 (-1 = unbounded; None in Python)
 }
 
 
@@ -106,6 +106,71 @@ def text(x, name):
     if not isinstance(x, str):
         raise TypeError("%s: must be a str, got %s (%s)" % (name, _shown(x), _type_name(x)))
     return x
+
+
+CAUSAL = (None, "top-left", "bottom-right")
+# the two conventions a bool could mean, said whenever causal=True or False is refused
+_CAUSAL_BOOLS = ("FlashAttention's causal=True means 'bottom-right' (key j <= i + n_k - n_q), torch SDPA's "
+                 "is_causal=True means 'top-left' (j <= i)")
+
+
+def causal(x):
+    """None, "top-left" or "bottom-right", exactly (README: `causal`).  A bool is refused (TypeError): True means
+    bottom-right to a FlashAttention user and top-left to a torch SDPA user, so the message names both and asks
+    for the string.  Another str is a ValueError, any other type a TypeError."""
+    want = "causal: must be None, 'top-left' or 'bottom-right'"
+    if x is None:
+        return None
+    if isinstance(x, (bool, np.bool_)):
+        if x:
+            raise TypeError("%s, not True: %s; write causal='bottom-right' or causal='top-left'"
+                            % (want, _CAUSAL_BOOLS))
+        raise TypeError("%s, not False: write causal=None for no causal mask (a bool is ambiguous: %s)"
+                        % (want, _CAUSAL_BOOLS))
+    if not isinstance(x, str):
+        raise TypeError("%s, got %s (%s)" % (want, _shown(x), _type_name(x)))
+    if x not in CAUSAL:
+        raise ValueError("%s, got %s" % (want, _shown(x)))
+    return str(x)
+
+
+_WINDOW_FORM = ("window: must be (left, right), each side an integer >= -1 or None (-1 and None: unbounded), or a "
+                "text 'LEFT,RIGHT'")
+
+
+def window(x):
+    """The window as the library's text "LEFT,RIGHT" (None: no window).  Takes a text as given (the library parses
+    it), or a pair (tuple, list or 1-d NumPy array) whose sides are integers in [-1, 2^63 - 1] or None, None
+    and -1 meaning unbounded (FlashAttention's window_size=(L, None)).  Anything but a pair is a TypeError, a
+    pair of another length a ValueError; a side is checked as an integer (TypeError for a float, a bool or a
+    str, ValueError below -1 or above 2^63 - 1), the message naming the side."""
+    if x is None or isinstance(x, str):
+        return x
+    if isinstance(x, np.ndarray) and x.ndim == 1:
+        sides = list(x)
+    elif isinstance(x, (tuple, list)):
+        sides = list(x)
+    else:
+        raise TypeError("%s; got %s (%s)" % (_WINDOW_FORM, _shown(x), _type_name(x)))
+    if len(sides) != 2:
+        raise ValueError("%s; got %d item%s: %s" % (_WINDOW_FORM, len(sides), "" if len(sides) == 1 else "s",
+                                                    _shown(x)))
+    out = []
+    for side, v in zip(("left", "right"), sides):
+        if v is None:
+            out.append(-1)
+            continue
+        if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)):
+            raise TypeError("window: the %s side must be an integer >= -1 or None, got %s (%s)"
+                            % (side, _shown(v), _type_name(v)))
+        lo, hi = LIMITS["window"]
+        if int(v) < lo:
+            raise ValueError("window: the %s side must be an integer >= -1 or None, got %d (-1 or None: unbounded)"
+                             % (side, int(v)))
+        if int(v) > hi:
+            raise ValueError("window: the %s side must be an integer <= 2^63 - 1, got %s" % (side, _shown(int(v))))
+        out.append(int(v))
+    return "%d,%d" % tuple(out)
 
 
 def limited(x, key, name=None):

@@ -9,14 +9,20 @@ never against a rounded reference:
     flash         max |c - o| <= k * max |b - o| + atol  (FlashAttention's tests; k = 2 outputs, 3 gradients)
     torch-sdpa    PyTorch's SDPA tests: atol/rtol from the baseline's errors times a fudge factor
     assert-close  |c - o| <= atol + rtol * |o| with torch.testing's per-dtype defaults
-On failure, AssertionError says which rule failed and by how much, the worst element's index with its
-actual and exact values, how many elements are beyond 0.5/1/2/4/16 ulps, and a histogram.
+On failure, AssertionError says which rule failed and by how much, the layout the tensors were read in, the
+worst element's index (always in (b, h, i, k) order, whatever the layout) with its actual and exact values,
+how many elements are beyond 0.5/1/2/4/16 ulps, and a histogram.  A candidate (or a gradient) whose shape is
+the expected one with dimensions 1 and 2 swapped, the shape of the other of bhsd / bshd, is refused with a
+ValueError that says so; q, k, v that fit only the other layout are refused by attncert itself.
+The helpers and the functions their failures pass through set pytest's __tracebackhide__: a failing test's
+traceback ends at the caller's line, not inside attncert.testing.
 References are cached within the process by a hash of the inputs and settings (test suites reuse inputs
 across parametrizations); `clear_cache()` empties the cache.
 """
 from __future__ import annotations
 
 import collections
+import collections.abc
 import hashlib
 import json
 
@@ -67,11 +73,17 @@ def _digest(parts, names=None):
     return h.hexdigest()
 
 
+_CONVERTED = {"causal": _args.causal, "window": _args.window}
+
+
 def _key(kind, arrays, variant, names=("q", "k", "v", "do", "dlse")):
+    __tracebackhide__ = True  # noqa: F841  (pytest: a bad argument points at the caller's line)
     parts = [kind] + [_a._to_numpy(x, name) if x is not None else None for x, name in zip(arrays, names)]
     labels = [None] + list(names[:len(arrays)])
     for name in sorted(variant):
         val = variant[name]
+        if name in _CONVERTED:  # checked here, before anything is hashed; equal spellings share a reference
+            val = _CONVERTED[name](val)
         if val is not None and not isinstance(val, (str, int, float, bool, tuple, list)):
             val = _a._to_numpy(val, name)
         parts += [name, val]
@@ -82,6 +94,7 @@ def _key(kind, arrays, variant, names=("q", "k", "v", "do", "dlse")):
 
 
 def _cached(key, make):
+    __tracebackhide__ = True  # noqa: F841  (pytest: the failure points at the caller's line)
     if key in _cache:
         _stats["hits"] += 1
         _cache.move_to_end(key)
@@ -95,6 +108,7 @@ def _cached(key, make):
 
 
 def _rules(rule, max_ulp, atol, rtol, flash_k=None, fudge=None):
+    __tracebackhide__ = True  # noqa: F841  (pytest: a bad argument points at the caller's line)
     rule = _args.text(rule, "rule")
     max_ulp, atol, rtol, flash_k, fudge = (_args.optional_real(x, name, 0) for x, name in (
         (max_ulp, "max_ulp"), (atol, "atol"), (rtol, "rtol"), (flash_k, "flash_k"), (fudge, "fudge")))
@@ -111,8 +125,19 @@ def _g(x):
     return "%.9g" % x if isinstance(x, (int, float)) else str(x)
 
 
-def _message(what, g, order):
-    """The report's grade (JSON from the C++ grading) as a message a kernel engineer can act on."""
+# how the tensors are read in each layout, said in every failure message
+_READ_AS = {"bhsd": "(b, h, s, d)", "bshd": "(b, s, h, d)", "thd": "(t, h, d)"}
+
+
+def _layout_line(layout, grads=False):
+    return "  layout %s: %s read as %s" % (layout, "q, k, v, do and the gradients" if grads else
+                                           "q, k, v and the output", _READ_AS.get(layout, layout))
+
+
+def _message(what, g, order, layout="bhsd", grads=False):
+    """The report's grade (JSON from the C++ grading) as a message a kernel engineer can act on: the rule and its
+    margin, the layout the tensors were read in, the worst element, the counts beyond 0.5/1/2/4/16 ulps and a
+    histogram."""
     r = g["rule"]
     lines = []
     head = "%s is not close to the exact %s under rule %s" % (what, what, r["rule"])
@@ -132,6 +157,7 @@ def _message(what, g, order):
         lines.append("  " + detail)
     else:
         lines.append(head)
+    lines.append(_layout_line(layout, grads))
     w = g.get("worst")
     if w is not None:
         idx = w.get("index_bhik", w.get("index_bhi"))
@@ -155,11 +181,49 @@ def _message(what, g, order):
     return "\n".join(lines)
 
 
-def _check(grade_json, what):
+def _check(grade_json, what, layout="bhsd"):
+    """The grade (a dict) of a passing verdict; AssertionError with _message's text on a failing one."""
+    __tracebackhide__ = True  # noqa: F841  (pytest: the failure points at the caller's line)
     g = json.loads(grade_json)
     if g["rule"]["verdict"] == "fail":
-        raise AssertionError(_message(what, g, g["index_order"]))
+        raise AssertionError(_message(what, g, g["index_order"], layout))
     return g
+
+
+def _dims(x):
+    """The shape of an array, a tensor or a nested list (for the layout checks; the library checks the rest)."""
+    return tuple(x.shape) if hasattr(x, "shape") else np.shape(x)
+
+
+_GRADS = ("dq", "dk", "dv", "dbias", "dsink")
+
+
+def _gradients_of(obj, names, what):
+    """{name: gradient or None} for the gradients `names` this call grades, from obj as the caller gives it:
+        a mapping                       obj[name] (a missing key: None)
+        a named tuple / an object       its attribute (attncert.AttentionGrads, a named tuple of the caller's)
+        a tuple or a list               by position: in the order of `names` when it has len(names) items (what
+                                        torch.autograd.grad(out, (q, k, v[, bias][, sink]), do) returns), in
+                                        AttentionGrads' order (dq, dk, dv, dbias, dsink) when it has five
+    None gives None for every name.  A bare array or tensor is a TypeError, a sequence of another length a
+    ValueError, both naming `what`."""
+    __tracebackhide__ = True  # noqa: F841  (pytest: the failure points at the caller's line)
+    if obj is None:
+        return dict.fromkeys(names)
+    if isinstance(obj, collections.abc.Mapping):
+        return {n: obj.get(n) for n in names}
+    if isinstance(obj, np.ndarray) or _a._is_tensor(obj):
+        raise TypeError("%s: must be (dq, dk, dv), a dict or a named tuple of gradients, got %s of shape %s"
+                        % (what, "a tensor" if _a._is_tensor(obj) else "an array", tuple(obj.shape)))
+    if isinstance(obj, (tuple, list)) and not hasattr(obj, "_fields"):
+        if len(obj) == len(names):
+            return dict(zip(names, obj))
+        if len(obj) == len(_GRADS):
+            return {n: g for n, g in zip(_GRADS, obj) if n in names}
+        raise ValueError("%s: a sequence of %d gradients; this call grades (%s): give them in that order (or all five "
+                         "of attncert.AttentionGrads, None where one does not apply), a dict or a named tuple"
+                         % (what, len(obj), ", ".join(names)))
+    return {n: getattr(obj, n, None) for n in names}
 
 
 def assert_attention_close(actual, q, k, v, *, rule="ulp", max_ulp=None, baseline=None, atol=None, rtol=None,
@@ -174,6 +238,7 @@ def assert_attention_close(actual, q, k, v, *, rule="ulp", max_ulp=None, baselin
     the grade (a dict, as the CLI's JSON report writes it) when it passes.  max_seconds > 0 bounds the reference:
     past it, TimeoutError (never a pass on the rows computed so far).
     """
+    __tracebackhide__ = True  # noqa: F841  (pytest: the failure points at the caller's line)
     if "return_lse" in variant:
         raise TypeError("assert_attention_close: give the kernel's LSE as lse=, not return_lse")
     want_lse = lse is not None
@@ -182,6 +247,7 @@ def assert_attention_close(actual, q, k, v, *, rule="ulp", max_ulp=None, baselin
     key = _key("fwd", (q, k, v), dict(variant, want_lse=want_lse, rows=rows, seed=seed if rows else 0))
 
     def make():
+        __tracebackhide__ = True  # noqa: F841
         ref = _a._reference(q, k, v, want_lse=want_lse, rows=rows, seed=seed, max_seconds=max_seconds, **variant)
         undecided = ref.summary()["undecided_rows"]
         if undecided:  # not cached: a later call with more time computes it
@@ -190,11 +256,15 @@ def assert_attention_close(actual, q, k, v, *, rule="ulp", max_ulp=None, baselin
         return ref
 
     ref = _cached(key, make)
-    g = _check(ref.grade(_a._to_numpy(actual, "actual"), _a._to_numpy(baseline, "baseline"), rules, False,
-                         ("actual", "baseline")), "attention output")
+    layout = variant.get("layout", "bhsd")  # a str: the reference was made with it
+    cand, base = _a._to_numpy(actual, "actual"), _a._to_numpy(baseline, "baseline")
+    out_shape = _dims(q)[:-1] + _dims(v)[-1:]
+    for x, name in ((cand, "actual"), (base, "baseline")):
+        _a._check_transposed(x, out_shape, layout, name)
+    g = _check(ref.grade(cand, base, rules, False, ("actual", "baseline")), "attention output", layout)
     if want_lse:
         _check(ref.grade(_a._to_numpy(lse, "lse"), _a._to_numpy(baseline_lse, "baseline_lse"), rules, True,
-                         ("lse", "baseline_lse")), "LSE")
+                         ("lse", "baseline_lse")), "LSE", layout)
     return g
 
 
@@ -203,39 +273,51 @@ def assert_attention_grads_close(actual, q, k, v, do, *, dlse=None, rule="ulp", 
     """Raise AssertionError unless each gradient of `actual` passes `rule` against the exact gradients of the
     attention of q, k, v for the cotangent do (and dlse).
 
-    actual (and baseline): a mapping or a named tuple with dq, dk, dv (and dbias / dsink when the call has a bias /
-    sink), e.g. attncert.AttentionGrads or {"dq": q.grad, ...}.  The rules' factors are per gradient as in
+    actual (and baseline): the gradients dq, dk, dv (and dbias / dsink when the call has a bias / sink) as
+      - a tuple or list in that order, as torch.autograd.grad(out, (q, k, v[, bias][, sink]), do) returns them,
+        or of all five in attncert.AttentionGrads' order (dq, dk, dv, dbias, dsink; None where one does not
+        apply);
+      - a mapping {"dq": q.grad, ...};
+      - a named tuple (attncert.AttentionGrads, or the caller's own) or an object with those attributes.
+    A gradient whose shape is that of the other of bhsd / bshd is refused (ValueError), as in
+    assert_attention_close.  The rules' factors are per gradient as in
     `attncert oracle --candidate-grads` (flash: k = 3; torch-sdpa: fudge dq 180, dk 16, dv 4, dbias 45, dsink 45)
     unless flash_k / fudge are given.  Every failing gradient is reported.  Returns {name: grade} when all pass.
     max_seconds > 0 bounds the exact gradients: past it, TimeoutError.
     """
-    def field(obj, name):
-        if obj is None:
-            return None
-        if isinstance(obj, dict):
-            return obj.get(name)
-        return getattr(obj, name, None)
-
+    __tracebackhide__ = True  # noqa: F841  (pytest: the failure points at the caller's line)
     args = dict(_a._VARIANT_DEFAULTS)
     extra = set(variant) - set(args)
     if extra:
         raise TypeError("unexpected keyword argument(s): %s" % ", ".join(sorted(extra)))
     args.update(variant)
     rules = _rules(rule, max_ulp, atol, rtol, flash_k, fudge)  # checked before the gradients are computed
-    key = _key("bwd", (q, k, v, do, dlse), variant)
-    max_seconds = _args.real(max_seconds, "max_seconds", 0, 1e7)
-    grads = _cached(key, lambda: _a._gradients(q, k, v, do, dlse, args, max_seconds))
     names = ["dq", "dk", "dv"] + (["dbias"] if variant.get("bias") is not None else []) + \
         (["dsink"] if variant.get("sink") is not None else [])
+    cands, bases = _gradients_of(actual, names, "actual"), _gradients_of(baseline, names, "baseline")
+    key = _key("bwd", (q, k, v, do, dlse), variant)
+    max_seconds = _args.real(max_seconds, "max_seconds", 0, 1e7)
+
+    def make():
+        __tracebackhide__ = True  # noqa: F841
+        return _a._gradients(q, k, v, do, dlse, args, max_seconds)
+
+    grads = _cached(key, make)
+    layout = args["layout"]
+    shapes = {"dq": _dims(q), "dk": _dims(k), "dv": _dims(v)}
     failures, grades = [], {}
     for n in names:
-        c = field(actual, n)
+        c = cands[n]
         if c is None:
             raise ValueError("assert_attention_grads_close: actual has no %s (this call grades %s)" % (n, ", ".join(names)))
-        gj = json.loads(grads.grade(n, _a._to_numpy(c, n), _a._to_numpy(field(baseline, n), "baseline " + n), rules))
+        c, b = _a._to_numpy(c, n), _a._to_numpy(bases[n], "baseline " + n)
+        if n in shapes:
+            _a._check_transposed(c, shapes[n], layout, n)
+            _a._check_transposed(b, shapes[n], layout, "baseline " + n)
+        gj = json.loads(grads.grade(n, c, b, rules))
         grades[n] = gj
         if gj["rule"]["verdict"] == "fail":
-            failures.append(_message(n, gj, gj["index_order"]))
+            failures.append(_message(n, gj, gj["index_order"], layout, grads=True))
     if failures:
         raise AssertionError("\n".join(failures))
     return grades

@@ -219,7 +219,7 @@ def test_bad_input_raises_the_cli_message(bad):
 
 def test_bad_keywords():
     q, k, v = qkv()
-    with pytest.raises(ValueError, match="causal must be"):
+    with pytest.raises(ValueError, match="causal: must be"):
         attncert.attention(q, k, v, causal="yes")
     with pytest.raises(TypeError):
         attncert.attention(q, k, v, nonsense=1)
