@@ -6,6 +6,7 @@
 
 #include <stdexcept>
 #include <cctype>
+#include <algorithm>
 #include <string>
 
 #include "attncert/error.hpp"
@@ -46,13 +47,40 @@ inline std::string python_spelling(std::string_view name) {
 /// A library text (an error message, a report) with its fields spelled as Python's keywords; a field
 /// that heads a "FIELD: problem" message is its bare keyword ("q: shape ...", not "q=: shape ..."), and
 /// a field followed by a number is the keyword given that number ("max_seconds=0.5", not "max_seconds= 0.5").
+/// A field followed by a value word is the keyword given that value as Python writes it ("layout='thd'" for
+/// "FIELD thd", "empty_rows='zeros' or 'nan'" for "FIELD zeros|nan", "q=Q" for a placeholder "FIELD Q"), and a
+/// field followed by a verb is its bare keyword ("layout must be ...", not "layout= must be ...").
 inline std::string spelled(const std::string& text) {
   return spell_fields_in_context(text, [](std::string_view name, std::string_view after) {
-    std::string k = python_spelling(name);
-    if (!after.empty() && after[0] == ':') return field_spelled{k.substr(0, k.size() - 1), 0};
+    const std::string k = python_spelling(name);
+    const std::string bare = k.substr(0, k.size() - 1);
+    if (!after.empty() && after[0] == ':') return field_spelled{bare, 0};
     if (after.size() > 1 && after[0] == ' ' && (std::isdigit(static_cast<unsigned char>(after[1])) || after[1] == '-'))
       return field_spelled{k, 1};
-    return field_spelled{k, 0};
+    if (after.size() < 2 || after[0] != ' ') return field_spelled{k, 0};
+    std::size_t n = 1;  // the next word: letters, digits, '_', '|'
+    while (n < after.size() && (std::isalnum(static_cast<unsigned char>(after[n])) || after[n] == '_' || after[n] == '|')) ++n;
+    const std::string word(after.substr(1, n - 1));
+    if (word.empty()) return field_spelled{k, 0};
+    // a verb: the field is the subject ("layout must be ...", "d does not apply"); after a connector ("and",
+    // "or", "to") the keyword keeps its "=" ("needs cu_seqlens_q= and cu_seqlens_k=")
+    static const char* english[] = {"must", "is", "are", "needs", "need", "has", "does", "do", "applies", "describe",
+                                    "was", "gives", "takes", "cannot", "can", "should"};
+    for (const char* w : english)
+      if (word == w) return field_spelled{bare, 0};
+    static const char* connectors[] = {"and", "or", "to", "for", "with", "inside", "the", "not", "in", "of", "at", "on", "as", "by"};
+    for (const char* w : connectors)
+      if (word == w) return field_spelled{k, 0};
+    bool placeholder = true;  // an upper-case word stands for a value the caller gives ("give q Q")
+    for (char c : word) placeholder = placeholder && (std::isupper(static_cast<unsigned char>(c)) || std::isdigit(static_cast<unsigned char>(c)));
+    if (placeholder) return field_spelled{k + word, n};
+    std::string values;  // "zeros|nan" -> 'zeros' or 'nan'
+    for (std::size_t b = 0; b <= word.size();) {
+      const std::size_t e = std::min(word.find('|', b), word.size());
+      values += (values.empty() ? "'" : " or '") + word.substr(b, e - b) + "'";
+      b = e + 1;
+    }
+    return field_spelled{k + values, n};
   });
 }
 

@@ -94,7 +94,7 @@ def test_rank_at_scale_keywords():
 
 
 def test_rank_errors():
-    with pytest.raises(ValueError, match="give scores= S, or q= Q and k= K"):
+    with pytest.raises(ValueError, match="give scores=S, or q=Q and k=K"):
         attncert.rank()
     with pytest.raises(ValueError, match="2-D"):
         attncert.rank(np.zeros(3))
@@ -118,20 +118,20 @@ def test_errors_name_keywords():
     o = {"q": q, "k": k, "object": "attention", "formats": "binary64", "formats_explicit": True, "policies": "numpy",
          "max_bits": 4096, "seed": 1, "max_seconds": -1.0, "sigma_rel_width": 0.0, "deflate_max_k": 64,
          "deflate_seconds": 120.0}
-    assert message(lambda: attncert._core.rank_json(o)).startswith("max_seconds= must be in [0, 1e7]")
+    assert message(lambda: attncert._core.rank_json(o)).startswith("max_seconds must be in [0, 1e7]")
     o["max_seconds"], o["deflate_max_k"] = 0.0, 5000
-    assert message(lambda: attncert._core.rank_json(o)).startswith("deflate_max_k= must be in [0, 4096]")
+    assert message(lambda: attncert._core.rank_json(o)).startswith("deflate_max_k must be in [0, 4096]")
     o["deflate_max_k"], o["max_bits"] = 64, 64
-    assert message(lambda: attncert._core.rank_json(o)).startswith("max_bits= must be in [128, 1048576]")
-    assert message(lambda: attncert.rank(q=q, k=k, object="output")) == "object= output needs v="
-    assert message(lambda: attncert.rank(q @ k.T, scale="1/2")).startswith("scale= applies to q=/k=")
+    assert message(lambda: attncert._core.rank_json(o)).startswith("max_bits must be in [128, 1048576]")
+    assert message(lambda: attncert.rank(q=q, k=k, object="output")) == "object='output' needs v="
+    assert message(lambda: attncert.rank(q @ k.T, scale="1/2")).startswith("scale applies to q=/k=")
     assert message(lambda: attncert.rank(q=q, k=k, v=v, formats="fp7")).startswith("formats: unknown format")
     assert message(lambda: attncert.check(["two-token"], formats="fp7")).startswith("formats: ")
     assert message(lambda: attncert.check(["no-such-check"])).startswith("ids: unknown check 'no-such-check'")
     assert message(lambda: attncert.drift("causal", 2.0, 1.0, points=3, recipes="fp64", policies="numpy")) == \
-        "start= must be smaller than stop="
+        "start must be smaller than stop="
     assert message(lambda: attncert.drift("two-token", 0.5, 1.0, points=3, recipes="fp64", policies="numpy", n=3)) == \
-        "the two-token family has n = 2, d = 1: n=/d= do not apply"
+        "the two-token family has n = 2, d = 1: n=/d do not apply"
     assert message(lambda: attncert.drift("causal", 0.5, 1.0, points=3, recipes="fp7", policies="numpy")).startswith(
         "recipes: ")
 

@@ -209,12 +209,22 @@ def test_bad_input_raises_the_cli_message(bad):
             save(tmp, mask=kw["mask"])
         p = run_cli(["--q", "q.npy", "--k", "k.npy", "--v", "v.npy"] + opts, tmp)
     assert p.returncode == 2
-    # the same message, each option named by its keyword: --softcap is softcap= (softcap: when it heads the message)
-    as_keywords = re.sub(r"--([a-z][a-z0-9-]*)", lambda m: m.group(1).replace("-", "_") + "=", p.stderr.strip())
+    # the same message, each option named by its keyword: --softcap is softcap= ("softcap:" when it heads the
+    # message, "softcap must ..." before a verb, "empty_rows='zeros' or 'nan'" before its values)
+    def keyword(m):
+        name, verb, values = m.group(1).replace("-", "_"), m.group(2), m.group(3)
+        if verb:
+            return name + verb
+        if values:
+            return name + "=" + " or ".join("'%s'" % x for x in values[1:].split("|"))
+        return name + "="
+
+    as_keywords = re.sub(r"--([a-z][a-z0-9-]*)( must| is| needs| has| does)?( [a-z][a-z0-9_]*\|[a-z0-9_|]+)?", keyword,
+                         p.stderr.strip())
     assert as_keywords.replace("=:", ":") == "attncert: " + str(e.value), (p.stderr, str(e.value))
     assert "--" not in str(e.value) and "\n" not in str(e.value)
     if name == "softcap <= 0":
-        assert str(e.value) == "softcap= must be > 0 (got '-1')"
+        assert str(e.value) == "softcap must be > 0 (got '-1')"
 
 
 def test_bad_keywords():

@@ -144,7 +144,7 @@ built_request build_request(const attention_spec& s) {
   if (s.causal) req.mask = mask_kind::causal;
   if (s.causal_bottom_right) req.variant.causal_bottom_right = true;
   if (s.mask) {
-    if (b.lay.layout == qkv_layout::thd) throw input_error(field("mask") + " FILE is not supported with " + field("layout") + " thd");
+    if (b.lay.layout == qkv_layout::thd) throw input_error(field("mask") + " is not supported with " + field("layout") + " thd");
     if (req.mask == mask_kind::none) req.mask = mask_kind::explicit_mask;
     req.M = to_bool_mask(*s.mask, s.mask_name);
   }
