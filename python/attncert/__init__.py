@@ -169,7 +169,8 @@ def _exact_text(x, what):
 
 
 def _options(q, *, scale, causal, window, softcap, alibi_slopes, bias, sink, mask, dropout_mask, dropout_p, layout,
-             cu_seqlens_q, cu_seqlens_k, seqlens_k, target, empty_rows, max_bits, threads, want_lse, lse_base):
+             cu_seqlens_q, cu_seqlens_k, seqlens_k, target, empty_rows, max_bits, threads, want_lse, lse_base,
+             key_padding_mask=None, k=None):
     o = {"layout": _args.text(layout, "layout"), "empty_rows": _args.text(empty_rows, "empty_rows"),
          "max_bits": _args.limited(max_bits, "oracle.max_bits"), "threads": _args.limited(threads, "threads"),
          "want_lse": _args.flag(want_lse, "return_lse"), "lse_base": _args.text(lse_base, "lse_base")}
@@ -200,13 +201,160 @@ def _options(q, *, scale, causal, window, softcap, alibi_slopes, bias, sink, mas
     if dropout_mask is not None:
         o["dropout_p"] = _exact_text(dropout_p, "dropout_p")
     elif dropout_p not in (0, 0.0, None, "0"):
-        raise ValueError("dropout needs both --dropout-mask and --dropout-p (dropout_p without dropout_mask)")
-    for key, val in (("alibi_slopes", alibi_slopes), ("bias", bias), ("sink", sink), ("mask", mask),
-                     ("dropout_mask", dropout_mask), ("cu_seqlens_q", cu_seqlens_q), ("cu_seqlens_k", cu_seqlens_k),
-                     ("seqlens_k", seqlens_k)):
+        raise ValueError("dropout_p: dropout needs both dropout_mask= and dropout_p= (dropout_p without dropout_mask)")
+    for key, val in (("alibi_slopes", alibi_slopes), ("sink", sink), ("dropout_mask", dropout_mask),
+                     ("cu_seqlens_q", cu_seqlens_q), ("cu_seqlens_k", cu_seqlens_k), ("seqlens_k", seqlens_k)):
         if val is not None:
             o[key] = _to_numpy(val, key)
+    mask, bias = _masks(q, k, layout, mask, bias, key_padding_mask)
+    for key, val in (("mask", mask), ("bias", bias)):
+        if val is not None:
+            o[key] = val
     return o
+
+
+# ---------------------------------------------------------------------------------------------- masks
+# What torch SDPA's attn_mask takes (a bool mask broadcastable to (b, h, n_q, n_k), True = attend, or a float
+# mask added to the scores, -inf = masked) and FlashAttention's / xformers' key-padding masks, as the library
+# takes them: one bool mask (n_q, n_k), (h, n_q, n_k) or (b, h, n_q, n_k) with its leading dimensions 1 or full,
+# and one additive bias.
+
+_MASK_ORDER = "masks are in (b, h, n_q, n_k) order whatever the layout, as torch's"
+_KEY_PADDING = ("True = a real key to attend, FlashAttention's and xformers' convention (an integer attention_mask "
+                "with 1 = a real token is m.bool()); torch nn.MultiheadAttention's key_padding_mask is the opposite, "
+                "True = padding: give ~m")
+
+
+def _problem_shape(q, k, layout):
+    """(b, h_q, n_q, n_k) from the shapes of q and k in `layout`; an entry is None where they do not say it (no q
+    or k given, layout thd, a shape the library refuses with its own message)."""
+    def shape(x):
+        if x is None:
+            return None
+        try:
+            return tuple(int(n) for n in (x.shape if hasattr(x, "shape") else np.shape(x)))
+        except Exception:  # a ragged list and the like: refused as q or k by their own conversion
+            return None
+
+    sq, sk = shape(q), shape(k)
+    b = h = nq = nk = None
+    if layout == "bhsd":
+        if sq is not None and 2 <= len(sq) <= 4:
+            b, h, nq = ((1, 1) + sq)[-4:-1]
+        if sk is not None and 2 <= len(sk) <= 4:
+            nk = sk[-2]
+    elif layout == "bshd":
+        if sq is not None and len(sq) == 4:
+            b, nq, h = sq[:3]
+        if sk is not None and len(sk) == 4:
+            nk = sk[1]
+    return b, h, nq, nk
+
+
+def _shown_dims(dims):
+    return "(%s)" % ", ".join("?" if n is None else str(n) for n in dims)
+
+
+def _check_mask_shape(m, dims, layout):
+    """ValueError naming mask unless m's shape broadcasts to dims = (b, h_q, n_q, n_k) (None: any size)."""
+    if m.ndim <= 4:
+        padded = (1,) * (4 - m.ndim) + tuple(m.shape)
+        if all(n is None or have in (1, n) for have, n in zip(padded, dims)):
+            return
+    raise ValueError("mask: shape %s does not broadcast to (b, h_q, n_q, n_k) = %s (%s%s)"
+                     % (tuple(m.shape), _shown_dims(dims), _MASK_ORDER,
+                        "" if layout != "bshd" else "; q, k, v are bshd"))
+
+
+def _split_additive(m):
+    """(allowed, additive) of torch SDPA's float mask m: allowed = finite (None when all are), additive = the
+    finite values as float64, exactly (None when all are zero).  +inf and NaN are refused: no mask means them."""
+    _args.check_copy(9 * m.size, m.shape, "mask", "splitting")  # a bool and a float64 array of its size
+    bad = np.isnan(m) | (m == np.inf)
+    if bad.any():
+        at = tuple(int(i) for i in np.argwhere(bad)[0])
+        raise ValueError("mask: a float mask is torch SDPA's additive mask (0 or a finite value where attended, -inf "
+                         "where masked); it holds %s at index %s" % ("NaN" if np.isnan(m[at]) else "+inf", at))
+    allowed = m != -np.inf
+    additive = np.where(allowed, m, 0).astype(np.float64)  # every float dtype's values are binary64 numbers
+    return (None if allowed.all() else allowed), (additive if additive.any() else None)
+
+
+def _key_padding(kp, layout, b, nk):
+    """The (b, n_k) key-padding mask (True = a real key) as a (b, 1, 1, n_k) bool mask."""
+    if layout == "thd":
+        raise ValueError("key_padding_mask: not supported with layout='thd' (cu_seqlens_k gives each sequence's keys)")
+    if kp.dtype != np.bool_:
+        raise ValueError("key_padding_mask: must be a bool array, %s; got dtype %s" % (_KEY_PADDING, kp.dtype.name))
+    if kp.ndim != 2 or (b is not None and kp.shape[0] != b) or (nk is not None and kp.shape[1] != nk):
+        raise ValueError("key_padding_mask: shape %s is not (b, n_k) = %s (%s)"
+                         % (tuple(kp.shape), _shown_dims((b, nk)), _KEY_PADDING))
+    return kp[:, None, None, :]
+
+
+def _with_additive(bias, additive):
+    """bias= plus a float mask's finite values (either may be None), exactly: refused when a sum of two finite
+    values is not a binary64 number.  In the bias's own shape when the mask's values do not widen it."""
+    b = _to_numpy(bias, "bias")
+    if additive is None or b is None:
+        return additive if b is None else b
+    if b.dtype.kind not in "fi" or b.ndim > 4 or (b.dtype.kind == "i" and b.dtype.itemsize == 8 and
+                                                   ((b > 2 ** 53).any() or (b < -2 ** 53).any())):
+        return b  # the library refuses it, naming bias
+    try:
+        shape = np.broadcast_shapes(b.shape, additive.shape)
+    except ValueError:
+        raise ValueError("bias: shape %s does not broadcast with the float mask's shape %s (both to (b, h_q, n_q, n_k))"
+                         % (tuple(b.shape), tuple(additive.shape))) from None
+    _args.check_copy(8 * int(np.prod(shape)) * 3, shape, "bias", "adding the float mask to")
+    x = b.astype(np.float64)
+    with np.errstate(invalid="ignore", over="ignore"):
+        total = x + additive
+        back = total - x  # TwoSum (Knuth): the sum is exact iff its rounding error is 0
+        error = (x - (total - back)) + (additive - back)
+        inexact = np.isfinite(x) & np.isfinite(additive) & ~(np.isfinite(total) & (error == 0))
+    if inexact.any():
+        at = tuple(int(i) for i in np.argwhere(inexact)[0])
+        xb, xa = np.broadcast_to(x, shape)[at], np.broadcast_to(additive, shape)[at]
+        raise ValueError("mask: the float mask's finite values plus bias= are not exact binary64 numbers (at index %s: "
+                         "%r + %r); give the sum you mean as bias= and a bool mask" % (at, float(xb), float(xa)))
+    return total.reshape(b.shape) if total.size == b.size else total
+
+
+def _masks(q, k, layout, mask, bias, key_padding_mask):
+    """(mask, bias) for the library from the caller's mask (bool, True = attend, or torch SDPA's additive float
+    mask), bias and key_padding_mask (b, n_k), True = a real key: one bool mask, the and of mask's finite entries
+    and key_padding_mask, broadcast (a view, no copy) to (b|1, h_q|1, n_q, n_k); one bias, bias + the float
+    mask's finite values."""
+    m = _to_numpy(mask, "mask")
+    kp = _to_numpy(key_padding_mask, "key_padding_mask")
+    if m is None and kp is None:
+        return None, _to_numpy(bias, "bias")
+    layout = layout if isinstance(layout, str) else None
+    dims = _problem_shape(q, k, layout)
+    additive = None
+    if m is not None:
+        if m.dtype.kind not in "bf":
+            raise ValueError("mask: must be bool (True = attend, torch SDPA's attn_mask) or float (torch SDPA's "
+                             "additive mask: 0 attended, -inf masked), got dtype %s: an integer mask is ambiguous "
+                             "(torch nn.MultiheadAttention's byte masks mean 1 = masked); give m.bool() if 1 means "
+                             "attend, ~m.bool() if 1 means masked" % m.dtype.name)
+        _check_mask_shape(m, dims, layout)
+        if m.dtype.kind == "f":
+            m, additive = _split_additive(m)
+    if kp is not None:
+        kp = _key_padding(kp, layout, dims[0], dims[3])
+        if m is None:
+            m = kp
+        else:
+            shape = np.broadcast_shapes(m.shape, kp.shape)
+            _args.check_copy(int(np.prod(shape)), shape, "key_padding_mask", "and-ing mask with")
+            m = np.logical_and(m, kp)
+    if m is not None and m.ndim <= 4:
+        m = m.reshape((1,) * (4 - m.ndim) + tuple(m.shape))
+        nq, nk = (m.shape[2] if dims[2] is None else dims[2]), (m.shape[3] if dims[3] is None else dims[3])
+        m = np.broadcast_to(m, m.shape[:2] + (nq, nk))
+    return m, _with_additive(bias, additive)
 
 
 _LAYOUT_DIMS = {"bhsd": "(b, h, s, d)", "bshd": "(b, s, h, d)"}
@@ -278,7 +426,8 @@ def _like(values, like, target):
 
 _VARIANT_DEFAULTS = dict(scale=None, causal=None, window=None, softcap=None, alibi_slopes=None, bias=None, sink=None,
                          mask=None, dropout_mask=None, dropout_p=0.0, layout="bhsd", cu_seqlens_q=None, cu_seqlens_k=None,
-                         seqlens_k=None, target=None, empty_rows="error", max_bits=4096, threads=2, lse_base="e")
+                         seqlens_k=None, target=None, empty_rows="error", max_bits=4096, threads=2, lse_base="e",
+                         key_padding_mask=None)
 
 
 def _reference(q, k, v, want_lse=False, rows=None, seed=0, row_block=None, max_seconds=0, **kw):
@@ -287,7 +436,7 @@ def _reference(q, k, v, want_lse=False, rows=None, seed=0, row_block=None, max_s
         raise TypeError("unexpected keyword argument(s): %s" % ", ".join(sorted(extra)))
     args = dict(_VARIANT_DEFAULTS)
     args.update(kw)
-    opts = _options(q, want_lse=want_lse, **args)
+    opts = _options(q, want_lse=want_lse, k=k, **args)
     if rows is not None:
         opts["rows"] = _args.limited(rows, "rows")
         opts["seed"] = _args.limited(seed, "seed")
@@ -301,9 +450,9 @@ def _reference(q, k, v, want_lse=False, rows=None, seed=0, row_block=None, max_s
 
 
 def attention(q, k, v, *, scale=None, causal=None, window=None, softcap=None, alibi_slopes=None, bias=None, sink=None,
-              mask=None, dropout_mask=None, dropout_p=0.0, layout="bhsd", cu_seqlens_q=None, cu_seqlens_k=None,
-              target=None, return_lse=False, seqlens_k=None, empty_rows="error", max_bits=4096, threads=2,
-              lse_base="e", max_seconds=0):
+              mask=None, key_padding_mask=None, dropout_mask=None, dropout_p=0.0, layout="bhsd", cu_seqlens_q=None,
+              cu_seqlens_k=None, target=None, return_lse=False, seqlens_k=None, empty_rows="error", max_bits=4096,
+              threads=2, lse_base="e", max_seconds=0):
     """The correctly rounded attention output (and the LSE with return_lse=True), as the caller's type.
 
     q (..., n_q, d), k (..., n_k, d), v (..., n_k, d_v) in `layout` (bhsd, bshd, or thd with cu_seqlens_q/k);
@@ -314,17 +463,25 @@ def attention(q, k, v, *, scale=None, causal=None, window=None, softcap=None, al
     None meaning unbounded (FlashAttention's (L, None)), or a text "LEFT,RIGHT".  Shapes are checked against
     `layout`: q, k, v that fit only the other of bhsd / bshd (h_q a multiple of h_kv in that reading alone) are
     refused with a ValueError that says so.  softcap, alibi_slopes (h_q,) or (b, h_q), bias (broadcastable to
-    (b, h_q, n_q, n_k)), sink (h_q,), mask (bool, True = attend), dropout_mask (keep-mask) with dropout_p.  target: float64,
-    float32, float16 or bfloat16 (default: q's dtype; bfloat16 with NumPy inputs comes back as float32
-    holding bfloat16 values).  The LSE is natural-log (lse_base="2" for log2), in float64 for a float64
+    (b, h_q, n_q, n_k)), sink (h_q,), dropout_mask (keep-mask) with dropout_p.
+    mask: torch SDPA's attn_mask, of any shape that broadcasts to (b, h_q, n_q, n_k) ((n_k,), (b, 1, 1, n_k),
+    (b, 1, n_q, n_k), (h_q, n_q, n_k), ...): masks are in (b, h, n_q, n_k) order whatever the layout, as torch's.
+    Bool: True = attend.  Float: added to the scores, 0 where attended, -inf where masked, any other finite value
+    added as bias= is (to bias=, exactly; a sum that is not a binary64 number is refused); +inf and NaN are
+    refused.  An integer mask is refused: 1 means attend to some and masked to nn.MultiheadAttention's byte masks.
+    key_padding_mask: (b, n_k) bool, True = a real key to attend (FlashAttention's and xformers' convention; torch
+    nn.MultiheadAttention's key_padding_mask is the opposite, True = padding: give ~m), and-ed with mask, causal
+    and window.  A row with every key masked follows empty_rows ("error", "zeros" or "nan").
+    target: float64, float32, float16 or bfloat16 (default: q's dtype; bfloat16 with NumPy inputs comes back as
+    float32 holding bfloat16 values).  The LSE is natural-log (lse_base="2" for log2), in float64 for a float64
     target and float32 otherwise.  max_seconds > 0 bounds the computation (`oracle --max-seconds`): when rows
     are left undecided past it, TimeoutError (never a partial or a wrong answer).
     """
     ref = _reference(q, k, v, want_lse=return_lse, scale=scale, causal=causal, window=window, softcap=softcap,
-                     alibi_slopes=alibi_slopes, bias=bias, sink=sink, mask=mask, dropout_mask=dropout_mask,
-                     dropout_p=dropout_p, layout=layout, cu_seqlens_q=cu_seqlens_q, cu_seqlens_k=cu_seqlens_k,
-                     seqlens_k=seqlens_k, target=target, empty_rows=empty_rows, max_bits=max_bits, threads=threads,
-                     lse_base=lse_base, max_seconds=max_seconds)
+                     alibi_slopes=alibi_slopes, bias=bias, sink=sink, mask=mask, key_padding_mask=key_padding_mask,
+                     dropout_mask=dropout_mask, dropout_p=dropout_p, layout=layout, cu_seqlens_q=cu_seqlens_q,
+                     cu_seqlens_k=cu_seqlens_k, seqlens_k=seqlens_k, target=target, empty_rows=empty_rows,
+                     max_bits=max_bits, threads=threads, lse_base=lse_base, max_seconds=max_seconds)
     undecided = ref.summary()["undecided_rows"]
     if undecided:
         raise TimeoutError("attention: %d rows not computed within max_seconds=%s" % (undecided, max_seconds))
@@ -335,30 +492,40 @@ def attention(q, k, v, *, scale=None, causal=None, window=None, softcap=None, al
 
 
 def attention_vjp(q, k, v, do, *, dlse=None, scale=None, causal=None, window=None, softcap=None, alibi_slopes=None,
-                  bias=None, sink=None, mask=None, dropout_mask=None, dropout_p=0.0, layout="bhsd", cu_seqlens_q=None,
-                  cu_seqlens_k=None, target=None, seqlens_k=None, empty_rows="error", max_bits=4096, threads=2,
-                  lse_base="e", max_seconds=0):
+                  bias=None, sink=None, mask=None, key_padding_mask=None, dropout_mask=None, dropout_p=0.0,
+                  layout="bhsd", cu_seqlens_q=None, cu_seqlens_k=None, target=None, seqlens_k=None, empty_rows="error",
+                  max_bits=4096, threads=2, lse_base="e", max_seconds=0):
     """The correctly rounded gradients of attention(q, k, v, ...) for the output cotangent `do` (and `dlse`).
 
     Returns AttentionGrads(dq, dk, dv, dbias, dsink): dq, dk, dv in the layouts of q, k, v; dbias in the bias's
     shape (summed over its broadcast dimensions) when a bias is given, else None; dsink (h_q,) when a sink is
     given, else None.  The keywords are attention()'s (causal, window and the layout check as there; a `do` whose
-    shape is the output's in the other of bhsd / bshd is refused).  Exact zeros (keys no query attends) are exact
-    zeros.  max_seconds > 0 bounds the
-    computation: past it, TimeoutError (dK and dV sum over every row, so there is no partial answer).
+    shape is the output's in the other of bhsd / bshd is refused; mask and key_padding_mask as there: a float
+    mask's finite values are no bias of the caller's, so they give no dbias, and a float mask whose nonzero values
+    would widen bias= to a larger shape is refused, as that dbias would be a sum of rounded parts).  Exact zeros
+    (keys no query attends) are exact zeros.  max_seconds > 0 bounds the computation: past it, TimeoutError (dK
+    and dV sum over every row, so there is no partial answer).
     """
     args = dict(_VARIANT_DEFAULTS)
     args.update(scale=scale, causal=causal, window=window, softcap=softcap, alibi_slopes=alibi_slopes, bias=bias,
-                sink=sink, mask=mask, dropout_mask=dropout_mask, dropout_p=dropout_p, layout=layout,
-                cu_seqlens_q=cu_seqlens_q, cu_seqlens_k=cu_seqlens_k, seqlens_k=seqlens_k, target=target,
-                empty_rows=empty_rows, max_bits=max_bits, threads=threads, lse_base=lse_base)
+                sink=sink, mask=mask, key_padding_mask=key_padding_mask, dropout_mask=dropout_mask,
+                dropout_p=dropout_p, layout=layout, cu_seqlens_q=cu_seqlens_q, cu_seqlens_k=cu_seqlens_k,
+                seqlens_k=seqlens_k, target=target, empty_rows=empty_rows, max_bits=max_bits, threads=threads,
+                lse_base=lse_base)
     g = _gradients(q, k, v, do, dlse, args, max_seconds)
-    return AttentionGrads(*[None if g.get(n) is None else _like(g.get(n), q, g.target)
-                            for n in ("dq", "dk", "dv", "dbias", "dsink")])
+    return AttentionGrads(*[None if g.get(n) is None or (n == "dbias" and bias is None)  # a float mask's, not bias='s
+                            else _like(g.get(n), q, g.target) for n in ("dq", "dk", "dv", "dbias", "dsink")])
 
 
 def _gradients(q, k, v, do, dlse, args, max_seconds=0):
-    opts = _options(q, want_lse=dlse is not None, **args)
+    opts = _options(q, want_lse=dlse is not None, k=k, **args)
+    if args.get("bias") is not None and opts.get("bias") is not None:
+        given = _to_numpy(args["bias"], "bias").shape
+        if opts["bias"].shape != given:  # the float mask's values widened it: dbias would be a sum of rounded parts
+            raise ValueError("mask: the float mask's nonzero finite values widen bias= from shape %s to %s, whose "
+                             "dbias summed back to %s would not be correctly rounded; give bias= in shape %s "
+                             "(np.broadcast_to) and sum its dbias, or a bool mask and the values in bias="
+                             % (tuple(given), tuple(opts["bias"].shape), tuple(given), tuple(opts["bias"].shape)))
     if max_seconds:
         opts["max_seconds"] = _args.real(max_seconds, "max_seconds", 0, 1e7)
     q, k, v, do = _to_numpy(q, "q"), _to_numpy(k, "k"), _to_numpy(v, "v"), _to_numpy(do, "do")

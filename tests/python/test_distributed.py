@@ -553,8 +553,8 @@ def test_unit_ranges_follow_the_oracles_broadcasting(key, shape, unit, want):
 
 
 @pytest.mark.parametrize("key,shape,msg", [
-    ("bias", (3, 4, 3, 5), "bias= does not broadcast: its batch dimension is 3, expected 1 or 2"),
-    ("mask", (2, 3, 3, 5), "mask= does not broadcast: its head dimension is 3, expected 1 or 4"),
+    ("bias", (3, 4, 3, 5), "bias does not broadcast: its batch dimension is 3, expected 1 or 2"),
+    ("mask", (2, 3, 3, 5), "mask does not broadcast: its head dimension is 3, expected 1 or 4"),
     ("alibi_slopes", (2, 3, 4), r"alibi_slopes: shape \(2, 3, 4\) is not \(h_q,\) or \(b, h_q\)"),
     ("seqlens_k", (1,), "seqlens_k: 1 lengths for a batch of 2"),
 ])
