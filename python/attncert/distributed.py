@@ -97,7 +97,27 @@ def _dims(x, what):
     return x.shape
 
 
+def _fold_key_padding(q, k, variant):
+    """key_padding_mask (b, n_k), True = a real key, folded into `mask` so that each unit reads its batch of it
+    as the single-process call does: and-ed with a bool mask, added as 0 / -inf to torch SDPA's float additive
+    mask (which each task splits as attncert.attention does)."""
+    kp = variant.pop("key_padding_mask", None)
+    if kp is None:
+        return
+    kp = _a._key_padding(_a._to_numpy(kp, "key_padding_mask"), "bhsd", q.shape[0], k.shape[2])
+    m = variant.get("mask")
+    if m is None:
+        variant["mask"] = kp
+        return
+    m = _a._to_numpy(m, "mask")
+    if m.dtype.kind == "f":
+        variant["mask"] = m + np.where(kp, m.dtype.type(0), m.dtype.type(-np.inf))
+    else:
+        variant["mask"] = np.logical_and(m, kp)
+
+
 def _units(q, k, variant):
+    _fold_key_padding(q, k, variant)
     B, H, nq, _ = _dims(q, "q")
     Bk, Hk, _, _ = _dims(k, "k")
     if Bk != B or H % Hk:

@@ -637,3 +637,25 @@ def test_audit_on_the_cluster_is_the_single_process_report(client):
 
     with pytest.raises(ValueError, match="changed after they were fixed"):
         attncert.audit(cap, spec=spec, client=NoTask(), registered="0" * 64)
+
+
+def test_key_padding_mask_on_the_cluster_is_the_single_process_call(client):
+    """key_padding_mask= (b, n_k), alone and with a bool or a float additive mask: each unit reads its batch of it,
+    and the result is bit for bit attncert.attention's (forward with LSE, and the backward)."""
+    q, k, v = qkv(B=2, H=4, Hk=2, n=24, d=8, seed=11)
+    kp = np.ones((2, 24), bool)
+    kp[0, 17:] = False  # the first sequence has 17 real keys, the second 24
+    r = np.random.default_rng(SEED + 12)
+    extra = [{}, {"mask": r.random((24, 24)) > 0.2, "empty_rows": "zeros"},
+             {"mask": np.where(r.random((2, 1, 24, 24)) > 0.2, 0.0, -np.inf) + np.float64(0.25)}]
+    for kw in extra:
+        kw = dict(kw, key_padding_mask=kp)
+        out, lse = ad.attention(q, k, v, client=client, return_lse=True, **kw)
+        want, want_lse = attncert.attention(q, k, v, return_lse=True, **kw)
+        same(out, want)
+        same(lse, want_lse)
+    do = np.random.default_rng(SEED + 13).standard_normal(q.shape)
+    got = ad.attention_vjp(q, k, v, do, client=client, key_padding_mask=kp)
+    want = attncert.attention_vjp(q, k, v, do, key_padding_mask=kp)
+    for a, b in zip(got[:3], want[:3]):
+        same(a, b)
