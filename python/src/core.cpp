@@ -172,6 +172,7 @@ oracle::attention_spec make_spec(const py::handle& q, const py::handle& k, const
   s.target = text(o, "target", "binary64");
   s.window = text(o, "window");
   s.softcap = text(o, "softcap");
+  s.alibi = text(o, "alibi", "distance");
   // the texts whose parsers' messages name no option, parsed once here to name the parameter (the
   // library parses them again in build_request, with the same functions); build_request names the
   // exact numbers (scale, softcap, dropout_p) itself

@@ -40,6 +40,10 @@ void add_variant_options(CLI::App* o, oracle_args& a) {
   o->add_option("--window", a.window, "LEFT,RIGHT: key j allowed iff i+n_k-n_q-LEFT <= j <= i+n_k-n_q+RIGHT (-1 = unbounded)");
   o->add_option("--softcap", a.softcap, "Softcap C > 0 (exact decimal): scores become C·tanh(s/C)");
   o->add_option("--alibi-slopes", a.alibi_slopes, "ALiBi slopes (.npy, (h_q,) or (b, h_q)): adds -slope·|i + n_k - n_q - j|");
+  o->add_option("--alibi", a.alibi,
+                "ALiBi's form: distance (default, -slope·|i + n_k - n_q - j|) or flash2 (+slope·j, what FlashAttention 2's\n"
+                "kernel and reference add under a causal mask: the same output, an LSE larger by slope·(i + n_k - n_q))")
+      ->check(CLI::IsMember({"distance", "flash2"}));
   o->add_option("--bias", a.bias, "Additive bias (.npy float, broadcastable to (b, h_q, n_q, n_k)); -inf masks the key");
   o->add_option("--sink", a.sink, "Sink logits (.npy, (h_q,)): added to the softmax denominator only");
   o->add_flag("--sink-off-by-one", a.sink_off_by_one, "A sink of logit 0 in every head (softmax_1)");
@@ -222,6 +226,7 @@ oracle::attention_spec make_spec(const oracle_args& a, nlohmann::json& inputs) {
   s.target = a.target;
   s.window = a.window;
   s.softcap = a.softcap;
+  s.alibi = a.alibi;
   s.alibi_slopes = read(a.alibi_slopes, "alibi_slopes");
   s.bias = read(a.bias, "bias", io::nonfinite::allow);
   s.sink = read(a.sink, "sink", io::nonfinite::allow);
@@ -264,7 +269,7 @@ nlohmann::json settings(const oracle_args& a, const oracle::oracle_request& req)
   nlohmann::json var = nlohmann::json::object();
   if (v.window_left != -1 || v.window_right != -1) var["window"] = {v.window_left, v.window_right};
   if (v.softcap) var["softcap"] = a.softcap;  // as the user wrote it
-  if (!v.alibi_slopes.empty()) var["alibi"] = true;
+  if (!v.alibi_slopes.empty()) var["alibi"] = v.alibi_key_position ? "flash2 (+slope j)" : "distance (-slope |i + n_k - n_q - j|)";
   if (v.has_bias) var["bias"] = true;
   if (!v.sink.empty()) var["sink"] = a.sink_off_by_one ? "off-by-one (logit 0)" : "per head";
   if (v.has_dropout) var["dropout_p"] = a.dropout_p;

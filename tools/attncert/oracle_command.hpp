@@ -27,6 +27,7 @@ struct oracle_args {
   bool allow_nonfinite = false;
   // variants (proofs/P14-oracle-variants.md)
   std::vector<std::string> masks;  ///< --mask, repeatable (AND)
+  std::string alibi = "distance";
   std::string layout = "bhsd", cu_seqlens_q, cu_seqlens_k, seqlens_k, block_table, window, softcap, alibi_slopes, bias,
               sink, dropout_mask, dropout_p, qkv_format, q_descale, k_descale, v_descale, write_lse, lse_base = "e",
               empty_lse = "-inf", lse_target;

@@ -557,6 +557,11 @@ void validate_variant(const oracle_request& req) {
   if (!v.alibi_slopes.empty() && v.alibi_slopes.size() != H && v.alibi_slopes.size() != B * H)
     throw input_error(field("alibi_slopes") + ": " + std::to_string(v.alibi_slopes.size()) + " slopes, expected h_q = " +
                       std::to_string(H) + " or b·h_q = " + std::to_string(B * H));
+  if (v.alibi_key_position && v.alibi_slopes.empty())
+    throw input_error(field("alibi") + " flash2 needs " + field("alibi_slopes"));
+  if (v.alibi_key_position && req.mask != mask_kind::causal && !v.causal_bottom_right)
+    throw input_error(field("alibi") + " flash2 is FlashAttention 2's causal form (+slope j): it needs a causal mask "
+                      "(without one the kernel adds the distance form, " + field("alibi") + " distance)");
   if (!v.sink.empty() && v.sink.size() != H)
     throw input_error(field("sink") + ": " + std::to_string(v.sink.size()) + " logits, expected one per query head (" +
                       std::to_string(H) + ")");

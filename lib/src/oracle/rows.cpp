@@ -156,8 +156,8 @@ void row_source::additive_terms(const row_job& job, row_scratch& w) const {
     dd a{0.0, 0.0};
     double rad = 0;
     if (job.ctx.has_alibi) {
-      const long long dist = std::llabs(job.ctx.pos - static_cast<long long>(j));
-      const double sd = -job.ctx.slope, dd_dist = static_cast<double>(dist);
+      const long long dist = job.ctx.alibi_key ? static_cast<long long>(j) : std::llabs(job.ctx.pos - static_cast<long long>(j));
+      const double sd = job.ctx.alibi_key ? job.ctx.slope : -job.ctx.slope, dd_dist = static_cast<double>(dist);
       if (sd != 0 && dist != 0) {
         a = two_prod(sd, dd_dist);
         if (!dd_detail::product_ok(sd, dd_dist) || !std::isfinite(a.hi)) rad = inf;
@@ -199,6 +199,7 @@ void row_source::build_job(row_job& job, row_scratch& w) const {
           static_cast<long long>(req_.seq_q(job.s));
   if (!var_.alibi_slopes.empty()) {
     c.has_alibi = true;
+    c.alibi_key = var_.alibi_key_position;
     c.slope = var_.alibi_slopes.size() == H_ ? var_.alibi_slopes[job.h] : var_.alibi_slopes[job.s * H_ + job.h];
   }
   if (!var_.sink.empty()) {

@@ -83,6 +83,8 @@ void set_variant(const attention_spec& s, oracle_request& req) {
                         ",) nor (b, h_q) = (" + std::to_string(req.sequences()) + ", " + std::to_string(req.Q.H) + ")");
     v.alibi_slopes = to_alibi_slopes(*s.alibi_slopes, field("alibi_slopes"));
   }
+  if (s.alibi == "flash2") v.alibi_key_position = true;
+  else if (s.alibi != "distance") throw input_error(field("alibi") + " must be distance or flash2 (got '" + one_line(s.alibi) + "')");
   if (s.bias) {
     v.has_bias = true;
     v.bias = to_score_bias(*s.bias, field("bias"));

@@ -111,7 +111,10 @@ void init_variant_values(variant_values& vv, const attention_variant& v) {
 /// holds it; outward rounded otherwise).
 void additive_term(const mpfi_row_ctx& c, std::size_t j, mpfi_ptr out) {
   mpfi_set_ui(out, 0);
-  if (c.has_alibi) {
+  if (c.has_alibi && c.alibi_key) {
+    mpfi_set_d(out, c.slope);
+    mpfi_mul_d(out, out, static_cast<double>(j));  // j < 2^53: exact as a double
+  } else if (c.has_alibi) {
     const long long dist = c.pos >= static_cast<long long>(j) ? c.pos - static_cast<long long>(j)
                                                               : static_cast<long long>(j) - c.pos;
     mpfi_set_d(out, c.slope);
@@ -134,7 +137,7 @@ double approx_score(const mpfi_row_ctx& c, std::size_t j) {
     const double C = mpq_get_d(c.var->softcap);  // +inf beyond binary64: C·tanh(x/C) → x
     if (std::isfinite(C)) x = C * std::tanh(x / C);
   }
-  if (c.has_alibi) x -= c.slope * std::fabs(static_cast<double>(c.pos) - static_cast<double>(j));
+  if (c.has_alibi) x += c.alibi_key ? c.slope * static_cast<double>(j) : -c.slope * std::fabs(static_cast<double>(c.pos) - static_cast<double>(j));
   if (c.bias) x += c.bias[j];
   return x;
 }

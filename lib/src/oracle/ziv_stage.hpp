@@ -114,6 +114,7 @@ struct mpfi_row_ctx {
   bool has_alibi = false;
   double slope = 0;                     ///< ALiBi: a_j -= slope |pos - j|
   long long pos = 0;                    ///< i + n_k - n_q
+  bool alibi_key = false;               ///< ALiBi as a_j += slope·j (attention_variant::alibi_key_position)
   bool has_sink = false;
   double sink = 0;
   const std::uint8_t* keep = nullptr;   ///< dropout keep-mask over the keys, or null

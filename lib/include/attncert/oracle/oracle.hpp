@@ -85,6 +85,11 @@ struct attention_variant {
   long long window_left = -1, window_right = -1;  ///< -1 = unbounded; both -1: no window
   std::optional<mpq_rational> softcap; ///< C > 0 (numerator and denominator below 2^4000); none: no softcap
   std::vector<double> alibi_slopes;    ///< empty, H_q slopes, or B·H_q slopes (row-major (b, h))
+  /// ALiBi in the form FlashAttention 2's kernel (and its reference) adds under a causal mask: a_j = +slope·j,
+  /// instead of the distance form −slope·|i + n_k − n_q − j|.  On the keys a causal mask allows the two differ
+  /// by the row constant slope·(i + n_k − n_q): the same output, an LSE larger by that constant.  Needs a
+  /// causal mask (validate_request).
+  bool alibi_key_position = false;
   bool has_bias = false;
   score_bias bias;                     ///< additive; -inf masks the key
   std::vector<double> sink;            ///< empty or one logit per query head

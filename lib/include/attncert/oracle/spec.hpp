@@ -34,6 +34,7 @@ struct attention_spec {
   std::string window;                ///< "LEFT,RIGHT" or ""
   std::string softcap;               ///< exact decimal or ""
   std::optional<tensor> alibi_slopes, bias, sink, dropout_mask;
+  std::string alibi = "distance";    ///< distance (-slope |i + n_k - n_q - j|) or flash2 (+slope j, with a causal mask)
   bool sink_off_by_one = false;
   std::string dropout_p;             ///< exact decimal; needed with dropout_mask
   std::string qkv_format;            ///< FP8: e4m3fn, e5m2 or ""
