@@ -169,6 +169,7 @@ def _exact_text(x, what):
 
 
 def _options(q, *, scale, causal, window, softcap, alibi_slopes, bias, sink, mask, dropout_mask, dropout_p, layout,
+             alibi="distance",
              cu_seqlens_q, cu_seqlens_k, seqlens_k, target, empty_rows, max_bits, threads, want_lse, lse_base,
              key_padding_mask=None, k=None):
     o = {"layout": _args.text(layout, "layout"), "empty_rows": _args.text(empty_rows, "empty_rows"),
@@ -198,6 +199,7 @@ def _options(q, *, scale, causal, window, softcap, alibi_slopes, bias, sink, mas
         o["scale"] = _exact_text(scale, "scale")
     if softcap is not None and softcap != 0:
         o["softcap"] = _exact_text(softcap, "softcap")
+    o["alibi"] = _args.text(alibi, "alibi")
     if dropout_mask is not None:
         o["dropout_p"] = _exact_text(dropout_p, "dropout_p")
     elif dropout_p not in (0, 0.0, None, "0"):
@@ -424,7 +426,8 @@ def _like(values, like, target):
     return values.astype(_NUMPY_OF_TARGET[target])
 
 
-_VARIANT_DEFAULTS = dict(scale=None, causal=None, window=None, softcap=None, alibi_slopes=None, bias=None, sink=None,
+_VARIANT_DEFAULTS = dict(scale=None, causal=None, window=None, softcap=None, alibi_slopes=None, alibi="distance",
+                         bias=None, sink=None,
                          mask=None, dropout_mask=None, dropout_p=0.0, layout="bhsd", cu_seqlens_q=None, cu_seqlens_k=None,
                          seqlens_k=None, target=None, empty_rows="error", max_bits=4096, threads=2, lse_base="e",
                          key_padding_mask=None)
@@ -449,7 +452,8 @@ def _reference(q, k, v, want_lse=False, rows=None, seed=0, row_block=None, max_s
     return _core.Reference(q, k, v, opts)
 
 
-def attention(q, k, v, *, scale=None, causal=None, window=None, softcap=None, alibi_slopes=None, bias=None, sink=None,
+def attention(q, k, v, *, scale=None, causal=None, window=None, softcap=None, alibi_slopes=None, alibi="distance",
+              bias=None, sink=None,
               mask=None, key_padding_mask=None, dropout_mask=None, dropout_p=0.0, layout="bhsd", cu_seqlens_q=None,
               cu_seqlens_k=None, target=None, return_lse=False, seqlens_k=None, empty_rows="error", max_bits=4096,
               threads=2, lse_base="e", max_seconds=0):
@@ -463,7 +467,9 @@ def attention(q, k, v, *, scale=None, causal=None, window=None, softcap=None, al
     None meaning unbounded (FlashAttention's (L, None)), or a text "LEFT,RIGHT".  Shapes are checked against
     `layout`: q, k, v that fit only the other of bhsd / bshd (h_q a multiple of h_kv in that reading alone) are
     refused with a ValueError that says so.  softcap, alibi_slopes (h_q,) or (b, h_q), bias (broadcastable to
-    (b, h_q, n_q, n_k)), sink (h_q,), dropout_mask (keep-mask) with dropout_p.
+    (b, h_q, n_q, n_k)), sink (h_q,), dropout_mask (keep-mask) with dropout_p.  alibi: "distance" (default:
+    -slope |i + n_k - n_q - j|) or "flash2" (+slope j, what FlashAttention 2's kernel and its reference add under
+    a causal mask: the same output, an LSE larger by slope (i + n_k - n_q); needs a causal mask).
     mask: torch SDPA's attn_mask, of any shape that broadcasts to (b, h_q, n_q, n_k) ((n_k,), (b, 1, 1, n_k),
     (b, 1, n_q, n_k), (h_q, n_q, n_k), ...): masks are in (b, h, n_q, n_k) order whatever the layout, as torch's.
     Bool: True = attend.  Float: added to the scores, 0 where attended, -inf where masked, any other finite value
@@ -477,22 +483,22 @@ def attention(q, k, v, *, scale=None, causal=None, window=None, softcap=None, al
     target and float32 otherwise.  max_seconds > 0 bounds the computation (`oracle --max-seconds`): when rows
     are left undecided past it, TimeoutError (never a partial or a wrong answer).
     """
-    ref = _reference(q, k, v, want_lse=return_lse, scale=scale, causal=causal, window=window, softcap=softcap,
-                     alibi_slopes=alibi_slopes, bias=bias, sink=sink, mask=mask, key_padding_mask=key_padding_mask,
+    # one cache with attncert.testing's helpers (issue 32, item 11): computed here or there, reused by both
+    ref = testing._shared_reference(q, k, v, want_lse=return_lse,
+                                    timeout="attention: %d rows not computed within max_seconds=%s",
+                     scale=scale, causal=causal, window=window, softcap=softcap,
+                     alibi_slopes=alibi_slopes, alibi=alibi, bias=bias, sink=sink, mask=mask, key_padding_mask=key_padding_mask,
                      dropout_mask=dropout_mask, dropout_p=dropout_p, layout=layout, cu_seqlens_q=cu_seqlens_q,
                      cu_seqlens_k=cu_seqlens_k, seqlens_k=seqlens_k, target=target, empty_rows=empty_rows,
                      max_bits=max_bits, threads=threads, lse_base=lse_base, max_seconds=max_seconds)
-    undecided = ref.summary()["undecided_rows"]
-    if undecided:
-        raise TimeoutError("attention: %d rows not computed within max_seconds=%s" % (undecided, max_seconds))
-    out = _like(ref.output(), q, ref.target)
+    out = _like(ref.output(), q, ref.target)  # (undecided rows past max_seconds: TimeoutError, nothing cached)
     if not return_lse:
         return out
     return out, _like(ref.lse(), q, ref.lse_target)
 
 
 def attention_vjp(q, k, v, do, *, dlse=None, scale=None, causal=None, window=None, softcap=None, alibi_slopes=None,
-                  bias=None, sink=None, mask=None, key_padding_mask=None, dropout_mask=None, dropout_p=0.0,
+                  alibi="distance", bias=None, sink=None, mask=None, key_padding_mask=None, dropout_mask=None, dropout_p=0.0,
                   layout="bhsd", cu_seqlens_q=None, cu_seqlens_k=None, target=None, seqlens_k=None, empty_rows="error",
                   max_bits=4096, threads=2, lse_base="e", max_seconds=0):
     """The correctly rounded gradients of attention(q, k, v, ...) for the output cotangent `do` (and `dlse`).
@@ -507,12 +513,13 @@ def attention_vjp(q, k, v, do, *, dlse=None, scale=None, causal=None, window=Non
     and dV sum over every row, so there is no partial answer).
     """
     args = dict(_VARIANT_DEFAULTS)
-    args.update(scale=scale, causal=causal, window=window, softcap=softcap, alibi_slopes=alibi_slopes, bias=bias,
+    args.update(scale=scale, causal=causal, window=window, softcap=softcap, alibi_slopes=alibi_slopes, alibi=alibi,
+                bias=bias,
                 sink=sink, mask=mask, key_padding_mask=key_padding_mask, dropout_mask=dropout_mask,
                 dropout_p=dropout_p, layout=layout, cu_seqlens_q=cu_seqlens_q, cu_seqlens_k=cu_seqlens_k,
                 seqlens_k=seqlens_k, target=target, empty_rows=empty_rows, max_bits=max_bits, threads=threads,
                 lse_base=lse_base)
-    g = _gradients(q, k, v, do, dlse, args, max_seconds)
+    g = testing._shared_gradients(q, k, v, do, dlse, args, max_seconds)  # cached with attncert.testing's
     return AttentionGrads(*[None if g.get(n) is None or (n == "dbias" and bias is None)  # a float mask's, not bias='s
                             else _like(g.get(n), q, g.target) for n in ("dq", "dk", "dv", "dbias", "dsink")])
 
