@@ -149,7 +149,7 @@ BOOST_AUTO_TEST_CASE(refusals_are_one_line_naming_the_option) {
         thd(s);
         s.mask = arr({5, 5}, std::vector<double>(25, 1), io::dtype::b1);
       },
-      "--mask FILE is not supported with --layout thd");
+      "--mask is not supported with --layout thd");
   refuse(
       [&](attention_spec& s) {
         thd(s);
