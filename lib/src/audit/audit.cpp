@@ -827,6 +827,123 @@ std::vector<control_result> controls(const audit_spec& s) {
   return out;
 }
 
+namespace {
+
+// Rows or batches named by the spec's target contrast that a call does not have: refused before anything runs.
+void check_contrast_fits(const target_contrast_spec& tc, const std::vector<captured_call>& calls) {
+  for (const auto& c : calls) {
+    const std::string who = "call '" + one_line(c.name, 80) + "'";
+    if (tc.between == "tokens" && std::max(tc.first, tc.second) >= dim(c.q, 2))
+      throw input_error(field("spec") + ": target_contrast.tokens [" + std::to_string(tc.first) + ", " + std::to_string(tc.second) + "]: " + who +
+                        " has " + std::to_string(dim(c.q, 2)) + " query rows");
+    if (tc.between == "batches" && std::max(tc.first, tc.second) >= dim(c.q, 0))
+      throw input_error(field("spec") + ": target_contrast.batches [" + std::to_string(tc.first) + ", " + std::to_string(tc.second) + "]: " + who +
+                        " has a batch of " + std::to_string(dim(c.q, 0)));
+  }
+}
+
+// The call's identity and shape (no result yet).
+call_result describe_call(const captured_call& c) {
+  call_result cr;
+  cr.name = c.name;
+  cr.kind = c.kind;
+  cr.dtype = c.dtype;
+  cr.scale = c.scale;
+  cr.mask_kind = c.mask_kind;
+  cr.batch = dim(c.q, 0);
+  cr.heads = dim(c.q, 1);
+  cr.kv_heads = dim(c.k, 1);
+  cr.n_q = dim(c.q, 2);
+  cr.n_k = dim(c.k, 2);
+  cr.head_dim = dim(c.q, 3);
+  cr.value_dim = dim(c.v, 3);
+  return cr;
+}
+
+void not_computed(audit_result& r, call_result& cr, std::size_t b, const std::string& what) {
+  r.partial = true;
+  cr.notes.push_back("batch " + std::to_string(b) + " " + what + ": not computed (past max_seconds)");
+}
+
+// Every head of the call, each with its outcome.
+void audit_heads(const audit_spec& s, const captured_call& c, audit_result& r, call_result& cr,
+                 const std::function<void(const std::string&)>& progress, std::chrono::steady_clock::time_point t0) {
+  for (std::size_t b = 0; b < cr.batch; ++b)
+    for (std::size_t h = 0; h < cr.heads; ++h) {
+      const std::string head = "head " + std::to_string(h);
+      if (deadline_passed()) {
+        not_computed(r, cr, b, head);
+        continue;
+      }
+      if (progress) progress(c.name + " batch " + std::to_string(b) + " " + head);
+      head_result hr;
+      try {
+        hr = audit_head(s, c, b, h, t0);
+      } catch (const time_limit_reached&) {
+        not_computed(r, cr, b, head);
+        continue;
+      } catch (const input_error& e) {
+        throw input_error("call '" + one_line(c.name, 80) + "' batch " + std::to_string(b) + " " + head + ": " + e.what());
+      }
+      for (const auto& o : hr.objects) r.partial = r.partial || o.analysis.partial;
+      std::string why;
+      hr.result = outcome_of(s, hr, format_of_dtype(c.dtype), why);
+      hr.why = hr.why.empty() ? why : hr.why + "; " + why;
+      cr.heads_results.push_back(std::move(hr));
+    }
+}
+
+bool wants(const audit_spec& s, const char* object) { return std::find(s.objects.begin(), s.objects.end(), object) != s.objects.end(); }
+
+// The multi-head object of every batch (when the spec asks for it).
+void audit_multi_head(const audit_spec& s, const captured_call& c, audit_result& r, call_result& cr) {
+  for (std::size_t b = 0; b < cr.batch; ++b) {
+    if (!c.w_o) {
+      multi_head_result m;
+      m.batch = b;
+      m.why = "W_O was not captured (the call is not a MultiheadAttention)";
+      cr.multi_head.push_back(std::move(m));
+      continue;
+    }
+    if (deadline_passed()) {
+      not_computed(r, cr, b, "multi-head object");
+      continue;
+    }
+    try {
+      cr.multi_head.push_back(multi_head(s, c, b));
+    } catch (const time_limit_reached&) {
+      not_computed(r, cr, b, "multi-head object");
+    }
+  }
+}
+
+// The residual object of every batch (when the spec asks for it).
+void audit_residual(const audit_spec& s, const captured_call& c, audit_result& r, call_result& cr,
+                    const std::function<void(const std::string&)>& progress) {
+  for (std::size_t b = 0; b < cr.batch; ++b) {
+    if (!c.w_o || !c.residual) {
+      residual_result x;
+      x.batch = b;
+      x.why = !c.w_o ? "W_O was not captured (the call is not a MultiheadAttention)"
+                     : "the residual stream is not known (the call is not the self-attention of an nn.TransformerEncoderLayer or DecoderLayer)";
+      cr.residual.push_back(std::move(x));
+      continue;
+    }
+    if (deadline_passed()) {
+      not_computed(r, cr, b, "residual object");
+      continue;
+    }
+    if (progress) progress(c.name + " batch " + std::to_string(b) + " residual");
+    try {
+      cr.residual.push_back(residual(s, c, b));
+    } catch (const time_limit_reached&) {
+      not_computed(r, cr, b, "residual object");
+    }
+  }
+}
+
+}  // namespace
+
 audit_result run_audit(const audit_spec& s, const std::vector<captured_call>& calls,
                        const std::function<void(const std::string&)>& progress) {
   for (const auto& c : calls) check_call(c);
@@ -841,97 +958,16 @@ audit_result run_audit(const audit_spec& s, const std::vector<captured_call>& ca
       throw internal_error("negative control '" + c.name + "' failed (exact rank [" + std::to_string(c.analysis.exact.lo) + ", " +
                                std::to_string(c.analysis.exact.hi) + "], expected " + std::to_string(c.expected) +
                                "): no model result is reported");
-  const target_contrast_spec& tc = s.target_contrast;
-  for (const auto& c : calls) {
-    const std::string who = "call '" + one_line(c.name, 80) + "'";
-    if (tc.between == "tokens" && std::max(tc.first, tc.second) >= dim(c.q, 2))
-      throw input_error(field("spec") + ": target_contrast.tokens [" + std::to_string(tc.first) + ", " + std::to_string(tc.second) + "]: " + who +
-                        " has " + std::to_string(dim(c.q, 2)) + " query rows");
-    if (tc.between == "batches" && std::max(tc.first, tc.second) >= dim(c.q, 0))
-      throw input_error(field("spec") + ": target_contrast.batches [" + std::to_string(tc.first) + ", " + std::to_string(tc.second) + "]: " + who +
-                        " has a batch of " + std::to_string(dim(c.q, 0)));
-  }
+  check_contrast_fits(s.target_contrast, calls);
   deadline_scope budget(s.max_seconds);
   for (const auto& c : calls) {
-    call_result cr;
-    cr.name = c.name;
-    cr.kind = c.kind;
-    cr.dtype = c.dtype;
-    cr.scale = c.scale;
-    cr.mask_kind = c.mask_kind;
-    cr.batch = dim(c.q, 0);
-    cr.heads = dim(c.q, 1);
-    cr.kv_heads = dim(c.k, 1);
-    cr.n_q = dim(c.q, 2);
-    cr.n_k = dim(c.k, 2);
-    cr.head_dim = dim(c.q, 3);
-    cr.value_dim = dim(c.v, 3);
+    call_result cr = describe_call(c);
     if (c.bias) {
       cr.notes.push_back("an additive attention bias was captured: its heads are not audited yet (not computed)");
-      r.calls.push_back(std::move(cr));
-      continue;
-    }
-    for (std::size_t b = 0; b < cr.batch; ++b)
-      for (std::size_t h = 0; h < cr.heads; ++h) {
-        if (deadline_passed()) {
-          r.partial = true;
-          cr.notes.push_back("batch " + std::to_string(b) + " head " + std::to_string(h) + ": not computed (past max_seconds)");
-          continue;
-        }
-        if (progress) progress(c.name + " batch " + std::to_string(b) + " head " + std::to_string(h));
-        const std::string where = "call '" + one_line(c.name, 80) + "' batch " + std::to_string(b) + " head " + std::to_string(h);
-        head_result hr;
-        try {
-          hr = audit_head(s, c, b, h, t0);
-        } catch (const time_limit_reached&) {
-          r.partial = true;
-          cr.notes.push_back("batch " + std::to_string(b) + " head " + std::to_string(h) + ": not computed (past max_seconds)");
-          continue;
-        } catch (const input_error& e) {
-          throw input_error(where + ": " + e.what());
-        }
-        for (const auto& o : hr.objects) r.partial = r.partial || o.analysis.partial;
-        std::string why;
-        hr.result = outcome_of(s, hr, format_of_dtype(c.dtype), why);
-        hr.why = hr.why.empty() ? why : hr.why + "; " + why;
-        cr.heads_results.push_back(std::move(hr));
-      }
-    if (std::find(s.objects.begin(), s.objects.end(), "multi_head") != s.objects.end()) {
-      for (std::size_t b = 0; b < cr.batch; ++b) {
-        if (!c.w_o) {
-          multi_head_result m;
-          m.batch = b;
-          m.why = "W_O was not captured (the call is not a MultiheadAttention)";
-          cr.multi_head.push_back(std::move(m));
-        } else if (deadline_passed()) {
-          r.partial = true;
-          cr.notes.push_back("batch " + std::to_string(b) + " multi-head object: not computed (past max_seconds)");
-        } else {
-          cr.multi_head.push_back(multi_head(s, c, b));
-        }
-      }
-    }
-    if (std::find(s.objects.begin(), s.objects.end(), "residual") != s.objects.end()) {
-      for (std::size_t b = 0; b < cr.batch; ++b) {
-        if (!c.w_o || !c.residual) {
-          residual_result x;
-          x.batch = b;
-          x.why = !c.w_o ? "W_O was not captured (the call is not a MultiheadAttention)"
-                         : "the residual stream is not known (the call is not the self-attention of an nn.TransformerEncoderLayer or DecoderLayer)";
-          cr.residual.push_back(std::move(x));
-        } else if (deadline_passed()) {
-          r.partial = true;
-          cr.notes.push_back("batch " + std::to_string(b) + " residual object: not computed (past max_seconds)");
-        } else {
-          if (progress) progress(c.name + " batch " + std::to_string(b) + " residual");
-          try {
-            cr.residual.push_back(residual(s, c, b));
-          } catch (const time_limit_reached&) {
-            r.partial = true;
-            cr.notes.push_back("batch " + std::to_string(b) + " residual object: not computed (past max_seconds)");
-          }
-        }
-      }
+    } else {
+      audit_heads(s, c, r, cr, progress, t0);
+      if (wants(s, "multi_head")) audit_multi_head(s, c, r, cr);
+      if (wants(s, "residual")) audit_residual(s, c, r, cr, progress);
     }
     r.calls.push_back(std::move(cr));
   }

@@ -54,6 +54,82 @@ std::map<std::string, std::size_t> outcome_counts(const audit::audit_result& r) 
   return n;
 }
 
+// One head: its objects, value scale, output error, contrast and outcome.
+ojson head_json(const audit::head_result& h, const audit::audit_spec& spec) {
+  ojson hj;
+  hj["batch"] = h.batch;
+  hj["head"] = h.head;
+  hj["kv_head"] = h.kv_head;
+  ojson objs = ojson::object();
+  for (const auto& o : h.objects) objs[o.object] = object_json(o.analysis);
+  hj["objects"] = objs;
+  hj["value_scale"] = {{"lo", h.value_scale_lo}, {"hi", h.value_scale_hi}};
+  if (h.attention_l1_error_hi.empty())
+    hj["output_error"] = {{"computed", false}, {"why", "the model's attention weights were not captured"}};
+  else
+    hj["output_error"] = {{"computed", true},
+                          {"attention_l1_hi", h.attention_l1_error_hi},
+                          {"bound_hi", h.output_error_bound_hi},
+                          {"relative", {{"lo", h.output_error_rel_lo}, {"hi", h.output_error_rel_hi}}},
+                          {"allowance_relative", spec.allowable_output_error}};
+  if (!h.contrast_exact_lo.empty()) {
+    ojson cj;
+    cj["exact"] = {{"lo", h.contrast_exact_lo}, {"hi", h.contrast_exact_hi}};
+    if (h.contrast_model_lo.empty()) cj["model"] = nullptr;
+    else cj["model"] = {{"lo", h.contrast_model_lo}, {"hi", h.contrast_model_hi}};
+    cj["margin"] = spec.target_contrast.margin;
+    hj["target_contrast"] = cj;
+  }
+  hj["outcome"] = audit::to_string(h.result);
+  hj["why"] = h.why;
+  return hj;
+}
+
+// The multi-head object of one batch.
+ojson multi_head_json(const audit::multi_head_result& m) {
+  ojson mj;
+  mj["batch"] = m.batch;
+  mj["computed"] = m.why.empty();
+  if (!m.why.empty()) {
+    mj["why"] = m.why;
+  } else {
+    mj["object"] = "concat_h(A_h V_h) W_O^T (without b_O)";
+    mj["exact_rank"] = {{"lo", m.exact.lo}, {"hi", m.exact.hi}, {"lo_witness", m.exact.lo_witness}, {"hi_witness", m.exact.hi_witness}};
+    ojson sv = ojson::array();
+    for (const auto& [lo, hi] : m.singular_values) sv.push_back({{"lo", lo}, {"hi", hi}});
+    mj["singular_values"] = sv;
+    ojson nr = ojson::array();
+    for (const auto& e : m.numerical)
+      nr.push_back({{"format", e.format}, {"policy", e.policy}, {"rank", e.rank}, {"diverges", e.diverges},
+                    {"of", "the model's output minus b_O"}});
+    mj["numerical_ranks"] = nr;
+  }
+  return mj;
+}
+
+// The residual object of one batch.
+ojson residual_json(const audit::residual_result& x) {
+  ojson xj;
+  xj["batch"] = x.batch;
+  xj["computed"] = x.why.empty();
+  if (!x.why.empty()) {
+    xj["why"] = x.why;
+  } else {
+    xj["object"] = "X + concat_h(A_h V_h) W_O^T + b_O (X: the residual stream, the enclosing layer's input)";
+    xj["exact_rank"] = {{"lo", x.exact.lo}, {"hi", x.exact.hi}, {"lo_witness", x.exact.lo_witness}, {"hi_witness", x.exact.hi_witness}};
+    if (x.x_rank >= 0) xj["residual_stream_exact_rank"] = x.x_rank;
+    else xj["residual_stream_exact_rank"] = nullptr;
+    ojson sv = ojson::array();
+    for (const auto& [lo, hi] : x.singular_values) sv.push_back({{"lo", lo}, {"hi", hi}});
+    xj["singular_values"] = sv;
+    ojson nr = ojson::array();
+    for (const auto& e : x.numerical)
+      nr.push_back({{"format", e.format}, {"policy", e.policy}, {"rank", e.rank}, {"diverges", e.diverges}, {"of", "X + the model's output"}});
+    xj["numerical_ranks"] = nr;
+  }
+  return xj;
+}
+
 }  // namespace
 
 nlohmann::ordered_json audit_json(const audit::audit_result& r, const std::string& command) {
@@ -82,80 +158,13 @@ nlohmann::ordered_json audit_json(const audit::audit_result& r, const std::strin
                   {"head_dim", c.head_dim}, {"value_dim", c.value_dim}};
     l["notes"] = c.notes;
     ojson heads = ojson::array();
-    for (const auto& h : c.heads_results) {
-      ojson hj;
-      hj["batch"] = h.batch;
-      hj["head"] = h.head;
-      hj["kv_head"] = h.kv_head;
-      ojson objs = ojson::object();
-      for (const auto& o : h.objects) objs[o.object] = object_json(o.analysis);
-      hj["objects"] = objs;
-      hj["value_scale"] = {{"lo", h.value_scale_lo}, {"hi", h.value_scale_hi}};
-      if (h.attention_l1_error_hi.empty())
-        hj["output_error"] = {{"computed", false}, {"why", "the model's attention weights were not captured"}};
-      else
-        hj["output_error"] = {{"computed", true},
-                              {"attention_l1_hi", h.attention_l1_error_hi},
-                              {"bound_hi", h.output_error_bound_hi},
-                              {"relative", {{"lo", h.output_error_rel_lo}, {"hi", h.output_error_rel_hi}}},
-                              {"allowance_relative", r.spec.allowable_output_error}};
-      if (!h.contrast_exact_lo.empty()) {
-        ojson cj;
-        cj["exact"] = {{"lo", h.contrast_exact_lo}, {"hi", h.contrast_exact_hi}};
-        if (h.contrast_model_lo.empty()) cj["model"] = nullptr;
-        else cj["model"] = {{"lo", h.contrast_model_lo}, {"hi", h.contrast_model_hi}};
-        cj["margin"] = r.spec.target_contrast.margin;
-        hj["target_contrast"] = cj;
-      }
-      hj["outcome"] = audit::to_string(h.result);
-      hj["why"] = h.why;
-      heads.push_back(hj);
-    }
+    for (const auto& h : c.heads_results) heads.push_back(head_json(h, r.spec));
     l["heads"] = heads;
     ojson mh = ojson::array();
-    for (const auto& m : c.multi_head) {
-      ojson mj;
-      mj["batch"] = m.batch;
-      mj["computed"] = m.why.empty();
-      if (!m.why.empty()) {
-        mj["why"] = m.why;
-      } else {
-        mj["object"] = "concat_h(A_h V_h) W_O^T (without b_O)";
-        mj["exact_rank"] = {{"lo", m.exact.lo}, {"hi", m.exact.hi}, {"lo_witness", m.exact.lo_witness}, {"hi_witness", m.exact.hi_witness}};
-        ojson sv = ojson::array();
-        for (const auto& [lo, hi] : m.singular_values) sv.push_back({{"lo", lo}, {"hi", hi}});
-        mj["singular_values"] = sv;
-        ojson nr = ojson::array();
-        for (const auto& e : m.numerical)
-          nr.push_back({{"format", e.format}, {"policy", e.policy}, {"rank", e.rank}, {"diverges", e.diverges},
-                        {"of", "the model's output minus b_O"}});
-        mj["numerical_ranks"] = nr;
-      }
-      mh.push_back(mj);
-    }
+    for (const auto& m : c.multi_head) mh.push_back(multi_head_json(m));
     l["multi_head"] = mh;
     ojson res = ojson::array();
-    for (const auto& x : c.residual) {
-      ojson xj;
-      xj["batch"] = x.batch;
-      xj["computed"] = x.why.empty();
-      if (!x.why.empty()) {
-        xj["why"] = x.why;
-      } else {
-        xj["object"] = "X + concat_h(A_h V_h) W_O^T + b_O (X: the residual stream, the enclosing layer's input)";
-        xj["exact_rank"] = {{"lo", x.exact.lo}, {"hi", x.exact.hi}, {"lo_witness", x.exact.lo_witness}, {"hi_witness", x.exact.hi_witness}};
-        if (x.x_rank >= 0) xj["residual_stream_exact_rank"] = x.x_rank;
-        else xj["residual_stream_exact_rank"] = nullptr;
-        ojson sv = ojson::array();
-        for (const auto& [lo, hi] : x.singular_values) sv.push_back({{"lo", lo}, {"hi", hi}});
-        xj["singular_values"] = sv;
-        ojson nr = ojson::array();
-        for (const auto& e : x.numerical)
-          nr.push_back({{"format", e.format}, {"policy", e.policy}, {"rank", e.rank}, {"diverges", e.diverges}, {"of", "X + the model's output"}});
-        xj["numerical_ranks"] = nr;
-      }
-      res.push_back(xj);
-    }
+    for (const auto& x : c.residual) res.push_back(residual_json(x));
     l["residual"] = res;
     layers.push_back(l);
   }

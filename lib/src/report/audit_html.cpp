@@ -193,13 +193,10 @@ std::string drift_svg(const ojson& layer, const std::string& object, const std::
 
 }  // namespace
 
-std::string audit_html(const nlohmann::ordered_json& j) {
-  std::ostringstream o;
-  const ojson& spec = j["spec"];
-  const std::string policy = [&] {
-    const std::string p = spec["policies"].get<std::string>();
-    return p.substr(0, p.find(','));
-  }();
+namespace {
+
+// The page's head, the criteria and the controls.
+void criteria_html(std::ostringstream& o, const ojson& j) {
   o << "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>attncert audit</title><style>"
        "body{font-family:sans-serif;margin:24px;max-width:1400px;color:#212121}table{border-collapse:collapse;margin:8px 0}"
        "td,th{border:1px solid #bbb;padding:3px 7px;font-size:13px}pre{background:#f5f5f5;padding:8px;overflow:auto}"
@@ -217,7 +214,10 @@ std::string audit_html(const nlohmann::ordered_json& j) {
       << "</td><td>" << (c["passed"].get<bool>() ? "yes" : "NO") << "</td></tr>";
   o << "</table>\n";
 
-  // ---- figure 1: outcome per layer × head; figure 2: exact against numerical rank per format ----
+}
+
+// Figures 1 and 2: the outcome per layer × head; exact against numerical rank, one grid per format.
+void grids_html(std::ostringstream& o, const ojson& j, const std::string& policy) {
   std::vector<std::string> rows;
   std::vector<std::vector<cell>> outcomes;
   std::map<std::string, std::vector<std::vector<cell>>> ranks;  // per format
@@ -268,7 +268,10 @@ std::string audit_html(const nlohmann::ordered_json& j) {
     o << "<h3>" << esc(f) << "</h3>" << grid_svg(rows, cols, g, "fig-ranks-" + f);
   }
 
-  // ---- figure 3: spectra; figure 4: drift across formats ----
+}
+
+// Figures 3 and 4: each head's certified singular values; the numerical rank across formats.
+void spectra_html(std::ostringstream& o, const ojson& j, const std::string& policy) {
   o << "\n<h2>Singular values of each head's attention (certified bands; declared thresholds dashed)</h2>";
   std::size_t drawn = 0, heads = 0;
   const std::size_t max_spectra = 64;
@@ -291,7 +294,10 @@ std::string audit_html(const nlohmann::ordered_json& j) {
   }
   o << "</div>\n";
 
-  // ---- tables ----
+}
+
+// One table per layer, then the multi-head and residual objects.
+void tables_html(std::ostringstream& o, const ojson& j) {
   for (const auto& l : j["layers"]) {
     o << "<h2>" << esc(l["name"].get<std::string>()) << "</h2><p>" << esc(l["kind"].get<std::string>()) << ", " << esc(l["dtype"].get<std::string>())
       << ", mask " << esc(l["mask_kind"].get<std::string>()) << "</p>";
@@ -322,6 +328,20 @@ std::string audit_html(const nlohmann::ordered_json& j) {
         o << "</p>";
       }
   }
+}
+
+}  // namespace
+
+std::string audit_html(const nlohmann::ordered_json& j) {
+  std::ostringstream o;
+  const std::string policy = [&] {
+    const std::string p = j["spec"]["policies"].get<std::string>();
+    return p.substr(0, p.find(','));
+  }();
+  criteria_html(o, j);
+  grids_html(o, j, policy);
+  spectra_html(o, j, policy);
+  tables_html(o, j);
   if (j["partial"].get<bool>()) o << "<p><b>PARTIAL</b>: stopped at the budget; the heads not computed are named above.</p>";
   o << "</body></html>\n";
   return o.str();
