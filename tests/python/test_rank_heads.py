@@ -46,6 +46,7 @@ def test_full_rank_mse_and_its_rate_contain_the_mpmath_values(claims):
         want = mse(d, lam)
         lo, hi = interval(c["computed"].split(";")[0])
         assert lo <= want <= hi, (c["instance"], lo, want, hi)
+        assert hi - lo <= mp.mpf("2e-3") * want  # the resolution proofs/L4 states (about 1e-3 relative)
         assert 0 < want < mp.mpf(1) / 2
         K = 2 * mpmath.sqrt(2) * c_d(d) * (mpmath.log(2) - mp.mpf(1) / 2)
         rlo, rhi = interval(c["computed"].split(" in ", 1)[1])
@@ -79,6 +80,7 @@ def test_harmonic_energies_and_tails_contain_the_mpmath_values(claims):
         slack = mp.mpf(10) ** -32  # mpmath's quadrature at 40 digits; the check's rationals are exact
         lo, hi = interval(c["computed"].split(" = ", 2)[2].split(";")[0])
         assert lo - slack <= e <= hi + slack, (d, l, lo, e, hi)
+        assert hi - lo <= mp.mpf(10) ** -10 * e  # an exact rational (times pi^-2), printed outward to 12 digits
         tails[d] = tails.get(d, 1) - e
         tlo, thi = interval(c["computed"].rsplit(" = ", 1)[1])
         assert tlo - 8 * slack <= tails[d] <= thi + 8 * slack, (d, l, tlo, tails[d], thi)
