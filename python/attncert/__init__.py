@@ -68,6 +68,22 @@ def _dtype_name(x):
     return np.asarray(x).dtype.name
 
 
+# torch >= 2.1's float8 dtypes and the qkv_format each one is (torch 1.13 has none: detected by name).
+_FP8_DTYPES = {"torch.float8_e4m3fn": "e4m3fn", "torch.float8_e5m2": "e5m2"}
+
+
+def _fp8_format(q, qkv_format):
+    """qkv_format as given, or the format of a torch float8 q (torch >= 2.1); a float8 q of another format than the one
+    given is refused."""
+    name = _FP8_DTYPES.get(str(getattr(q, "dtype", ""))) if _is_tensor(q) else None
+    if qkv_format is None:
+        return name
+    qkv_format = _args.text(qkv_format, "qkv_format")
+    if name is not None and name != qkv_format:
+        raise ValueError("qkv_format: %r, but q is a torch.float8_%s tensor" % (qkv_format, name))
+    return qkv_format
+
+
 def _to_numpy(x, what):
     """A NumPy view/copy of an array or tensor with exactly the same values (bfloat16 -> float32, exact).
 
@@ -99,6 +115,8 @@ def _to_numpy(x, what):
                 _cuda_warned = True
             x = x.cpu()
         x = x.detach()
+        if str(x.dtype) in _FP8_DTYPES:  # torch >= 2.1's float8 tensors: their bytes, decoded by the library exactly
+            x = x.contiguous().view(torch.uint8)
         if x.dtype == torch.bfloat16:  # exact: every bfloat16 is a float32
             _args.check_copy(4 * x.numel(), x.shape, what, "converting")
             try:
@@ -171,12 +189,18 @@ def _exact_text(x, what):
 def _options(q, *, scale, causal, window, softcap, alibi_slopes, bias, sink, mask, dropout_mask, dropout_p, layout,
              alibi="distance",
              cu_seqlens_q, cu_seqlens_k, seqlens_k, target, empty_rows, max_bits, threads, want_lse, lse_base,
-             key_padding_mask=None, k=None):
+             key_padding_mask=None, k=None, sink_token_length=0, attention_chunk=0, key_leftpad=None, qv=None,
+             qkv_format=None, q_descale=None, k_descale=None, v_descale=None, empty_lse="-inf"):
     o = {"layout": _args.text(layout, "layout"), "empty_rows": _args.text(empty_rows, "empty_rows"),
          "max_bits": _args.limited(max_bits, "oracle.max_bits"), "threads": _args.limited(threads, "threads"),
          "want_lse": _args.flag(want_lse, "return_lse"), "lse_base": _args.text(lse_base, "lse_base")}
     if lse_base not in ("e", "2"):  # checked with or without the LSE, as every other keyword
         raise ValueError("lse_base: must be 'e' or '2' (got %s)" % _args._shown(lse_base))
+    fp8 = _fp8_format(q, qkv_format)
+    if fp8 is not None:
+        o["qkv_format"] = fp8
+    if target is None and fp8 is not None:
+        target = "bfloat16"  # FlashAttention 3's FP8 kernels write bfloat16
     if target is None:
         name = _dtype_name(q)
         if name not in _TARGETS:
@@ -200,12 +224,27 @@ def _options(q, *, scale, causal, window, softcap, alibi_slopes, bias, sink, mas
     if softcap is not None and softcap != 0:
         o["softcap"] = _exact_text(softcap, "softcap")
     o["alibi"] = _args.text(alibi, "alibi")
+    o["empty_lse"] = _empty_lse(empty_lse)
+    for key, val in (("sink_token_length", sink_token_length), ("attention_chunk", attention_chunk)):
+        if val not in (0, None):
+            o[key] = _args.integer(val, key, 0, 2 ** 62)
+    for key, val in (("q_descale", q_descale), ("k_descale", k_descale), ("v_descale", v_descale)):
+        if val is None:
+            continue
+        if fp8 is None:
+            raise ValueError("%s: a descale applies to FP8 inputs: give qkv_format= ('e4m3fn' or 'e5m2') with uint8 "
+                             "q, k, v (or torch float8 tensors)" % key)
+        if isinstance(val, numbers.Real) and not isinstance(val, bool):
+            o[key] = _exact_text(val, key)
+        else:
+            o[key] = _to_numpy(val, key)
     if dropout_mask is not None:
         o["dropout_p"] = _exact_text(dropout_p, "dropout_p")
     elif dropout_p not in (0, 0.0, None, "0"):
         raise ValueError("dropout_p: dropout needs both dropout_mask= and dropout_p= (dropout_p without dropout_mask)")
     for key, val in (("alibi_slopes", alibi_slopes), ("sink", sink), ("dropout_mask", dropout_mask),
-                     ("cu_seqlens_q", cu_seqlens_q), ("cu_seqlens_k", cu_seqlens_k), ("seqlens_k", seqlens_k)):
+                     ("cu_seqlens_q", cu_seqlens_q), ("cu_seqlens_k", cu_seqlens_k), ("seqlens_k", seqlens_k),
+                     ("key_leftpad", key_leftpad), ("qv", qv)):
         if val is not None:
             o[key] = _to_numpy(val, key)
     mask, bias = _masks(q, k, layout, mask, bias, key_padding_mask)
@@ -213,6 +252,23 @@ def _options(q, *, scale, causal, window, softcap, alibi_slopes, bias, sink, mas
         if val is not None:
             o[key] = val
     return o
+
+
+_EMPTY_LSE = {"-inf": "-inf", "+inf": "+inf", "inf": "+inf", "0": "0", "nan": "nan"}
+
+
+def _empty_lse(x):
+    """empty_lse= as the library's text: "-inf" (FlashAttention 3's, the default), "+inf" (FlashAttention 2's), "0" or
+    "nan"; the floats -inf, inf, 0.0 and nan are taken too."""
+    if isinstance(x, numbers.Real) and not isinstance(x, bool):
+        f = float(x)
+        key = "nan" if f != f else "0" if f == 0 else "+inf" if f == float("inf") else "-inf" if f == -float("inf") else None
+    else:
+        key = _EMPTY_LSE.get(_args.text(x, "empty_lse"))
+    if key is None:
+        raise ValueError("empty_lse: the LSE of a row without keys must be -inf (FlashAttention 3), +inf (FlashAttention 2), "
+                         "0 or nan; got %s" % _args._shown(x))
+    return key
 
 
 # ---------------------------------------------------------------------------------------------- masks
@@ -430,7 +486,8 @@ _VARIANT_DEFAULTS = dict(scale=None, causal=None, window=None, softcap=None, ali
                          bias=None, sink=None,
                          mask=None, dropout_mask=None, dropout_p=0.0, layout="bhsd", cu_seqlens_q=None, cu_seqlens_k=None,
                          seqlens_k=None, target=None, empty_rows="error", max_bits=4096, threads=2, lse_base="e",
-                         key_padding_mask=None)
+                         key_padding_mask=None, sink_token_length=0, attention_chunk=0, key_leftpad=None, qv=None,
+                         qkv_format=None, q_descale=None, k_descale=None, v_descale=None, empty_lse="-inf")
 
 
 def _reference(q, k, v, want_lse=False, rows=None, seed=0, row_block=None, max_seconds=0, **kw):
@@ -456,7 +513,8 @@ def attention(q, k, v, *, scale=None, causal=None, window=None, softcap=None, al
               bias=None, sink=None,
               mask=None, key_padding_mask=None, dropout_mask=None, dropout_p=0.0, layout="bhsd", cu_seqlens_q=None,
               cu_seqlens_k=None, target=None, return_lse=False, seqlens_k=None, empty_rows="error", max_bits=4096,
-              threads=2, lse_base="e", max_seconds=0):
+              threads=2, lse_base="e", max_seconds=0, empty_lse="-inf", sink_token_length=0, attention_chunk=0,
+              key_leftpad=None, qv=None, qkv_format=None, q_descale=None, k_descale=None, v_descale=None):
     """The correctly rounded attention output (and the LSE with return_lse=True), as the caller's type.
 
     q (..., n_q, d), k (..., n_k, d), v (..., n_k, d_v) in `layout` (bhsd, bshd, or thd with cu_seqlens_q/k);
@@ -482,6 +540,18 @@ def attention(q, k, v, *, scale=None, causal=None, window=None, softcap=None, al
     float32 holding bfloat16 values).  The LSE is natural-log (lse_base="2" for log2), in float64 for a float64
     target and float32 otherwise.  max_seconds > 0 bounds the computation (`oracle --max-seconds`): when rows
     are left undecided past it, TimeoutError (never a partial or a wrong answer).
+
+    FlashAttention's other options, with its semantics: sink_token_length=N (StreamingLLM: the first N key positions
+    stay allowed beside a left window; the right side, causal masks and chunks still apply); attention_chunk=C
+    (chunked local attention: key position j allowed only in the chunk of C keys holding i + n_k - n_q);
+    key_leftpad (b,) ints (its kv-cache cache_leftpad: keys j < key_leftpad[b] are padding and positions count from
+    there, for masks, windows, chunks, sinks and ALiBi); qv (FlashAttention 3's MLA term, q's shape with v's feature
+    size: scores scale (q k + qv v), default scale 1/sqrt(d + d_v); forward only, as FlashAttention's);
+    qkv_format="e4m3fn" / "e5m2" with uint8 q, k, v holding FP8 bytes (or torch >= 2.1 float8 tensors, detected),
+    decoded exactly, and q_descale / k_descale / v_descale (a number, or an array () or (b, h_kv)); the default
+    target is then bfloat16, FlashAttention 3's FP8 output.  empty_lse: the LSE of a row without keys, "-inf"
+    (default, FlashAttention 3), "+inf" (FlashAttention 2), "0" or "nan" (floats too); the testing helpers grade a
+    kernel's LSE there by equality.
     """
     # one cache with attncert.testing's helpers (issue 32, item 11): computed here or there, reused by both
     ref = testing._shared_reference(q, k, v, want_lse=return_lse,
@@ -490,7 +560,10 @@ def attention(q, k, v, *, scale=None, causal=None, window=None, softcap=None, al
                      alibi_slopes=alibi_slopes, alibi=alibi, bias=bias, sink=sink, mask=mask, key_padding_mask=key_padding_mask,
                      dropout_mask=dropout_mask, dropout_p=dropout_p, layout=layout, cu_seqlens_q=cu_seqlens_q,
                      cu_seqlens_k=cu_seqlens_k, seqlens_k=seqlens_k, target=target, empty_rows=empty_rows,
-                     max_bits=max_bits, threads=threads, lse_base=lse_base, max_seconds=max_seconds)
+                     max_bits=max_bits, threads=threads, lse_base=lse_base, max_seconds=max_seconds,
+                     empty_lse=empty_lse, sink_token_length=sink_token_length, attention_chunk=attention_chunk,
+                     key_leftpad=key_leftpad, qv=qv, qkv_format=qkv_format, q_descale=q_descale, k_descale=k_descale,
+                     v_descale=v_descale)
     out = _like(ref.output(), q, ref.target)  # (undecided rows past max_seconds: TimeoutError, nothing cached)
     if not return_lse:
         return out
@@ -500,7 +573,8 @@ def attention(q, k, v, *, scale=None, causal=None, window=None, softcap=None, al
 def attention_vjp(q, k, v, do, *, dlse=None, scale=None, causal=None, window=None, softcap=None, alibi_slopes=None,
                   alibi="distance", bias=None, sink=None, mask=None, key_padding_mask=None, dropout_mask=None, dropout_p=0.0,
                   layout="bhsd", cu_seqlens_q=None, cu_seqlens_k=None, target=None, seqlens_k=None, empty_rows="error",
-                  max_bits=4096, threads=2, lse_base="e", max_seconds=0):
+                  max_bits=4096, threads=2, lse_base="e", max_seconds=0, empty_lse="-inf", sink_token_length=0,
+                  attention_chunk=0, key_leftpad=None, qkv_format=None, q_descale=None, k_descale=None, v_descale=None):
     """The correctly rounded gradients of attention(q, k, v, ...) for the output cotangent `do` (and `dlse`).
 
     Returns AttentionGrads(dq, dk, dv, dbias, dsink): dq, dk, dv in the layouts of q, k, v; dbias in the bias's
@@ -518,7 +592,9 @@ def attention_vjp(q, k, v, do, *, dlse=None, scale=None, causal=None, window=Non
                 sink=sink, mask=mask, key_padding_mask=key_padding_mask, dropout_mask=dropout_mask,
                 dropout_p=dropout_p, layout=layout, cu_seqlens_q=cu_seqlens_q, cu_seqlens_k=cu_seqlens_k,
                 seqlens_k=seqlens_k, target=target, empty_rows=empty_rows, max_bits=max_bits, threads=threads,
-                lse_base=lse_base)
+                lse_base=lse_base, empty_lse=empty_lse, sink_token_length=sink_token_length,
+                attention_chunk=attention_chunk, key_leftpad=key_leftpad, qkv_format=qkv_format, q_descale=q_descale,
+                k_descale=k_descale, v_descale=v_descale)
     g = testing._shared_gradients(q, k, v, do, dlse, args, max_seconds)  # cached with attncert.testing's
     return AttentionGrads(*[None if g.get(n) is None or (n == "dbias" and bias is None)  # a float mask's, not bias='s
                             else _like(g.get(n), q, g.target) for n in ("dq", "dk", "dv", "dbias", "dsink")])

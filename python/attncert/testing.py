@@ -912,6 +912,13 @@ class _Plan:
         self.mask_ = opts.get("mask")
         self.fill = math.nan if opts.get("empty_rows") == "nan" else 0.0
         self.lse_base = opts.get("lse_base", "e")
+        self.sink_tokens = int(opts.get("sink_token_length", 0))
+        self.chunk = int(opts.get("attention_chunk", 0))
+        lp = opts.get("key_leftpad")
+        self.leftpad = None if lp is None else np.asarray(lp, dtype=np.int64).reshape(-1)
+        self.qv = opts.get("qv")
+        if self.qv is not None and "scale" not in opts:  # FlashAttention 3: 1/sqrt(d + d_v) with qv
+            self.scale = 1 / math.sqrt(d + self.v_shape[-1])
         self.cu_q, self.cu_k = opts.get("cu_seqlens_q"), opts.get("cu_seqlens_k")
         self.seqlens_k = opts.get("seqlens_k")
         if self.layout == "thd":
@@ -952,16 +959,22 @@ class _Plan:
         j = np.arange(nk).reshape(1, 1, 1, -1)
         i = qpos.reshape(1, 1, -1, 1)
         allowed = j < nkv
+        pad = 0 if self.leftpad is None else self.leftpad[b_idx].reshape(-1, 1, 1, 1)
+        jp, dp = j - pad, delta - pad  # key positions (key_leftpad): j - pad, n_k' = n_k - pad
+        allowed = allowed & (jp >= 0)
         if self.causal_tl:
-            allowed = allowed & (j <= i)
+            allowed = allowed & (jp <= i)
         if self.causal_br:
-            allowed = allowed & (j <= i + delta)
+            allowed = allowed & (jp <= i + dp)
         if self.window is not None:
             left, right = self.window
             if left >= 0:
-                allowed = allowed & (j >= i + delta - left)
+                allowed = allowed & ((jp >= i + dp - left) | (jp < self.sink_tokens))
             if right >= 0:
-                allowed = allowed & (j <= i + delta + right)
+                allowed = allowed & (jp <= i + dp + right)
+        if self.chunk > 0:  # the chunk of the diagonal i + n_k' - n_q (floor division)
+            c0 = (i + dp) - np.mod(i + dp, self.chunk)
+            allowed = allowed & (jp >= c0) & (jp < c0 + self.chunk)
         if self.mask_ is not None:
             allowed = allowed & self.pick(self.mask_, b_idx, h_idx, qpos, nk)
         alibi = None
@@ -1004,7 +1017,7 @@ class _Plan:
         return a4
 
 
-def _forward(M, plan, q, k, v, ctx, want_lse, keep_parts=False):
+def _forward(M, plan, q, k, v, ctx, want_lse, keep_parts=False, qv=None):
     """The plain attention of one unit: q (B, H, R, d), k (B, Hk, nk, d), v (B, Hk, nk, dv), in the compute
     dtype holding format values; every operation rounded to the format (M.rnd).  Returns (o, lse, parts)."""
     allowed, alibi, bias, sink, keep = ctx
@@ -1014,6 +1027,8 @@ def _forward(M, plan, q, k, v, ctx, want_lse, keep_parts=False):
     kx, vx = M.rep(k, g), M.rep(v, g)
     qs = M.rnd(q * M.scalar(plan.scale))                      # q * scale
     s = M.rnd(M.mm(qs, M.T(kx)))                               # (q * scale) @ k^T
+    if qv is not None:                                         # + (qv * scale) @ v^T (FlashAttention 3's qv)
+        s = M.rnd(s + M.rnd(M.mm(M.rnd(qv * M.scalar(plan.scale)), M.T(vx))))
     t = None
     if plan.softcap is not None:                               # softcap * tanh(s / softcap)
         t = M.rnd(M.tanh(M.rnd(s / M.scalar(plan.softcap))))
@@ -1090,12 +1105,57 @@ def _numpy_backward(M, plan, parts, do, dlse, bias_shape4=None):
     return dq, dkx, dvx, dbias, dsink
 
 
+def _fp8_table(fmt):
+    """The value of each of the 256 bytes of an OCP FP8 format (e4m3fn: no infinities, S.1111.111 NaN; e5m2: IEEE-like)."""
+    e_bits, m_bits = (4, 3) if fmt == "e4m3fn" else (5, 2)
+    bias = (1 << (e_bits - 1)) - 1
+    t = np.empty(256)
+    for byte in range(256):
+        s, e, m = byte >> 7, (byte >> m_bits) & ((1 << e_bits) - 1), byte & ((1 << m_bits) - 1)
+        if fmt == "e5m2" and e == 31:
+            x = math.inf if m == 0 else math.nan
+        elif fmt == "e4m3fn" and e == 15 and m == 7:
+            x = math.nan
+        elif e == 0:
+            x = math.ldexp(m, 1 - bias - m_bits)
+        else:
+            x = math.ldexp((1 << m_bits) + m, e - bias - m_bits)
+        t[byte] = -x if s else x
+    return t
+
+
+def _fp8_values(q, k, v, opts):
+    """q, k, v (uint8 FP8 bytes, any layout) as float64 values times their descales (a number, or (b, h_kv) for bhsd /
+    bshd), as the caller's kind (NumPy, or torch float64)."""
+    table = _fp8_table(opts["qkv_format"])
+    layout = opts["layout"]
+    out = []
+    for name, x in (("q", q), ("k", k), ("v", v)):
+        a = table[np.asarray(_a._to_numpy(x, name)).astype(np.int64)]
+        d = opts.get(name + "_descale")
+        if d is not None:
+            f = np.asarray(_exact_float(d) if isinstance(d, str) else d, dtype=np.float64)
+            if f.size == 1:
+                a = a * f.reshape(())
+            elif layout == "thd" or a.ndim != 4:
+                raise ValueError("%s_descale: a (b, h_kv) descale needs a bhsd or bshd baseline input; give baseline="
+                                 % name)
+            else:
+                hq = a.shape[1] if layout == "bhsd" else a.shape[2]
+                f = np.repeat(f, hq // f.shape[1], axis=1)  # q's heads share their kv head's descale
+                a = a * (f[:, :, None, None] if layout == "bhsd" else f[:, None, :, None])
+        out.append(_a._torch().from_numpy(a) if _a._is_tensor(x) else a)
+    return out
+
+
 def _prepare(q, k, v, fmt, variant, want_lse):
     __tracebackhide__ = True  # noqa: F841
     args = _check_variant(variant)
     args["target"] = fmt
     opts = _a._options(q, want_lse=want_lse, k=k, **args)
     M = _math(q, fmt)
+    if "qkv_format" in opts:  # FP8 bytes: their values times the descales, exactly in float64, then rounded as inputs
+        q, k, v = _fp8_values(q, k, v, opts)
     qc, kc, vc = M.put(q, "q"), M.put(k, "k"), M.put(v, "v")
     if qc.ndim != kc.ndim or qc.ndim != vc.ndim:
         raise ValueError("q, k and v must have the same number of dimensions (got %d, %d, %d)"
@@ -1173,6 +1233,9 @@ def _baseline(q, k, v, fmt, variant, want_lse=False, computed=None, grads=None):
     __tracebackhide__ = True  # noqa: F841
     want_lse = want_lse or (grads is not None and grads[1] is not None)
     M, plan, q, k, v = _prepare(q, k, v, fmt, variant, want_lse)
+    if plan.qv is not None and grads is not None:
+        raise ValueError("qv: no gradients with qv (FlashAttention's backward takes no qv)")
+    qv = None if plan.qv is None else M.put(plan.qv, "qv")
     leaves = {}
     if grads is not None and M.torch:  # autograd: q, k, v (bias, sink) as leaves in the format's dtype
         for name, x in (("q", q), ("k", k), ("v", v)):
@@ -1201,7 +1264,8 @@ def _baseline(q, k, v, fmt, variant, want_lse=False, computed=None, grads=None):
         nkv = _nk_valid(plan, B, nk)
         if computed is None:
             ctx = plan.context(M, np.arange(B), np.arange(H), np.arange(nq), nq, nk, nkv, bias, sink)
-            o4, l4, parts = _forward(M, plan, q4, k4, v4, ctx, want_lse or numpy_grads, numpy_grads)
+            o4, l4, parts = _forward(M, plan, q4, k4, v4, ctx, want_lse or numpy_grads, numpy_grads,
+                                     None if qv is None else plan.to4(M, qv))
             pieces.append((parts, None))
         else:  # the rows the reference computed, (b, h) by (b, h)
             o4 = M.zeros((B, H, nq, v4.shape[3]))
@@ -1214,8 +1278,9 @@ def _baseline(q, k, v, fmt, variant, want_lse=False, computed=None, grads=None):
                 sel = np.flatnonzero(rows[b, h])
                 at = plan.t_index(M, sel) if M.torch else sel
                 ctx = plan.context(M, [b], [h], sel, nq, nk, nkv[b:b + 1], bias, sink)
+                qv1 = None if qv is None else plan.to4(M, qv)[b:b + 1, h:h + 1][:, :, at]
                 ob, lb, _ = _forward(M, plan, q4[b:b + 1, h:h + 1][:, :, at], k4[b:b + 1, h // g:h // g + 1],
-                                     v4[b:b + 1, h // g:h // g + 1], ctx, want_lse)
+                                     v4[b:b + 1, h // g:h // g + 1], ctx, want_lse, qv=qv1)
                 o4[b, h, at] = ob[0, 0]
                 if want_lse:
                     l4[b, h, at] = lb[0, 0]
@@ -1229,7 +1294,8 @@ def _baseline(q, k, v, fmt, variant, want_lse=False, computed=None, grads=None):
             qu, ku, vu = (M.perm(x, (1, 0, 2))[None] for x in (q[qs_], k[ks_], v[ks_]))
             nq, nk = qu.shape[2], ku.shape[2]
             ctx = plan.context(M, [s], np.arange(H), np.arange(nq), nq, nk, [nk], bias, sink)
-            o4, l4, parts = _forward(M, plan, qu, ku, vu, ctx, want_lse or numpy_grads, numpy_grads)
+            qvu = None if qv is None else M.perm(qv[qs_], (1, 0, 2))[None]
+            o4, l4, parts = _forward(M, plan, qu, ku, vu, ctx, want_lse or numpy_grads, numpy_grads, qvu)
             outs.append(M.perm(o4[0], (1, 0, 2)))
             lses.append(l4[0] if l4 is not None else None)
             pieces.append((parts, (qs_, ks_)))

@@ -182,6 +182,18 @@ oracle::attention_spec make_spec(const py::handle& q, const py::handle& k, const
   s.bias = optional_array(o, "bias", field("bias"), true);
   s.sink = optional_array(o, "sink", field("sink"), true);
   s.dropout_mask = optional_array(o, "dropout_mask", field("dropout_mask"), false);
+  if (o.contains("sink_token_length")) s.sink_token_length = o["sink_token_length"].cast<std::size_t>();
+  if (o.contains("attention_chunk")) s.attention_chunk = o["attention_chunk"].cast<std::size_t>();
+  s.key_leftpad = optional_array(o, "key_leftpad", field("key_leftpad"), false);
+  s.qv = optional_array(o, "qv", field("qv"), true);
+  s.qkv_format = text(o, "qkv_format");
+  for (const auto& [key, number, array] : {std::tuple{"q_descale", &s.q_descale, &s.q_descale_array},
+                                            std::tuple{"k_descale", &s.k_descale, &s.k_descale_array},
+                                            std::tuple{"v_descale", &s.v_descale, &s.v_descale_array}}) {
+    if (!o.contains(key) || o[key].is_none()) continue;
+    if (py::isinstance<py::str>(o[key])) *number = py::str(o[key]);
+    else *array = optional_array(o, key, field(key), false);
+  }
   s.dropout_p = text(o, "dropout_p");
   s.want_lse = flag(o, "want_lse");
   s.lse_base = text(o, "lse_base", "e");

@@ -130,7 +130,12 @@ BOOST_AUTO_TEST_CASE(refusals_are_one_line_naming_the_option) {
   refuse([](attention_spec& s) { s.dropout_mask = arr({5, 7}, std::vector<double>(35, 1), io::dtype::b1); },
          "dropout needs both");
   refuse([](attention_spec& s) { s.want_lse = true, s.lse_base = "10"; }, "--lse-base must be e or 2");
-  refuse([](attention_spec& s) { s.want_lse = true, s.empty_lse = "0"; }, "--empty-lse must be -inf or +inf");
+  refuse([](attention_spec& s) { s.want_lse = true, s.empty_lse = "zero"; }, "--empty-lse must be -inf, +inf, 0 or nan");
+  refuse([](attention_spec& s) { s.attention_chunk = (std::size_t{1} << 62) + 1; }, "--attention-chunk must be at most 2^62");
+  refuse([](attention_spec& s) { s.key_leftpad = arr({2}, {0, 1}, io::dtype::i8); }, "--key-leftpad: 2 offsets for a batch of 1");
+  refuse([](attention_spec& s) { s.key_leftpad = arr({1, 1}, {0}, io::dtype::i8); }, "--key-leftpad: must be one-dimensional");
+  refuse([](attention_spec& s) { s.key_leftpad = arr({1}, {99}, io::dtype::i8); }, "past its");
+  refuse([](attention_spec& s) { s.qv = arr({1, 1}, {0}); }, "--qv: shape (1, 1) is not q's");
   refuse([](attention_spec& s) { s.page_size = 4; }, "paged K/V needs both --block-table and --page-size");
   refuse([](attention_spec& s) { s.block_table = arr({1, 2}, {0, 1}, io::dtype::i4); }, "paged K/V needs both");
   refuse([](attention_spec& s) { s.layout = "nope"; }, "nope");

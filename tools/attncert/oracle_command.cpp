@@ -47,6 +47,18 @@ void add_variant_options(CLI::App* o, oracle_args& a) {
   o->add_option("--bias", a.bias, "Additive bias (.npy float, broadcastable to (b, h_q, n_q, n_k)); -inf masks the key");
   o->add_option("--sink", a.sink, "Sink logits (.npy, (h_q,)): added to the softmax denominator only");
   o->add_flag("--sink-off-by-one", a.sink_off_by_one, "A sink of logit 0 in every head (softmax_1)");
+  o->add_option("--sink-token-length", a.sink_token_length,
+                "FlashAttention's sink_token_length (StreamingLLM): the first N key positions stay allowed beside a left window\n"
+                "(the right side, causal masks and chunks still apply)");
+  o->add_option("--attention-chunk", a.attention_chunk,
+                "FlashAttention's attention_chunk C (chunked local attention): key position j' allowed only in the chunk of C\n"
+                "keys holding p = i + n_k' - n_q (C·floor(p/C) <= j' < C·floor(p/C) + C); 0 = no chunks");
+  o->add_option("--key-leftpad", a.key_leftpad,
+                "FlashAttention's cache_leftpad (.npy int, (b,)): keys j < L[b] are padding; positions j' = j - L[b] and\n"
+                "n_k' = n_k(b) - L[b] align masks, windows, chunks, sinks and ALiBi");
+  o->add_option("--qv", a.qv,
+                "FlashAttention 3's qv (.npy, q's shape with v's feature size): scores scale·(q·k + qv·v), default scale\n"
+                "1/sqrt(d + d_v); forward only");
   o->add_option("--dropout-mask", a.dropout_mask, "Dropout keep-mask (.npy bool, (b, h_q, n_q, n_k)); needs --dropout-p");
   o->add_option("--dropout-p", a.dropout_p, "Dropout probability P in [0, 1) (exact decimal): kept weights × 1/(1 - P)");
   o->add_option("--qkv-format", a.qkv_format, "FP8 inputs: e4m3fn or e5m2 (Q, K, V as uint8 .npy), decoded exactly");
@@ -56,7 +68,7 @@ void add_variant_options(CLI::App* o, oracle_args& a) {
   o->add_option("--write-lse", a.write_lse, "Write the correctly rounded log-sum-exp of every row (sink included) to LSE.npy")
       ->check(writable_file());
   o->add_option("--lse-base", a.lse_base, "LSE base: e (natural log) or 2")->capture_default_str();
-  o->add_option("--empty-lse", a.empty_lse, "LSE of a row without keys: -inf or +inf (FlashAttention 2)")->capture_default_str();
+  o->add_option("--empty-lse", a.empty_lse, "LSE of a row without keys, graded exactly in a candidate LSE: -inf (FlashAttention 3), +inf (FlashAttention 2),\n0 or nan")->capture_default_str();
   o->add_option("--lse-target", a.lse_target, "Format of the LSE (default binary32; binary64 when --target binary64)");
 }
 
@@ -231,6 +243,10 @@ oracle::attention_spec make_spec(const oracle_args& a, nlohmann::json& inputs) {
   s.bias = read(a.bias, "bias", io::nonfinite::allow);
   s.sink = read(a.sink, "sink", io::nonfinite::allow);
   s.sink_off_by_one = a.sink_off_by_one;
+  s.sink_token_length = a.sink_token_length;
+  s.attention_chunk = a.attention_chunk;
+  s.key_leftpad = read(a.key_leftpad, "key_leftpad");
+  s.qv = read(a.qv, "qv", io::nonfinite::allow);
   s.dropout_mask = read(a.dropout_mask, "dropout_mask");
   s.dropout_p = a.dropout_p;
   s.qkv_format = a.qkv_format;
@@ -273,11 +289,15 @@ nlohmann::json settings(const oracle_args& a, const oracle::oracle_request& req)
   if (v.has_bias) var["bias"] = true;
   if (!v.sink.empty()) var["sink"] = a.sink_off_by_one ? "off-by-one (logit 0)" : "per head";
   if (v.has_dropout) var["dropout_p"] = a.dropout_p;
+  if (v.sink_tokens) var["sink_token_length"] = v.sink_tokens;
+  if (v.chunk) var["attention_chunk"] = v.chunk;
+  if (!v.key_leftpad.empty()) var["key_leftpad"] = v.key_leftpad;
+  if (!a.qv.empty()) var["qv"] = true;
   if (!a.qkv_format.empty()) var["qkv_format"] = a.qkv_format;
   if (req.K.H != req.Q.H) var["gqa"] = {{"h_q", req.Q.H}, {"h_kv", req.K.H}};
   if (!var.empty()) s["variant"] = var;
   if (req.lse.want)
-    s["lse"] = {{"base", req.lse.base2 ? "2" : "e"}, {"empty", req.lse.empty_plus_inf ? "+inf" : "-inf"},
+    s["lse"] = {{"base", req.lse.base2 ? "2" : "e"}, {"empty", oracle::empty_lse_text(req.lse.empty_value)},
                 {"target", to_string(req.lse.target)}};
   s["semantics"] = "proofs/P14-oracle-variants.md (order: scale, softcap, ALiBi + bias, mask, softmax + sink, dropout, V)";
   if (req.allow_nonfinite)
@@ -482,7 +502,8 @@ forward_files read_forward_files(const oracle_args& a, const oracle::attention_s
     const bool plain = req.K.H == req.Q.H && built.lay.layout == qkv_layout::bhsd && !built.lay.paged &&
                        req.seqlens_k.empty() && !req.variant.softcap && req.variant.alibi_slopes.empty() &&
                        !req.variant.has_bias && req.variant.sink.empty() && !req.variant.has_dropout &&
-                       !req.variant.causal_bottom_right && req.variant.window_left == -1 && req.variant.window_right == -1;
+                       !req.variant.causal_bottom_right && req.variant.window_left == -1 && req.variant.window_right == -1 &&
+                       req.variant.chunk == 0 && req.variant.key_leftpad.empty() && a.qv.empty();
     if (!plain) throw input_error("--attention-candidate supports plain attention only (no variant options)");
     f.att = io::read_npy(a.attention_candidate);
     check_attention_array(*f.att, spec.q, spec.k, a.attention_candidate);

@@ -31,7 +31,8 @@ struct oracle_args {
   std::string layout = "bhsd", cu_seqlens_q, cu_seqlens_k, seqlens_k, block_table, window, softcap, alibi_slopes, bias,
               sink, dropout_mask, dropout_p, qkv_format, q_descale, k_descale, v_descale, write_lse, lse_base = "e",
               empty_lse = "-inf", lse_target;
-  std::size_t page_size = 0;
+  std::size_t page_size = 0, sink_token_length = 0, attention_chunk = 0;
+  std::string key_leftpad, qv;
   // backward (proofs/P15-oracle-backward.md)
   std::string grad_out, grad_lse, write_grad_references;
   bool sink_off_by_one = false;

@@ -40,6 +40,7 @@ std::string fmt_g(double x) {
 
 bool truth_view::enclosed(std::size_t e) const {
   if (!absent.empty() && absent[e]) return false;
+  if (how != nullptr && (*how)[e] == decided_by::exact_policy) return false;  // judged by equality (approx_errors)
   return std::isfinite((*rad)[e]) && std::isfinite((*hi)[e]);
 }
 
@@ -85,6 +86,8 @@ truth_view output_truth(const oracle_result& r, target_format t) {
   v.rank = 4;
   v.what = "output";
   v.index_order = "b,h,i,k";
+  v.how = &r.how;
+  v.policy_field = "empty_rows";
   check_view(v);
   return v;
 }
@@ -101,6 +104,8 @@ truth_view lse_truth(const oracle_result& r) {
   v.rank = 3;
   v.what = "LSE";
   v.index_order = "b,h,i";
+  v.how = &r.lse_how;
+  v.policy_field = "empty_lse";
   check_view(v);
   return v;
 }
@@ -286,9 +291,22 @@ candidate_grade approx_errors(const truth_view& t, const std::vector<double>& c,
   g.elements = c.size();
   g.index_rank = t.rank;
   g.index_order = t.index_order;
+  g.policy_field = t.policy_field;
   for (std::size_t e = 0; e < c.size(); ++e) {
-    if (!t.enclosed(e)) ++g.skipped;
-    else if (!std::isfinite(c[e])) ++g.nonfinite_where_finite;
+    if (t.how != nullptr && (*t.how)[e] == decided_by::exact_policy && (t.absent.empty() || !t.absent[e])) {
+      ++g.policy_compared;
+      const double want = (*t.reference)[e];
+      if (want == c[e] || (std::isnan(want) && std::isnan(c[e]))) continue;
+      if (g.policy_mismatch++ == 0) {
+        g.policy_worst = t.index(e);
+        g.policy_expected = want;
+        g.policy_value = c[e];
+      }
+    } else if (!t.enclosed(e)) {
+      ++g.skipped;
+    } else if (!std::isfinite(c[e])) {
+      ++g.nonfinite_where_finite;
+    }
   }
   double sum_ulp = 0;
   bool has_abs = false;
@@ -495,6 +513,14 @@ candidate_grade approx_grade(const truth_view& t, const std::vector<double>& c, 
   if (v.nonfinite) {
     v.pass = false;
     v.reason = std::to_string(v.nonfinite) + " NaN/Inf where the truth is finite" + (v.reason.empty() ? "" : "; " + v.reason);
+  }
+  if (g.policy_mismatch) {
+    v.pass = false;
+    std::string at;
+    for (std::size_t q = 0; q < t.rank; ++q) at += (q ? ", " : "") + std::to_string(g.policy_worst[q]);
+    v.reason = std::to_string(g.policy_mismatch) + " of " + std::to_string(g.policy_compared) + " elements of fully masked rows are not " +
+               field(g.policy_field) + "'s " + fmt_g(g.policy_expected) + " (first at (" + t.index_order + ") = (" + at + "): " +
+               fmt_g(g.policy_value) + ")" + (v.reason.empty() ? "" : "; " + v.reason);
   }
   return g;
 }

@@ -562,6 +562,20 @@ void validate_variant(const oracle_request& req) {
   if (v.alibi_key_position && req.mask != mask_kind::causal && !v.causal_bottom_right)
     throw input_error(field("alibi") + " flash2 is FlashAttention 2's causal form (+slope j): it needs a causal mask "
                       "(without one the kernel adds the distance form, " + field("alibi") + " distance)");
+  if (v.chunk > (std::size_t{1} << 62)) throw input_error(field("attention_chunk") + " must be at most 2^62 (0: no chunks)");
+  if (v.sink_tokens > (std::size_t{1} << 62)) throw input_error(field("sink_token_length") + " must be at most 2^62");
+  if (!v.key_leftpad.empty()) {
+    if (req.packed())
+      throw input_error(field("key_leftpad") + " is not used with " + field("layout") + " thd (" + field("cu_seqlens_k") + " gives each sequence's keys)");
+    if (v.key_leftpad.size() != B)
+      throw input_error(field("key_leftpad") + ": " + std::to_string(v.key_leftpad.size()) + " offsets for a batch of " + std::to_string(B));
+    for (std::size_t b = 0; b < B; ++b)
+      if (v.key_leftpad[b] > req.seq_k(b))
+        throw input_error(field("key_leftpad") + ": sequence " + std::to_string(b) + " starts at key " + std::to_string(v.key_leftpad[b]) +
+                          ", past its " + std::to_string(req.seq_k(b)) + " keys");
+    if (v.alibi_key_position)
+      throw input_error(field("alibi") + " flash2 is not defined with " + field("key_leftpad") + " (use " + field("alibi") + " distance)");
+  }
   if (!v.sink.empty() && v.sink.size() != H)
     throw input_error(field("sink") + ": " + std::to_string(v.sink.size()) + " logits, expected one per query head (" +
                       std::to_string(H) + ")");
@@ -651,7 +665,7 @@ std::vector<std::pair<std::size_t, std::size_t>> unit_ranges(const std::string& 
   } else if (what == "alibi_slopes") {
     if (shape.size() != 1 && shape.size() != 2) throw input_error(name + ": shape " + shape_text(shape) + " is not (h_q,) or (b, h_q)");
     roles = shape.size() == 1 ? "h" : "bh";
-  } else if (what == "sink" || what == "seqlens_k") {
+  } else if (what == "sink" || what == "seqlens_k" || what == "key_leftpad") {
     if (shape.size() != 1) throw input_error(name + ": shape " + shape_text(shape) + (what == "sink" ? " is not (h_q,)" : " is not (b,)"));
     roles = what == "sink" ? "h" : "b";
   } else {
@@ -661,7 +675,7 @@ std::vector<std::pair<std::size_t, std::size_t>> unit_ranges(const std::string& 
   for (std::size_t i = 0; i < shape.size(); ++i) {
     const std::size_t m = shape[i];
     const char role = roles[i];
-    if (what == "seqlens_k" && m != B)  // one length per batch: no broadcasting
+    if ((what == "seqlens_k" || what == "key_leftpad") && m != B)  // one per batch: no broadcasting
       throw input_error(name + ": " + std::to_string(m) + " lengths for a batch of " + std::to_string(B));
     if (role == '*' || m == 1) {
       out.emplace_back(0, m);

@@ -80,24 +80,46 @@ void row_source::prepare_heads() {
   }
 }
 
+namespace {
+// The row's keys in positions (attention_variant::key_leftpad): key j of the sequence is position j - pad.
+struct key_positions {
+  long long pad = 0, nk = 0, diag = 0;  ///< leftpad, n_k' (keys after the padding), i + n_k' - n_q
+};
+key_positions positions(const oracle_request& req, std::size_t b, std::size_t i) {
+  key_positions p;
+  const auto& lp = req.variant.key_leftpad;
+  p.pad = lp.empty() ? 0 : static_cast<long long>(lp[b]);
+  p.nk = static_cast<long long>(req.seq_k(b)) - p.pad;
+  p.diag = static_cast<long long>(i) + p.nk - static_cast<long long>(req.seq_q(b));
+  return p;
+}
+// The first position of the chunk of c keys holding position p (floor division, p may be negative).
+long long chunk_start(long long p, long long c) {
+  const long long r = p % c;
+  return p - (r < 0 ? r + c : r);
+}
+}  // namespace
+
 // Which keys the row may attend: every mask of P14 step 4, AND-combined, and a bias of -inf, in the
-// sequence's own coordinates (b, i, j).
+// sequence's own coordinates (b, i, j); masks, windows, chunks and sinks count in key positions jp.
 void row_source::allowed_row(const row_job& job, std::vector<std::uint8_t>& a) const {
   const std::size_t b = job.s, h = job.h, i = job.il;
   const std::size_t nk = req_.seq_k(b);
   a.assign(job.nk, 0);
-  const long long delta = static_cast<long long>(nk) - static_cast<long long>(req_.seq_q(b));
-  const long long diag = static_cast<long long>(i) + delta;  // i + n_k - n_q
-  for (std::size_t j = 0; j < nk; ++j) {
-    const long long jj = static_cast<long long>(j);
+  const key_positions kp = positions(req_, b, i);
+  const long long diag = kp.diag;  // i + n_k' - n_q
+  const long long c = static_cast<long long>(var_.chunk), c0 = c > 0 ? chunk_start(diag, c) : 0;
+  for (std::size_t j = static_cast<std::size_t>(kp.pad); j < nk; ++j) {
+    const long long jj = static_cast<long long>(j) - kp.pad;
     bool ok = true;
-    if (req_.mask == mask_kind::causal) ok = j <= i;
+    if (req_.mask == mask_kind::causal) ok = jj <= static_cast<long long>(i);
     if (var_.causal_bottom_right) ok = ok && jj <= diag;
     // j >= diag - left and j <= diag + right, written as differences of two indices (each below
     // 2^62 in magnitude): a window side up to 2^63 - 1 cannot overflow, and one wider than the
-    // sequences bounds nothing, as it should.
-    if (var_.window_left >= 0) ok = ok && diag - jj <= var_.window_left;
+    // sequences bounds nothing, as it should.  Sink tokens are exempt from the left side only.
+    if (var_.window_left >= 0) ok = ok && (diag - jj <= var_.window_left || jj < static_cast<long long>(var_.sink_tokens));
     if (var_.window_right >= 0) ok = ok && jj - diag <= var_.window_right;
+    if (c > 0) ok = ok && jj >= c0 && jj - c0 < c;
     if (req_.M.nk != 0) ok = ok && req_.M.at(b, h, i, j);
     if (var_.has_bias && ok) ok = var_.bias.at(b, h, i, j) != -inf;
     a[j] = ok;
@@ -105,20 +127,25 @@ void row_source::allowed_row(const row_job& job, std::vector<std::uint8_t>& a) c
 }
 
 bool row_source::any_allowed(const row_job& job, std::vector<std::uint8_t>& a) const {
-  if (req_.M.nk != 0 || var_.has_bias) {
+  if (req_.M.nk != 0 || var_.has_bias || (var_.sink_tokens > 0 && var_.window_left >= 0)) {
     allowed_row(job, a);
     return !none_allowed(a);
   }
-  // The conditions of allowed_row as an interval lo <= j <= hi of the sequence's keys, in 128 bits
-  // (a window side may be 2^63 - 1).
+  // The conditions of allowed_row as an interval lo <= jp <= hi of the sequence's key positions, in 128
+  // bits (a window side may be 2^63 - 1).
   using wide = __int128;
-  const wide nk = static_cast<wide>(req_.seq_k(job.s)), i = static_cast<wide>(job.il);
-  const wide diag = i + nk - static_cast<wide>(req_.seq_q(job.s));
-  wide lo = 0, hi = nk - 1;
+  const key_positions kp = positions(req_, job.s, job.il);
+  const wide i = static_cast<wide>(job.il), diag = static_cast<wide>(kp.diag);
+  wide lo = 0, hi = static_cast<wide>(kp.nk) - 1;
   if (req_.mask == mask_kind::causal) hi = std::min(hi, i);
   if (var_.causal_bottom_right) hi = std::min(hi, diag);
   if (var_.window_left >= 0) lo = std::max(lo, diag - static_cast<wide>(var_.window_left));
   if (var_.window_right >= 0) hi = std::min(hi, diag + static_cast<wide>(var_.window_right));
+  if (var_.chunk > 0) {
+    const wide c0 = chunk_start(kp.diag, static_cast<long long>(var_.chunk));
+    lo = std::max(lo, c0);
+    hi = std::min(hi, c0 + static_cast<wide>(var_.chunk) - 1);
+  }
   return lo <= hi;
 }
 

@@ -141,7 +141,7 @@ class oracle_run {
       res_.how[job.base + k] = decided_by::exact_policy;
     }
     if (res_.has_lse) {
-      const double l = req_.lse.empty_plus_inf ? inf : -inf;
+      const double l = req_.lse.empty_value;
       res_.lse_reference[job.row] = l;
       res_.lse_hi[job.row] = l;
       res_.lse_rad[job.row] = std::numeric_limits<double>::quiet_NaN();

@@ -1,6 +1,9 @@
 // lib/src/oracle/spec.cpp — an oracle call as its user describes it, into one validated request.
 #include "attncert/oracle/spec.hpp"
 
+#include <algorithm>
+#include <cmath>
+#include <limits>
 #include <stdexcept>
 #include <tuple>
 
@@ -95,6 +98,12 @@ void set_variant(const attention_spec& s, oracle_request& req) {
     v.sink = s.sink->values;
   }
   if (s.sink_off_by_one) v.sink.assign(req.Q.H, 0.0);
+  v.sink_tokens = s.sink_token_length;
+  v.chunk = s.attention_chunk;
+  if (s.key_leftpad) {
+    if (s.key_leftpad->shape.size() != 1) throw input_error(field("key_leftpad") + ": must be one-dimensional (b,)");
+    v.key_leftpad = to_index_vector(*s.key_leftpad, field("key_leftpad"));
+  }
   if (s.dropout_mask.has_value() != !s.dropout_p.empty())
     throw input_error("dropout needs both " + field("dropout_mask") + " and " + field("dropout_p"));
   if (s.dropout_mask) {
@@ -107,10 +116,8 @@ void set_variant(const attention_spec& s, oracle_request& req) {
   if (s.want_lse) {
     req.lse.want = true;
     if (s.lse_base != "e" && s.lse_base != "2") throw input_error(field("lse_base") + " must be e or 2 (got '" + s.lse_base + "')");
-    if (s.empty_lse != "-inf" && s.empty_lse != "+inf" && s.empty_lse != "inf")
-      throw input_error(field("empty_lse") + " must be -inf or +inf (got '" + s.empty_lse + "')");
+    req.lse.empty_value = parse_empty_lse(s.empty_lse);
     req.lse.base2 = s.lse_base == "2";
-    req.lse.empty_plus_inf = s.empty_lse != "-inf";
     req.lse.target = !s.lse_target.empty()                 ? parse_target(s.lse_target)
                      : req.target == target_format::binary64 ? target_format::binary64
                                                              : target_format::binary32;
@@ -118,6 +125,19 @@ void set_variant(const attention_spec& s, oracle_request& req) {
 }
 
 }  // namespace
+
+double parse_empty_lse(const std::string& text) {
+  constexpr double inf = std::numeric_limits<double>::infinity();
+  if (text == "-inf") return -inf;
+  if (text == "+inf" || text == "inf") return inf;
+  if (text == "0") return 0.0;
+  if (text == "nan" || text == "NaN") return std::numeric_limits<double>::quiet_NaN();
+  throw input_error(field("empty_lse") + " must be -inf, +inf, 0 or nan (got '" + one_line(text) + "')");
+}
+
+std::string empty_lse_text(double v) {
+  return std::isnan(v) ? "nan" : v == 0 ? "0" : v > 0 ? "+inf" : "-inf";
+}
 
 void parse_window(const std::string& w, attention_variant& v) {
   const auto comma = w.find(',');
@@ -138,11 +158,55 @@ void parse_window(const std::string& w, attention_variant& v) {
   v.window_right = parse_side(w.substr(comma + 1));
 }
 
+namespace {
+
+std::string shape_text(const std::vector<std::size_t>& sh) {
+  std::string t = "(";
+  for (std::size_t i = 0; i < sh.size(); ++i) t += (i ? ", " : "") + std::to_string(sh[i]);
+  return t + (sh.size() == 1 ? ",)" : ")");
+}
+
+// a and b side by side along their last axis (their other dimensions equal): exact.
+tensor concat_last(const tensor& a, const tensor& b) {
+  tensor c;
+  c.type = a.type == b.type ? a.type : dtype::f8;
+  c.allow_nonfinite = a.allow_nonfinite || b.allow_nonfinite;
+  c.shape = a.shape;
+  const std::size_t da = a.shape.back(), db = b.shape.back(), rows = da ? a.values.size() / da : 0;
+  c.shape.back() = da + db;
+  c.values.reserve(a.values.size() + b.values.size());
+  for (std::size_t r = 0; r < rows; ++r) {
+    c.values.insert(c.values.end(), a.values.begin() + static_cast<std::ptrdiff_t>(r * da), a.values.begin() + static_cast<std::ptrdiff_t>((r + 1) * da));
+    c.values.insert(c.values.end(), b.values.begin() + static_cast<std::ptrdiff_t>(r * db), b.values.begin() + static_cast<std::ptrdiff_t>((r + 1) * db));
+  }
+  return c;
+}
+
+// FlashAttention 3's qv: scale·(q·k + qv·v) is the attention of Q' = [q | qv] and K' = [k | v] (d' = d + d_v, so the
+// default scale 1/sqrt(d') is FlashAttention's 1/sqrt(d + d_v)), the same V: set_qkv with the joined arrays.
+void set_qkv_with_qv(oracle_request& req, const attention_spec& s, const input_layout& lay) {
+  const tensor& qv = *s.qv;
+  if (lay.fp8 != fp8_format::none) throw input_error(field("qv") + " is not supported with FP8 inputs (" + field("qkv_format") + ")");
+  if (s.q.shape.empty() || s.k.shape.empty() || s.v.shape.empty() || s.q.shape.size() != qv.shape.size() ||
+      s.k.shape.size() != s.v.shape.size())
+    throw input_error(field("qv") + ": shape " + shape_text(qv.shape) + " is not q's " + shape_text(s.q.shape) + " with v's feature size");
+  std::vector<std::size_t> want = s.q.shape;
+  want.back() = s.v.shape.back();
+  if (qv.shape != want)
+    throw input_error(field("qv") + ": shape " + shape_text(qv.shape) + ", expected q's leading dimensions and v's feature size " + shape_text(want));
+  if (!std::equal(s.k.shape.begin(), s.k.shape.end() - 1, s.v.shape.begin()))
+    throw input_error(field("qv") + " needs k and v with the same keys: k " + shape_text(s.k.shape) + ", v " + shape_text(s.v.shape));
+  set_qkv(req, concat_last(s.q, qv), concat_last(s.k, s.v), s.v, lay);
+}
+
+}  // namespace
+
 built_request build_request(const attention_spec& s) {
   built_request b;
   b.lay = make_input_layout(s);
   oracle_request& req = b.req;
-  set_qkv(req, s.q, s.k, s.v, b.lay);
+  if (s.qv) set_qkv_with_qv(req, s, b.lay);
+  else set_qkv(req, s.q, s.k, s.v, b.lay);
   if (s.causal) req.mask = mask_kind::causal;
   if (s.causal_bottom_right) req.variant.causal_bottom_right = true;
   if (s.mask) {
@@ -173,6 +237,7 @@ built_request build_request(const attention_spec& s) {
 }
 
 std::vector<output_layout> gradient_layouts(const attention_spec& s, const built_request& b) {
+  if (s.qv) throw input_error(field("qv") + " has no backward here (FlashAttention's backward takes no qv): the gradients are not computed");
   return {make_gradient_layout(b.req, b.lay, gradient_of::q, s.q.shape),
           make_gradient_layout(b.req, b.lay, gradient_of::k, s.k.shape),
           make_gradient_layout(b.req, b.lay, gradient_of::v, s.v.shape)};

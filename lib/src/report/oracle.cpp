@@ -143,7 +143,8 @@ nlohmann::json grade_json(const candidate_grade& g, const std::string& file) {
                       {"max_abs_error", num(g.max_abs)},
                       {"max_rel_error", num(g.max_rel)},
                       {"beyond_ulps", beyond},
-                      {"nonfinite_where_truth_finite", g.nonfinite_where_finite}};
+                      {"nonfinite_where_truth_finite", g.nonfinite_where_finite},
+                      {"fully_masked", {{"field", g.policy_field}, {"compared", g.policy_compared}, {"mismatched", g.policy_mismatch}}}};
   const nlohmann::json none(nullptr);
   j["index_order"] = !g.index_order.empty() ? g.index_order : rank == 4 ? "b,h,i,k" : "b,h,i";
   j["errors"] = {

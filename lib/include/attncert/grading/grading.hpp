@@ -57,6 +57,12 @@ struct truth_view {
   std::string what;                                ///< "output", "LSE", "dq", ... (for messages)
   std::string index_order;                         ///< names of the index entries, e.g. "b,h,i,k"
   std::vector<std::uint8_t> absent;                ///< empty, or 1 for elements not in the caller's tensor
+  /// How each element was decided (output_truth, lse_truth; null for gradients): an element decided by the empty-row
+  /// policy (decided_by::exact_policy) is exactly reference[e] (zeros or NaN for an output, the declared empty LSE),
+  /// and a candidate is judged on it by equality (NaN equals NaN), not in ulps.
+  const std::vector<oracle::decided_by>* how = nullptr;
+  /// The field that declares those values ("empty_rows", "empty_lse"), for messages.
+  std::string policy_field;
 
   std::size_t size() const { return hi->size(); }
   bool enclosed(std::size_t e) const;
@@ -208,6 +214,11 @@ struct candidate_grade {
   std::size_t nonfinite_where_finite = 0;  ///< NaN/Inf in the candidate where the truth is finite
   std::size_t compared = 0;                ///< elements with a finite truth and a finite candidate
   std::size_t skipped = 0;                 ///< elements without an enclosed, finite truth (not graded)
+  /// Elements of fully masked rows (truth_view::how): their exact declared value compared by equality.
+  std::size_t policy_compared = 0, policy_mismatch = 0;
+  std::array<std::size_t, 4> policy_worst{};  ///< the first mismatch
+  double policy_expected = 0, policy_value = 0;
+  std::string policy_field;                   ///< truth_view::policy_field
   std::array<std::size_t, 4> worst{};      ///< index of the largest ulp error
   bool has_worst = false;
   std::array<std::size_t, 4> worst_abs{}, worst_rel{};  ///< index of the largest absolute / relative error

@@ -25,6 +25,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <limits>
 #include <vector>
 
 #include "attncert/attention/empty_rows.hpp"
@@ -83,6 +84,16 @@ struct score_bias {
 struct attention_variant {
   bool causal_bottom_right = false;    ///< key j allowed iff j <= i + nk(b) - nq(b)
   long long window_left = -1, window_right = -1;  ///< -1 = unbounded; both -1: no window
+  /// FlashAttention's sink_token_length (StreamingLLM): keys j' < sink_tokens stay allowed beside a left window
+  /// (j' the key's position, below); the right side of the window, causal masks and chunks still apply.
+  std::size_t sink_tokens = 0;
+  /// FlashAttention's attention_chunk (chunked local attention): with c > 0, key j' is allowed only in the chunk of
+  /// c keys that holds the row's diagonal p = i + n_k' - n_q: c·floor(p / c) <= j' < c·floor(p / c) + c.
+  std::size_t chunk = 0;
+  /// FlashAttention's key_leftpad (cache_leftpad), one per batch: keys j < key_leftpad[b] are padding, and a key's
+  /// position is j' = j - key_leftpad[b], the sequence's key count n_k' = n_k(b) - key_leftpad[b] (masks, windows,
+  /// chunks, sinks and ALiBi count in positions; an explicit mask, a bias and a dropout mask are indexed by j).
+  std::vector<std::size_t> key_leftpad;
   std::optional<mpq_rational> softcap; ///< C > 0 (numerator and denominator below 2^4000); none: no softcap
   std::vector<double> alibi_slopes;    ///< empty, H_q slopes, or B·H_q slopes (row-major (b, h))
   /// ALiBi in the form FlashAttention 2's kernel (and its reference) adds under a causal mask: a_j = +slope·j,
@@ -102,7 +113,9 @@ struct attention_variant {
 struct lse_options {
   bool want = false;                    ///< compute the LSE of every row
   bool base2 = false;                   ///< log2 instead of ln
-  bool empty_plus_inf = false;          ///< LSE of an empty row: +inf (FlashAttention 2) instead of -inf
+  /// The LSE of a row without keys (no allowed key, no sink): -inf (the limit, FlashAttention 3's), +inf (FlashAttention
+  /// 2's), 0 or NaN, as the caller declares; graded exactly (grading.hpp).
+  double empty_value = -std::numeric_limits<double>::infinity();
   target_format target = target_format::binary32;  ///< format the LSE is rounded to
 };
 

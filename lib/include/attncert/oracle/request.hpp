@@ -132,7 +132,7 @@ bool_mask to_keep_mask(const tensor& a, const std::string& what);
 /// B batches and H query heads.  What the unit reads of a variant input of shape `shape`, as index ranges
 /// [begin, end) per dimension of that shape.  `what` names the input, and its kind: "bias", "mask" or
 /// "dropout_mask" (up to 4 dims, right-aligned to (b, h_q, n_q, n_k)), "alibi_slopes" ((h_q,) or
-/// (b, h_q)), "sink" ((h_q,)), "seqlens_k" ((b,)).  A dimension of size 1 broadcasts and is kept whole,
+/// (b, h_q)), "sink" ((h_q,)), "seqlens_k" and "key_leftpad" ((b,)).  A dimension of size 1 broadcasts and is kept whole,
 /// so the part broadcasts over the unit as the whole input does over the problem, and the unit's
 /// oracle call reads exactly the values the whole call reads for the unit's rows.  Errors
 /// (input_error naming the field): an unknown `what`, a batch or head dimension neither 1 nor full.

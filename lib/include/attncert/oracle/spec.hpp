@@ -36,6 +36,12 @@ struct attention_spec {
   std::optional<tensor> alibi_slopes, bias, sink, dropout_mask;
   std::string alibi = "distance";    ///< distance (-slope |i + n_k - n_q - j|) or flash2 (+slope j, with a causal mask)
   bool sink_off_by_one = false;
+  std::size_t sink_token_length = 0;  ///< FlashAttention's: keys kept beside a left window (attention_variant::sink_tokens)
+  std::size_t attention_chunk = 0;    ///< FlashAttention's chunked local attention (attention_variant::chunk); 0: none
+  std::optional<tensor> key_leftpad;  ///< int (b,): FlashAttention's cache_leftpad (attention_variant::key_leftpad)
+  /// FlashAttention 3's qv (MLA): scores scale·(q·k + qv·v), qv in q's layout with v's feature size; the default scale is
+  /// then 1/sqrt(d + d_v).  Forward only (FlashAttention's backward takes no qv).
+  std::optional<tensor> qv;
   std::string dropout_p;             ///< exact decimal; needed with dropout_mask
   std::string qkv_format;            ///< FP8: e4m3fn, e5m2 or ""
   std::string q_descale, k_descale, v_descale;  ///< a decimal text (exact in binary64), or "" ...
@@ -53,6 +59,12 @@ struct built_request {
   input_layout lay;
   output_layout olay;  ///< the output's and LSE's layout
 };
+
+/// The LSE of a row without keys from its text: "-inf" (FlashAttention 3, the default), "+inf" or "inf" (FlashAttention 2),
+/// "0" or "nan".  Errors: input_error naming field("empty_lse").
+double parse_empty_lse(const std::string& text);
+/// The text of such a value ("-inf", "+inf", "0", "nan").
+std::string empty_lse_text(double v);
 
 /// "LEFT,RIGHT" with integers >= -1 into v.window_left / window_right.  Errors: input_error naming field("window").
 void parse_window(const std::string& w, attention_variant& v);
