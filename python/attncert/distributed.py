@@ -17,7 +17,12 @@ Assembly writes each block to its own place, so a retried task cannot count a ro
 Grading (grade, assert_attention_close) computes only the rows it grades: rows=N draws N query rows with
 `seed` exactly as attncert.testing.assert_attention_close(..., rows=N, seed=...) does, the tasks (batch,
 kv-head group, block of the drawn rows) return the exact values of their rows, and the driver grades the
-candidate's drawn rows against them: the grade is the single-process one, field for field.
+candidate's drawn rows against them: the grade is the single-process one, field for field, and so is the
+AssertionError's message.  The defaults are attncert.testing's: rule None is "flash" ("ulp" when only max_ulp=
+is given), the target is the candidate's dtype unless target= is given, and flash / torch-sdpa without
+baseline= compare with attncert.testing.default_baseline, computed in tasks (one per query head with drawn
+rows, on that head's drawn rows only, as the single-process helper computes it) with flash's atol
+FlashAttention's fudge of the drawn rows' exact values.
 
 Layout bhsd ((b, h, n, d)) only.  The backward splits a unit into blocks of query rows too: dK and dV sum
 over the rows of a group, and rounded partial sums would not be correctly rounded, so each block returns
@@ -49,7 +54,7 @@ from . import _args
 
 __all__ = ["attention", "attention_vjp", "grade", "assert_attention_close", "drift"]
 
-_PER_UNIT = ("bias", "mask", "dropout_mask", "alibi_slopes", "sink", "seqlens_k")
+_PER_UNIT = ("bias", "mask", "dropout_mask", "alibi_slopes", "sink", "seqlens_k", "key_leftpad")
 
 
 def _arr(x, what):
@@ -129,20 +134,25 @@ def _units(q, k, variant):
     for key in ("cu_seqlens_q", "cu_seqlens_k"):
         if variant.get(key) is not None:
             raise ValueError("attncert.distributed: %s (layout thd) is not supported" % key)
+    for key in ("qv", "qkv_format", "q_descale", "k_descale", "v_descale"):
+        if variant.get(key) is not None:
+            raise ValueError("attncert.distributed: %s is not supported (its units do not split it yet); call "
+                             "attncert.%s on one process" % (key, "attention"))
     return B, H, Hk, r, nq
 
 
-def _unit_variant(variant, b, g, r, B, H):
-    """The keywords of the call restricted to batch b and kv-head group g (query heads g*r .. g*r + r - 1): each
-    variant input a view of the part the unit reads, as the library's broadcasting rule gives it
-    (oracle::unit_ranges: a dimension of size 1 kept whole)."""
+def _unit_variant(variant, b, g, r, B, H, heads=None):
+    """The keywords of the call restricted to batch b and kv-head group g (query heads g*r .. g*r + r - 1, or the
+    query heads [h0, h1) of heads=(h0, h1)): each variant input a view of the part the unit reads, as the
+    library's broadcasting rule gives it (oracle::unit_ranges: a dimension of size 1 kept whole)."""
     from . import _core
 
+    h0, h1 = (g * r, (g + 1) * r) if heads is None else heads
     out = dict(variant)
     for key in _PER_UNIT:
         if variant.get(key) is not None:
             a = _a._to_numpy(variant[key], key)
-            ranges = _core.unit_ranges(key, list(a.shape), B, H, b, g * r, (g + 1) * r)
+            ranges = _core.unit_ranges(key, list(a.shape), B, H, b, h0, h1)
             out[key] = a[tuple(slice(lo, hi) for lo, hi in ranges)]
     return out
 
@@ -564,7 +574,7 @@ def attention_vjp(q, k, v, do, *, client, dlse=None, rows_per_task="auto", progr
                                for n in ("dq", "dk", "dv", "dbias", "dsink")])
 
 
-_TRUTH = ("hi", "lo", "rad", "reference")
+_TRUTH = ("hi", "lo", "rad", "reference", "policy")
 
 
 def _grade_task(q, k, v, opts, rows, deadline=None):
@@ -589,11 +599,45 @@ def _grade_task(q, k, v, opts, rows, deadline=None):
     return {n: t[n].reshape(-1, t[n].shape[-1])[rows] for n in _TRUTH}, ref.target
 
 
+def _baseline_task(q, k, v, variant, torch_, h, rows, blocks, deadline=None):
+    """One task: the default baseline (attncert.testing.default_baseline) of query head h of a unit (q (1, r, n_q,
+    d), k and v (1, 1, n_k, d); variant: the keywords restricted to that head), computed as
+    attncert.testing.assert_attention_close computes it, so that its values are the same bits: in the format of
+    the reference's target, read off the truth blocks of the head's rows ([(a _grade_task's result, begin, end)],
+    rows [begin, end) of each being this head's); rows None, the whole head; else the head's drawn query rows
+    `rows` whose exact values are finite somewhere (the rows the single-process reference computed), the others
+    0.  torch_: computed by torch (the caller's q is a tensor), else by NumPy.  Returns the baseline's rows
+    (`rows`, or all), NumPy; None past the deadline."""
+    import attncert
+    from attncert import testing
+
+    left = _left(deadline)
+    if left is not None and left <= 0:
+        return None
+    if any(t is None for t, _, _ in blocks):  # a block not computed within the deadline
+        return None
+    fmt = testing._FORMAT.get(blocks[0][0][1], blocks[0][0][1])
+    q, k, v = np.asarray(q)[:, h:h + 1], np.asarray(k), np.asarray(v)
+    computed = None
+    if rows is not None:
+        hi = np.concatenate([t[0]["hi"][begin:end] for t, begin, end in blocks])
+        computed = np.zeros((1, 1, q.shape[2]), dtype=bool)
+        computed[0, 0, rows[np.isfinite(hi).any(axis=-1)]] = True
+    if torch_:
+        import torch
+
+        q, k, v = (torch.from_numpy(np.ascontiguousarray(x)) for x in (q, k, v))
+    out, _ = testing._baseline(q, k, v, fmt, variant, computed=computed)
+    out = attncert._to_numpy(out, "baseline")[0, 0]
+    return out if rows is None else out[rows]
+
+
 def _candidate_rows(x, what, shape, rows):
     """The internal rows `rows` of a candidate (NumPy or torch) of the output's shape, as NumPy."""
     if x is None:
         return None
     a = _a._to_numpy(x, what)
+    _a._check_transposed(a, shape, "bhsd", what)  # the other layout's shape: attncert.testing's message
     if tuple(a.shape) != tuple(shape):
         raise ValueError("attncert.distributed: %s has shape %s, the output's is %s"
                          % (what, tuple(a.shape), tuple(shape)))
@@ -602,11 +646,98 @@ def _candidate_rows(x, what, shape, rows):
     return a.reshape(-1, shape[-1])[rows]
 
 
-def _grade_json(actual, q, k, v, client, rows, seed, rows_per_task, progress, rules, baseline, variant, max_seconds,
-                call):
+def _settle(rules, defaulted, fmt, source, q, actual, default, exact):
+    """(rules, the message's context) as attncert.testing.assert_attention_close settles them once the target
+    format fmt is known (source: where the target came from, testing._target_of): with the default baseline
+    (default True), where it came from and, under flash without atol=, FlashAttention's fudge of the exact
+    values `exact` (the reference's rounded values; NaN where not computed) as atol."""
+    from . import testing
+
+    q_like = np.empty(0, q.dtype) if type(q).__module__.startswith("dask") else q  # its dtype, not computed
+    ctx = {"rule_defaulted": defaulted, "format": fmt, "target_line": testing._target_line(fmt, source, q_like, actual),
+           "baseline": "given"}
+    if default:
+        torch_ = _a._is_tensor(q)
+        ctx.update(baseline="default", baseline_how="attncert.testing.default_baseline: the plain attention computed "
+                   "by %s in %s%s" % ("torch" if torch_ else "NumPy", fmt, testing._EMULATED.get((torch_, fmt), "")))
+        if rules["rule"] == "flash" and rules["atol"] is None:
+            rules = dict(rules, atol=testing._flash_fudge(exact, fmt))
+            ctx["fudge_format"] = fmt
+    return rules, ctx
+
+
+def _grade_local(actual, q, k, v, rows, seed, rules, defaulted, source, baseline, variant, max_seconds, budget):
+    """(JSON, context, layout) of an input with no elements, on the driver as attncert.testing grades it (there
+    is nothing to compute): the same grade, or the same exception."""
+    from . import testing
+
+    q, k, v = _local(q), _local(k), _local(v)
+    ref = _a._reference(q, k, v, rows=rows, seed=seed if rows else 0, max_seconds=max_seconds, **variant)
+    if ref.summary()["undecided_rows"]:  # (an empty input has no row to compute: never)
+        budget.spent("rows of the reference not computed")
+    layout = variant.get("layout", "bhsd")
+    cand, base = _a._to_numpy(actual, "actual"), _a._to_numpy(baseline, "baseline")
+    for x, name in ((cand, "actual"), (base, "baseline")):
+        _a._check_transposed(x, testing._dims(q)[:-1] + testing._dims(v)[-1:], layout, name)
+    fmt = testing._FORMAT.get(ref.target, ref.target)
+    default = rules["rule"] in testing._NEEDS_BASELINE and base is None
+    if default:
+        computed = None
+        if rows is not None and layout in ("bhsd", "bshd"):
+            computed = np.isfinite(ref.truth()["hi"]).any(axis=-1)
+        out, _ = testing._baseline(q, k, v, fmt, dict(variant, target=None), computed=computed)
+        base = _a._to_numpy(out, "baseline")
+    rules, ctx = _settle(rules, defaulted, fmt, source, q, actual, default, ref.output())
+    return ref.grade(cand, base, rules, False, ("actual", "baseline")), ctx, layout
+
+
+def _grade_tasks(client, budget, parts, opts, sampled, per, dims, every, default, torch_):
+    """Submits a grade's tasks: for each (batch, kv-head group) unit with drawn rows, blocks of at most `per` of
+    them (_grade_task: their exact values) and, with `default` (the default baseline is used), one
+    _baseline_task per query head with drawn rows (every: rows=None, each head whole), which waits for the truth
+    blocks of its rows (the rows the reference computed, its target).  parts(b, g): the unit's q, k, v.  Returns
+    the lists [((p0, p1), future)] of the truth blocks and of the heads' baselines, [p0, p1) their positions in
+    sampled."""
     import uuid
 
-    from . import _core
+    B, H, Hk, r, nq = dims
+    token = uuid.uuid4().hex[:12]
+    truth, base = [], []
+    for b in range(B):
+        for g in range(Hk):
+            start = (b * H + g * r) * nq  # the unit's internal rows are [start, start + r * nq)
+            lo, hi = (int(x) for x in np.searchsorted(sampled, [start, start + r * nq]))
+            if lo == hi:
+                continue
+            # several tasks use the unit's arrays: held once on the cluster; one task: sent with it
+            shared = hi - lo > per or default
+            args = budget.hold([_put(client, x) if shared or not isinstance(x, np.ndarray) else x for x in parts(b, g)])
+            unit_opts = _unit_variant(opts, b, g, r, B, H)
+            blocks = []
+            for p0 in range(lo, hi, per):
+                p1 = min(hi, p0 + per)
+                f = client.submit(_grade_task, *args, unit_opts, sampled[p0:p1] - start, budget.deadline, pure=False,
+                                  key="attncert-grade-%s-b%d-g%d-p%d" % (token, b, g, p0))
+                blocks.append(((p0, p1), f))
+            truth.extend(blocks)
+            for h in range(g * r, (g + 1) * r) if default else ():
+                h0, h1 = (int(x) for x in np.searchsorted(sampled, [(b * H + h) * nq, (b * H + h + 1) * nq]))
+                if h0 == h1:
+                    continue
+                mine = [(f, max(h0, p0) - p0, min(h1, p1) - p0) for (p0, p1), f in blocks if p0 < h1 and h0 < p1]
+                f = client.submit(_baseline_task, *args, _unit_variant(opts, b, g, r, B, H, (h, h + 1)), torch_,
+                                  h - g * r, None if every else sampled[h0:h1] - (b * H + h) * nq, mine,
+                                  budget.deadline, pure=False,
+                                  key="attncert-baseline-%s-b%d-h%d" % (token, b, h))
+                base.append(((h0, h1), f))
+    return truth, base
+
+
+def _grade_json(actual, q, k, v, client, rows, seed, rows_per_task, progress, rules, defaulted, baseline, variant,
+                max_seconds, call):
+    """(the grade's JSON, the message's context, the layout) of attncert.testing.assert_attention_close's
+    grade, with the exact values (and the default baseline) of the drawn rows computed in tasks."""
+    from . import _core, testing
 
     extra = set(variant) - set(_a._VARIANT_DEFAULTS)
     if extra:
@@ -618,85 +749,88 @@ def _grade_json(actual, q, k, v, client, rows, seed, rows_per_task, progress, ru
         rows, seed = _args.limited(rows, "rows"), _args.limited(seed, "seed")
     max_seconds = _seconds(max_seconds)
     budget = _Budget(client, call, max_seconds)
+    target, source = testing._target_of(actual, variant)  # the candidate's dtype, unless target= is given
+    if target is not None:
+        variant = dict(variant, target=target)
+    default = rules["rule"] in testing._NEEDS_BASELINE and baseline is None
     q_, k_, v_ = _arr(q, "q"), _arr(k, "k"), _arr(v, "v")
     if _empty(q_, k_, v_):  # the single-process grade (attncert.testing.assert_attention_close's), or its error
-        ref = _a._reference(_local(q), _local(k), _local(v), rows=rows, seed=seed, max_seconds=max_seconds, **variant)
-        if ref.summary()["undecided_rows"]:  # (an empty input has no row to compute: never)
-            budget.spent("rows of the reference not computed")
-        return ref.grade(_a._to_numpy(actual, "actual"), _a._to_numpy(baseline, "baseline"), rules, False,
-                         ("actual", "baseline"))
+        return _grade_local(actual, q, k, v, rows, seed, rules, defaulted, source, baseline, variant, max_seconds,
+                            budget)
     _check_variant(q, variant)
-    B, H, Hk, r, nq = _units(q_, k_, variant)
+    dims = B, H, Hk, r, nq = _units(q_, k_, variant)
     shape = (B, H, nq, v_.shape[-1])
-    if rules["rule"] in ("flash", "torch-sdpa", "torch_sdpa") and baseline is None:
-        raise ValueError("rule %s compares with a baseline: give baseline=" % rules["rule"].replace("_", "-"))
-    total = B * H * nq
     # the rows attncert.testing's rows=N draws (every row of a bhsd call is used), sorted; rows=None: all
-    sampled = np.arange(total, dtype=np.int64) if rows is None else _core.sample_rows(total, rows, seed)
+    sampled = np.arange(B * H * nq, dtype=np.int64) if rows is None else _core.sample_rows(B * H * nq, rows, seed)
     cand = _candidate_rows(actual, "actual", shape, sampled)
     base = _candidate_rows(baseline, "baseline", shape, sampled)
     opts = dict(variant, target=_default_target(q, variant))
-    token = uuid.uuid4().hex[:12]
-    futures = []
-    for b in range(B):
-        for g in range(Hk):
-            start = (b * H + g * r) * nq  # the unit's internal rows are [start, start + r * nq)
-            lo, hi = np.searchsorted(sampled, [start, start + r * nq])
-            if lo == hi:
-                continue
-            parts = (q_[b:b + 1, g * r:(g + 1) * r], k_[b:b + 1, g:g + 1], v_[b:b + 1, g:g + 1])
-            args = budget.hold([_put(client, x) if hi - lo > per or not isinstance(x, np.ndarray) else x
-                                for x in parts])
-            unit_opts = _unit_variant(opts, b, g, r, B, H)
-            for p0 in range(int(lo), int(hi), per):
-                p1 = min(int(hi), p0 + per)
-                f = client.submit(_grade_task, *args, unit_opts, sampled[p0:p1] - start, budget.deadline, pure=False,
-                                  key="attncert-grade-%s-b%d-g%d-p%d" % (token, b, g, p0))
-                futures.append(((p0, p1), f))
-    budget.track([f for _, f in futures])
-    _progress(futures, progress, budget)
-    truth = {n: np.full(cand.shape, np.nan) for n in _TRUTH}
+    truth_fs, base_fs = _grade_tasks(
+        client, budget, lambda b, g: (q_[b:b + 1, g * r:(g + 1) * r], k_[b:b + 1, g:g + 1], v_[b:b + 1, g:g + 1]),
+        opts, sampled, per, dims, rows is None, default, _a._is_tensor(q))
+    budget.track([f for _, f in truth_fs + base_fs])
+    _progress(truth_fs + base_fs, progress, budget)
+    truth = {n: np.full(cand.shape, 0.0 if n == "policy" else np.nan) for n in _TRUTH}
     target = None
-    for ((p0, p1), _), (t, target) in zip(futures, budget.collect([f for _, f in futures])):
+    for ((p0, p1), _), (t, target) in zip(truth_fs, budget.collect([f for _, f in truth_fs])):
         for n in _TRUTH:
             truth[n][p0:p1] = t[n]  # each block to its own place
-    return _core.grade_rows(cand, base, truth, sampled, shape, target, rules)
+    if default:
+        base = np.full(cand.shape, np.nan)
+        for ((h0, h1), _), rows_ in zip(base_fs, budget.collect([f for _, f in base_fs])):
+            base[h0:h1] = rows_
+    rules, ctx = _settle(rules, defaulted, testing._FORMAT.get(target, target), source, q, actual, default,
+                         truth["reference"])
+    return _core.grade_rows(cand, base, truth, sampled, shape, target, rules), ctx, "bhsd"
 
 
-def grade(actual, q, k, v, *, client, rows=None, seed=0, rows_per_task=1024, progress=False, rule="ulp", max_ulp=None,
+def grade(actual, q, k, v, *, client, rows=None, seed=0, rows_per_task=1024, progress=False, rule=None, max_ulp=None,
           baseline=None, atol=None, rtol=None, flash_k=None, fudge=None, max_seconds=0, **variant):
     """The grade of a kernel's output `actual` against the exact attention of q, k, v (the keywords of
     attncert.attention), computed on `client`'s workers: the dict attncert.testing.assert_attention_close(actual,
     q, k, v, rows=rows, seed=seed, rule=..., **variant) returns, field for field, whatever the verdict (it is
     g["rule"]["verdict"]; this call does not raise on "fail").
 
+    The defaults are attncert.testing.assert_attention_close's: rule None is "flash", FlashAttention's test, or
+    "ulp" when max_ulp= is given (rule="ulp": 4 ulps unless max_ulp=); flash and torch-sdpa without baseline=
+    compare with attncert.testing.default_baseline (the plain attention in the target format), flash's atol
+    then FlashAttention's fudge unless atol= is given; the target (the ulps, the default baseline's format) is
+    the dtype of `actual` (a float array or tensor; else q's), unless target= is given.  The default baseline
+    is computed in tasks, one per query head with drawn rows, on that head's drawn rows only (rows=None: the
+    whole head), as the single-process helper computes it, so that its values are the same bits: a task's
+    memory is bounded by one head's drawn rows against its keys, and the driver holds only the drawn rows.
     rows=N: only N query rows, drawn by `seed` as the single-process call draws them, are computed and graded
     (the others are counted as skipped); rows=None: every row.  rows_per_task: drawn rows per task (tasks are
     (batch, kv-head group, block of its drawn rows)).  actual and baseline: NumPy or torch, of the output's
     shape (b, h_q, n_q, d_v); q, k, v: NumPy, torch or dask arrays (layout bhsd).  The rules as in
-    attncert.testing.  Beyond the candidate itself, the driver holds the drawn rows only (of the candidate and
-    of the exact values).  max_seconds > 0 bounds the computation of the exact rows, as
-    attncert.testing.assert_attention_close's: past it, TimeoutError and the tasks cancelled (never a grade of
-    the rows computed so far).
+    attncert.testing.  Beyond the candidate itself, the driver holds the drawn rows only (of the candidate, of
+    the baseline and of the exact values).  max_seconds > 0 bounds the computation of the exact rows (and of
+    the default baseline), as attncert.testing.assert_attention_close's: past it, TimeoutError and the tasks
+    cancelled (never a grade of the rows computed so far).  Unlike assert_attention_close, it tells no stats hook.
     """
     from . import testing
 
-    rules = testing._rules(rule, max_ulp, atol, rtol, flash_k, fudge)
-    return json.loads(_grade_json(actual, q, k, v, client, rows, seed, rows_per_task, progress, rules, baseline,
-                                  variant, max_seconds, "grade"))
+    rules, defaulted = testing._chosen_rules(rule, max_ulp, atol, rtol, flash_k, fudge)
+    return json.loads(_grade_json(actual, q, k, v, client, rows, seed, rows_per_task, progress, rules, defaulted,
+                                  baseline, variant, max_seconds, "grade")[0])
 
 
-def assert_attention_close(actual, q, k, v, *, client, rows=None, seed=0, rows_per_task=1024, progress=False, rule="ulp",
+def assert_attention_close(actual, q, k, v, *, client, rows=None, seed=0, rows_per_task=1024, progress=False, rule=None,
                            max_ulp=None, baseline=None, atol=None, rtol=None, flash_k=None, fudge=None, max_seconds=0,
                            **variant):
-    """attncert.testing.assert_attention_close(actual, q, k, v, rows=rows, seed=seed, ...) with the rows computed on
-    `client`'s workers (see grade): the same AssertionError on failure, the same grade (a dict) when it passes.
-    max_seconds > 0: past it, TimeoutError (never a pass on the rows computed so far)."""
+    """attncert.testing.assert_attention_close(actual, q, k, v, rows=rows, seed=seed, ...) with the rows (and the
+    default baseline) computed on `client`'s workers (see grade): the same defaults (rule None: "flash" against
+    attncert.testing.default_baseline with FlashAttention's fudge, or "ulp" when max_ulp= is given; the target
+    the dtype of `actual` unless target= is given), the same AssertionError, message for message, on failure,
+    the same grade (a dict) when it passes, and the same stats hook event.  max_seconds > 0: past it,
+    TimeoutError (never a pass on the rows computed so far)."""
+    __tracebackhide__ = True  # noqa: F841  (pytest: the failure points at the caller's line)
     from . import testing
 
-    rules = testing._rules(rule, max_ulp, atol, rtol, flash_k, fudge)
-    return testing._check(_grade_json(actual, q, k, v, client, rows, seed, rows_per_task, progress, rules, baseline,
-                                      variant, max_seconds, "assert_attention_close"), "attention output")
+    rules, defaulted = testing._chosen_rules(rule, max_ulp, atol, rtol, flash_k, fudge)
+    gj, ctx, layout = _grade_json(actual, q, k, v, client, rows, seed, rows_per_task, progress, rules, defaulted,
+                                  baseline, variant, max_seconds, "assert_attention_close")
+    return testing._check(gj, "attention output", layout, ctx)
 
 
 def _drift_options(args, grid=None, max_seconds=0):

@@ -351,6 +351,21 @@ def _baseline_line(r, ctx):
     return "  baseline: given as baseline= (%s)" % err
 
 
+def _value(x):
+    """A number of the report's JSON (NaN and infinities come as strings or None) as a float."""
+    if isinstance(x, str):
+        return float(x.replace("+", ""))
+    return math.nan if x is None else float(x)
+
+
+def _declared(x, field):
+    """The declared value of a row without keys as its keyword (empty_rows or empty_lse) spells it."""
+    v = _value(x)
+    if field == "empty_rows":
+        return "'nan'" if v != v else "'zeros'"
+    return "'nan'" if v != v else "'0'" if v == 0 else "'+inf'" if v > 0 else "'-inf'"
+
+
 def _message(what, g, order, layout="bhsd", grads=False, ctx=None):
     """The report's grade (JSON from the C++ grading) as a message a kernel engineer can act on: the rule and its
     margin, its formula and settings, the baseline's origin, the target (when not q's dtype), the layout the
@@ -396,6 +411,12 @@ def _message(what, g, order, layout="bhsd", grads=False, ctx=None):
     edges = ["[0, %s]" % keys[0]] + ["(%s, %s]" % (keys[i], keys[i + 1]) for i in range(len(keys) - 1)]
     edges.append("> %s" % keys[-1])
     lines.append("  histogram (ulps): " + " | ".join("%s %d" % (e, c) for e, c in zip(edges, counts)))
+    fm = g.get("fully_masked", {})
+    if fm.get("mismatched"):
+        f = fm["first"]
+        lines.append("  fully masked rows: %d of %d elements are not %s=%s; the first at (%s) = %s: actual %r" % (
+            fm["mismatched"], fm["compared"], fm["field"], _declared(f["declared"], fm["field"]), order, tuple(f["index"]),
+            _value(f["value"])))
     if g["nonfinite_where_truth_finite"]:
         lines.append("  NaN/Inf where the exact value is finite: %d elements" % g["nonfinite_where_truth_finite"])
     if g["skipped"]:

@@ -326,6 +326,10 @@ class reference {
     d["lo"] = to_numpy(result_.t_lo, shape);
     d["rad"] = to_numpy(result_.t_rad, shape);
     d["reference"] = to_numpy(result_.reference, shape);
+    // 1 where the value is the empty-row policy's (decided_by::exact_policy): graded by equality, as output_truth does
+    std::vector<double> policy(result_.how.size());
+    for (std::size_t e = 0; e < policy.size(); ++e) policy[e] = result_.how[e] == oracle::decided_by::exact_policy;
+    d["policy"] = to_numpy(policy, shape);
     return d;
   }
   // The summary counts (who decided how many elements).

@@ -115,6 +115,13 @@ std::string grade_rows(const py::handle& cand, const py::object& baseline, const
   if (!baseline.is_none()) b = rows_of(baseline, n, dv, "the baseline");
   if (grading::rule_needs_baseline(rs.rule) && !b)
     throw input_error("rule " + grading::to_string(rs.rule) + " compares with a baseline: give baseline=");
+  // which elements hold the empty-row policy's exact value (truth["policy"], 1 or 0; absent: none)
+  std::vector<oracle::decided_by> how;
+  if (truth.contains("policy")) {
+    const std::vector<double> p = rows_of(truth["policy"], n, dv, "the truth's policy");
+    how.reserve(p.size());
+    for (double x : p) how.push_back(x != 0 ? oracle::decided_by::exact_policy : oracle::decided_by::mpfi);
+  }
   grading::truth_view v;  // as output_truth builds it, over the listed rows
   v.hi = &t[0];
   v.lo = &t[1];
@@ -125,6 +132,10 @@ std::string grade_rows(const py::handle& cand, const py::object& baseline, const
   v.rank = 4;
   v.what = "output";
   v.index_order = "b,h,i,k";
+  if (!how.empty()) {
+    v.how = &how;
+    v.policy_field = "empty_rows";
+  }
   grading::candidate_grade g;
   {
     python::interruptible_nogil nogil;  // Ctrl-C: KeyboardInterrupt (interrupt.hpp)
@@ -138,6 +149,7 @@ std::string grade_rows(const py::handle& cand, const py::object& baseline, const
   if (g.compared) place(g.worst_abs);
   if (g.has_worst_rel) place(g.worst_rel);
   if (g.rule.has_at) place(g.rule.at);
+  if (g.policy_mismatch) place(g.policy_worst);
   g.elements = total * dv;
   g.skipped += (total - n) * dv;
   return python::spelled(report::candidate_grade_json(g).dump());

@@ -243,7 +243,8 @@ def test_grade_all_rows_and_empty_rows(client):
     got = ad.grade(cand, q, k, v, client=client, rows_per_task=50, causal="top-left", max_ulp=1e4)
     assert got == testing.assert_attention_close(cand, q, k, v, causal="top-left", max_ulp=1e4)
     assert got["skipped"] == 0 and got["compared"] == 768 * 16
-    # rows whose exact value is NaN (fully masked, empty_rows="nan") are skipped as the rows not drawn are
+    # rows without keys (fully masked, empty_rows="nan") are graded by equality with NaN, and the rows not drawn
+    # are skipped
     mask = np.random.default_rng(SEED + 12).random((96, 96)) > 0.3
     mask[::3] = False
     ref32 = attncert.attention(q, k, v, mask=mask, empty_rows="nan")
@@ -252,7 +253,13 @@ def test_grade_all_rows_and_empty_rows(client):
     kw = dict(rows=60, seed=5, mask=mask, empty_rows="nan", max_ulp=1e4)
     got = ad.grade(noisy, q, k, v, client=client, rows_per_task=7, **kw)
     assert got == testing.assert_attention_close(noisy, q, k, v, **kw)
-    assert got["skipped"] > (768 - 60) * 16 and got["max_ulp"] > 0.5
+    assert got["skipped"] == (768 - 60) * 16 and got["max_ulp"] > 0.5
+    assert got["fully_masked"]["compared"] > 0 and got["fully_masked"]["mismatched"] == 0
+    zeroed = np.where(np.isnan(noisy), np.float32(0), noisy)  # 0 where the declared value is NaN: fails
+    bad = ad.grade(zeroed, q, k, v, client=client, rows_per_task=7, **kw)
+    assert bad["rule"]["verdict"] == "fail" and bad["fully_masked"]["mismatched"] > 0
+    with pytest.raises(AssertionError, match="fully masked rows: %d of" % bad["fully_masked"]["mismatched"]):
+        testing.assert_attention_close(zeroed, q, k, v, **kw)
 
 
 def test_grade_dask_inputs(client):
@@ -271,8 +278,6 @@ def test_grade_refusals(client):
         ad.grade(cand[:, :2], q, k, v, client=client, rows=4)
     with pytest.raises(ValueError, match="rows: must be an integer >= 1"):
         ad.grade(cand, q, k, v, client=client, rows=0)
-    with pytest.raises(ValueError, match="compares with a baseline"):
-        ad.grade(cand, q, k, v, client=client, rows=4, rule="flash")
     with pytest.raises(ValueError, match="max_ulp belongs"):
         ad.grade(cand, q, k, v, client=client, rows=4, rule="flash", max_ulp=3, baseline=cand)
     with pytest.raises(ValueError, match="must be a float array"):
@@ -281,6 +286,130 @@ def test_grade_refusals(client):
         ad.grade(cand, q, k, v, client=client, rows=4, lse=cand)
     with pytest.raises(ValueError, match="row_list: row 99 is not in"):
         attncert._core.Reference(q[:1, :1], k[:1, :1], v[:1, :1], dict(target="binary32", row_list=[3, 99]))
+
+
+# ---- the defaults: attncert.testing's (flash against the default baseline, the target the candidate's dtype) ----
+
+def bf16_tensor(x):
+    torch = pytest.importorskip("torch")
+    return torch.from_numpy(np.ascontiguousarray(x, dtype=np.float32)).to(torch.bfloat16)
+
+
+def near_exact(q, k, v, dtype, **kw):
+    """A kernel that passes FlashAttention's rule: the exact output in `dtype` (float32, or bfloat16 as float32),
+    every third element moved up by about one ulp of that format."""
+    exact = attncert.attention(q, k, v, target=dtype, **kw)
+    up = np.nextafter(exact, np.float32(np.inf)) if dtype == "float32" else testing._round_bf16(exact * (1 + 2 ** -8))
+    out = exact.copy()
+    out.reshape(-1)[::3] = up.reshape(-1)[::3]
+    return out
+
+
+def mask_with_empty_rows():
+    """A mask that leaves every fifth query row without keys (empty_rows="nan": their exact values are NaN, rows
+    the single-process reference computes but not its default baseline)."""
+    mask = np.random.default_rng(SEED + 14).random((96, 96)) > 0.3
+    mask[::5] = False
+    return dict(mask=mask, empty_rows="nan")
+
+
+DEFAULT_CASES = [(c, i, m) for c in ("float32", "bfloat16") for i in ("numpy", "torch") for m in ("causal", "masked")
+                 if not (c == "float32" and i == "torch")]
+
+
+@pytest.mark.parametrize("rows", [None, 40], ids=["all rows", "rows=40"])
+@pytest.mark.parametrize("cand_dtype,inputs,case", DEFAULT_CASES, ids=["-".join(c) for c in DEFAULT_CASES])
+def test_grading_defaults_are_the_single_process_ones(client, cand_dtype, inputs, case, rows):
+    """No rule=, no baseline=, no target=: the distributed grade and AssertionError are attncert.testing's, with
+    its defaults (flash against the default baseline, FlashAttention's fudge, the candidate's dtype as target),
+    for a float32 and a bfloat16 candidate of float32 inputs (NumPy, or torch: the baseline computed by torch)."""
+    q, k, v, _ = grading_case()
+    kw = dict(causal="top-left") if case == "causal" else mask_with_empty_rows()
+    cand = near_exact(q, k, v, cand_dtype, **kw)
+    if rows is not None:
+        kw.update(rows=rows, seed=3)
+    if inputs == "torch":
+        torch = pytest.importorskip("torch")
+        q, k, v = (torch.from_numpy(x) for x in (q, k, v))
+    conv = bf16_tensor if cand_dtype == "bfloat16" else (lambda x: x)
+    events = []
+    testing.add_stats_hook(events.append)
+    try:
+        want = testing.assert_attention_close(conv(cand), q, k, v, **kw)
+        assert ad.grade(conv(cand), q, k, v, client=client, rows_per_task=17, **kw) == want
+        assert ad.assert_attention_close(conv(cand), q, k, v, client=client, rows_per_task=64, **kw) == want
+    finally:
+        testing.remove_stats_hook(events.append)
+    grades = [e for e in events if e["event"] == "grade"]
+    assert len(grades) == 2 and grades[0] == grades[1] and grades[0]["target"] == cand_dtype, grades
+    r = want["rule"]
+    assert r["rule"] == "flash" and r["verdict"] == "pass" and r["atol"] > 0 and r["baseline_max_abs_error"] > 0, r
+    # a kernel off in a drawn row: the same message, naming the default baseline (and the target when it is not q's)
+    variant = {n: x for n, x in kw.items() if n not in ("rows", "seed")}
+    graded = sampled_rows(np.asarray(q), np.asarray(k), np.asarray(v), rows, 3, **variant) if rows else np.arange(768)
+    graded = graded[np.isfinite(cand.reshape(-1, 16)[graded]).all(axis=1)]  # not a row without keys
+    bad = cand.copy()
+    bad.reshape(-1, 16)[graded[len(graded) // 2], 3] += np.float32(0.25)
+    with pytest.raises(AssertionError) as single:
+        testing.assert_attention_close(conv(bad), q, k, v, **kw)
+    with pytest.raises(AssertionError) as dist:
+        ad.assert_attention_close(conv(bad), q, k, v, client=client, rows_per_task=23, **kw)
+    assert str(dist.value) == str(single.value)
+    msg = str(single.value)
+    assert "under rule flash" in msg and "  baseline: the default, attncert.testing.default_baseline: " in msg, msg
+    assert ("\n  target bfloat16: the candidate's dtype (q is float32)" in msg) == (cand_dtype == "bfloat16"), msg
+    assert ad.grade(conv(bad), q, k, v, client=client, **kw) == ad.grade(conv(bad), q, k, v, client=client,
+                                                                          rows_per_task=5, **kw)
+
+
+def test_grading_default_rules_and_refusals_as_the_single_process_ones(client):
+    """max_ulp= alone is rule ulp, rule="flash" without baseline= takes the default baseline (it was refused), a
+    given baseline is used, flash_k / fudge / atol / target= reach the grade, and the refusals are the
+    single-process ones, message for message."""
+    q, k, v, cand = grading_case()
+    base = f32_attention(q.astype(np.float16), k.astype(np.float16), v.astype(np.float16), True)
+    for extra in (dict(max_ulp=1e4), dict(rule="flash"), dict(baseline=base), dict(flash_k=3), dict(atol=1e-3),
+                  dict(rule="torch-sdpa"), dict(rule="torch-sdpa", fudge=2), dict(rule="assert-close"),
+                  dict(target="float64"), dict(target="bfloat16")):
+        kw = dict(extra, rows=40, seed=3, causal="top-left")
+        want, got = outcome(lambda: testing.assert_attention_close(cand, q, k, v, **kw)), \
+            outcome(lambda: ad.assert_attention_close(cand, q, k, v, client=client, rows_per_task=9, **kw))
+        assert got == want, (extra, want, got)
+        if want[0] == "ok":
+            assert ad.grade(cand, q, k, v, client=client, **kw) == want[1], extra
+    assert outcome(lambda: ad.grade(cand, q, k, v, client=client, rows=4, causal="top-left"))[1]["rule"]["rule"] == \
+        "flash"
+    for bad, exc in ((dict(rule="flash", max_ulp=3), ValueError), (dict(rule="nope"), ValueError),
+                     (dict(baseline=cand.swapaxes(1, 2)), ValueError), (dict(target="int8"), ValueError)):
+        want = outcome(lambda: testing.assert_attention_close(cand, q, k, v, rows=4, **bad))
+        got = outcome(lambda: ad.assert_attention_close(cand, q, k, v, client=client, rows=4, **bad))
+        assert issubclass(want[0], exc) and got == want, (bad, want, got)
+
+
+@pytest.mark.parametrize("rows", [None, 40], ids=["all rows", "rows=40"])
+def test_explicit_ulp_rule_as_before(client, rows):
+    """rule="ulp" given: 4 ulps of the exact value in the target format, no baseline, as before the defaults
+    changed (and as attncert.testing): the same grade as the old defaults spelled out, the same message."""
+    q, k, v, _ = grading_case()
+    exact = attncert.attention(q, k, v, causal="top-left", target="float64")
+    ulp = np.spacing(np.abs(exact).astype(np.float32)).astype(np.float64)
+    kw = dict(causal="top-left") if rows is None else dict(causal="top-left", rows=rows, seed=3)
+    near = (exact + 2 * ulp).astype(np.float32)  # 2 (and a rounding) ulps: passes 4 ulps
+    got = ad.grade(near, q, k, v, client=client, rule="ulp", rows_per_task=11, **kw)
+    assert got == testing.assert_attention_close(near, q, k, v, rule="ulp", **kw)
+    assert got == ad.grade(near, q, k, v, client=client, rule="ulp", max_ulp=4, target="float32", baseline=None, **kw)
+    r = got["rule"]
+    assert r["rule"] == "ulp" and r["threshold"] == 4 and r["verdict"] == "pass" and 1.5 < got["max_ulp"] <= 4, got
+    assert "baseline_max_abs_error" not in r, r
+    far = (exact + 8 * ulp).astype(np.float32)
+    with pytest.raises(AssertionError) as single:
+        testing.assert_attention_close(far, q, k, v, rule="ulp", **kw)
+    with pytest.raises(AssertionError) as dist:
+        ad.assert_attention_close(far, q, k, v, client=client, rule="ulp", rows_per_task=11, **kw)
+    assert str(dist.value) == str(single.value)
+    msg = str(dist.value)
+    assert "under rule ulp" in msg and "the default rule" not in msg and "baseline: not used" in msg, msg
+    assert ad.grade(far, q, k, v, client=client, rule="ulp", **kw)["rule"]["verdict"] == "fail"
 
 
 # ---- the backward split into blocks of query rows: partial dK/dV enclosures added, rounded once ----
@@ -659,3 +788,18 @@ def test_key_padding_mask_on_the_cluster_is_the_single_process_call(client):
     want = attncert.attention_vjp(q, k, v, do, key_padding_mask=kp)
     for a, b in zip(got[:3], want[:3]):
         same(a, b)
+
+
+def test_flash_options_split_or_refused(client):
+    """FlashAttention's options (issue 32, item 13) in a distributed call: key_leftpad splits per batch and gives the
+    single-process result bit for bit, as sink_token_length and attention_chunk (scalars); qv and FP8 are refused."""
+    rng = np.random.default_rng(SEED + 40)
+    q, k, v = (rng.standard_normal(s).astype(np.float32) for s in ((3, 2, 20, 8), (3, 1, 30, 8), (3, 1, 30, 8)))
+    kw = dict(key_leftpad=np.array([0, 4, 9]), causal="bottom-right", window=(6, 0), sink_token_length=2,
+              attention_chunk=8, empty_rows="nan")
+    got = ad.attention(q, k, v, client=client, rows_per_task=7, **kw)
+    want = attncert.attention(q, k, v, **kw)
+    np.testing.assert_array_equal(got, want)
+    for key, val in (("qv", rng.standard_normal((3, 2, 20, 8))), ("qkv_format", "e4m3fn")):
+        with pytest.raises(ValueError, match="attncert.distributed: %s is not supported" % key):
+            ad.attention(q, k, v, client=client, **{key: val})

@@ -516,11 +516,9 @@ candidate_grade approx_grade(const truth_view& t, const std::vector<double>& c, 
   }
   if (g.policy_mismatch) {
     v.pass = false;
-    std::string at;
-    for (std::size_t q = 0; q < t.rank; ++q) at += (q ? ", " : "") + std::to_string(g.policy_worst[q]);
     v.reason = std::to_string(g.policy_mismatch) + " of " + std::to_string(g.policy_compared) + " elements of fully masked rows are not " +
-               field(g.policy_field) + "'s " + fmt_g(g.policy_expected) + " (first at (" + t.index_order + ") = (" + at + "): " +
-               fmt_g(g.policy_value) + ")" + (v.reason.empty() ? "" : "; " + v.reason);
+               field(g.policy_field) + "'s " + fmt_g(g.policy_expected) + ", the declared value of a row without keys" +
+               (v.reason.empty() ? "" : "; " + v.reason);
   }
   return g;
 }

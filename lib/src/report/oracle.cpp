@@ -145,6 +145,9 @@ nlohmann::json grade_json(const candidate_grade& g, const std::string& file) {
                       {"beyond_ulps", beyond},
                       {"nonfinite_where_truth_finite", g.nonfinite_where_finite},
                       {"fully_masked", {{"field", g.policy_field}, {"compared", g.policy_compared}, {"mismatched", g.policy_mismatch}}}};
+  if (g.policy_mismatch)  // the first element of a fully masked row that is not the declared value
+    j["fully_masked"]["first"] = {{"index", index_json(g.policy_worst, rank)}, {"declared", num(g.policy_expected)},
+                                  {"value", num(g.policy_value)}};
   const nlohmann::json none(nullptr);
   j["index_order"] = !g.index_order.empty() ? g.index_order : rank == 4 ? "b,h,i,k" : "b,h,i";
   j["errors"] = {
