@@ -397,5 +397,15 @@ assert s["partial"] is True and s["elements"] == 1600000, s
 assert 100000 * 8 <= s["correctly_rounded"] < 1600000 and s["undecided_rows"] <= 100000, s
 PY
 
+# --- the LSE of fully masked rows, graded by equality with --empty-lse (issue 32, item 8) ---
+mknpy "$TMP/eq.npy" '<f4' 1,1,5,2 0.5 -1 2 0.25 -0.5 1 1.5 -2 0.75 0.125
+mknpy "$TMP/ek.npy" '<f4' 1,1,3,2 1 0 0 1 -1 1
+mknpy "$TMP/ev.npy" '<f4' 1,1,3,2 1 2 3 4 5 6
+expect_exit 0 "oracle: LSE with empty rows" "$BIN" oracle --q "$TMP/eq.npy" --k "$TMP/ek.npy" --v "$TMP/ev.npy" --mask causal-bottom-right --empty-rows zeros --target binary32 --write-reference "$TMP/eo.npy" --write-lse "$TMP/el.npy" --empty-lse +inf
+expect_exit 0 "oracle: the LSE graded under its convention" "$BIN" oracle --q "$TMP/eq.npy" --k "$TMP/ek.npy" --v "$TMP/ev.npy" --mask causal-bottom-right --empty-rows zeros --target binary32 --candidate "$TMP/eo.npy" --candidate-lse "$TMP/el.npy" --empty-lse +inf --rule ulp --max-ulp 1
+expect_exit 1 "oracle: the same LSE under -inf" "$BIN" oracle --q "$TMP/eq.npy" --k "$TMP/ek.npy" --v "$TMP/ev.npy" --mask causal-bottom-right --empty-rows zeros --target binary32 --candidate "$TMP/eo.npy" --candidate-lse "$TMP/el.npy" --rule ulp --max-ulp 1
+grep -q "fully masked rows: 2 of 2 elements differ from --empty-lse -inf; the first at (b, h, i) \[0,0,0\]: inf" "$TMP/out" && ok || bad "oracle: empty-row LSE mismatch line: $(grep -i masked "$TMP/out")"
+expect_usage_error "oracle: --empty-lse 1" "$BIN" oracle --q "$TMP/eq.npy" --k "$TMP/ek.npy" --v "$TMP/ev.npy" --mask causal-bottom-right --empty-rows zeros --write-lse "$TMP/el2.npy" --empty-lse 1
+
 echo "$pass passed, $fail failed"
 [ "$fail" = 0 ]

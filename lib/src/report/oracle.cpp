@@ -446,6 +446,13 @@ void write_grade_text(std::ostream& os, const std::string& label, const nlohmann
   os << "; NaN/Inf where finite: " << c.at("nonfinite_where_truth_finite");
   if (c.at("skipped").get<std::size_t>()) os << "; not graded (no enclosed truth): " << c.at("skipped");
   os << "\n";
+  if (c.contains("fully_masked") && c.at("fully_masked").contains("first")) {  // a fully masked row not as declared
+    const auto& fm = c.at("fully_masked");
+    const auto& f = fm.at("first");
+    os << "    fully masked rows: " << fm.at("mismatched") << " of " << fm.at("compared") << " elements differ from "
+       << field(fm.at("field").get<std::string>()) << " " << g4(f.at("declared")) << "; the first at (" << order << ") " << f.at("index").dump()
+       << ": " << g4(f.at("value")) << "\n";
+  }
   if (with_rule) write_verdict_text(os, c.at("rule"));
 }
 
