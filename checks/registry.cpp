@@ -33,13 +33,15 @@ check_entry make_rank_collapse();
 check_entry make_linear_attention();
 check_entry make_random_features();
 check_entry make_rank_heads_tradeoff();
+check_entry make_permutation_symmetry();
 
 const std::vector<check_entry>& registry() {
   static const std::vector<check_entry> all = {make_two_token(), make_identical_values(), make_causal_mask(),
                                                make_output_bound(), make_log_odds(), make_residual(),
                                                make_multi_head(),   make_nearest_neighbour(),
                                                make_head_size_bottleneck(), make_rank_collapse(),
-                                               make_linear_attention(), make_random_features(), make_rank_heads_tradeoff()};
+                                               make_linear_attention(), make_random_features(), make_rank_heads_tradeoff(),
+                                               make_permutation_symmetry()};
   return all;
 }
 
