@@ -257,6 +257,7 @@ std::vector<object_result> measure_objects(const audit_spec& s, const captured_c
 void enclosure_row(const binary64_enclosure& O, Eigen::Index i, Eigen::Index k, fi& out) {
   fi r;
   mpfi_set_d(out.x, O.mid(i, k));
+  if (O.rad.size() == 0) return;  // a point matrix
   mpfi_interv_d(r.x, -O.rad(i, k), O.rad(i, k));
   mpfi_add(out.x, out.x, r.x);
 }
@@ -288,6 +289,43 @@ void product_entry(const matrix<double>& W, const matrix<double>& V, Eigen::Inde
   }
 }
 
+// §5 (proofs/L6): the gain of the query-side contrast e_p − e_q through A, ‖A_p − A_q‖₂ / √2 (enclosed), and the side of
+// float32's NumPy threshold τ = σ₁·n·2⁻²³ (n = max(n_q, n_k)) it lies on, with 1 ≤ σ₁ ≤ √(max column sum of A).
+void measure_gain(const binary64_enclosure& A, Eigen::Index p, Eigen::Index q, head_result& hr) {
+  fr lo, hi, t;
+  distance(A.mid.cols(), [&](Eigen::Index k, fi& x, fi& y) { enclosure_row(A, p, k, x); enclosure_row(A, q, k, y); }, lo, hi);
+  mpfr_set_ui(t.x, 2, MPFR_RNDN);
+  mpfr_sqrt(t.x, t.x, MPFR_RNDU);
+  mpfr_div(lo.x, lo.x, t.x, MPFR_RNDD);  // lo / (√2 rounded up) <= lo / √2
+  mpfr_set_ui(t.x, 2, MPFR_RNDN);
+  mpfr_sqrt(t.x, t.x, MPFR_RNDD);
+  mpfr_div(hi.x, hi.x, t.x, MPFR_RNDU);
+  hr.contrast_gain_lo = down17(lo.x);
+  hr.contrast_gain_hi = up17(hi.x);
+  fi col, e;
+  fr colmax;
+  mpfr_set_zero(colmax.x, 1);
+  for (Eigen::Index j = 0; j < A.mid.cols(); ++j) {
+    mpfi_set_si(col.x, 0);
+    for (Eigen::Index i = 0; i < A.mid.rows(); ++i) {
+      enclosure_row(A, i, j, e);
+      mpfi_add(col.x, col.x, e.x);
+    }
+    mpfi_get_right(t.x, col.x);
+    mpfr_max(colmax.x, colmax.x, t.x, MPFR_RNDU);
+  }
+  const double n = static_cast<double>(std::max(A.mid.rows(), A.mid.cols()));
+  fr tau_lo, tau_hi;
+  mpfr_set_d(tau_lo.x, n, MPFR_RNDD);
+  mpfr_mul_2si(tau_lo.x, tau_lo.x, -23, MPFR_RNDD);  // n·2⁻²³ <= τ (σ₁ >= 1)
+  mpfr_sqrt(tau_hi.x, colmax.x, MPFR_RNDU);
+  mpfr_mul_d(tau_hi.x, tau_hi.x, n, MPFR_RNDU);
+  mpfr_mul_2si(tau_hi.x, tau_hi.x, -23, MPFR_RNDU);  // τ <= √(max column sum)·n·2⁻²³
+  hr.contrast_float32 = mpfr_less_p(hi.x, tau_lo.x)  ? "discarded"
+                        : mpfr_greater_p(lo.x, tau_hi.x) ? "kept"
+                                                          : "undecided";
+}
+
 // The spec's target contrast on head h: exact (A·V enclosed) and the model's (Â·V, when Â was captured).
 void measure_contrast(const audit_spec& s, const captured_call& c, std::size_t b, std::size_t h, head_result& hr) {
   const target_contrast_spec& tc = s.target_contrast;
@@ -301,7 +339,9 @@ void measure_contrast(const audit_spec& s, const captured_call& c, std::size_t b
   fr lo, hi, rlo, rhi;
   if (tc.between == "tokens") {
     const auto p = static_cast<Eigen::Index>(tc.first), q = static_cast<Eigen::Index>(tc.second);
-    const binary64_enclosure O = output_of(b, nullptr);
+    binary64_enclosure A;
+    const binary64_enclosure O = output_of(b, &A);
+    measure_gain(A, p, q, hr);
     distance(O.mid.cols(), [&](Eigen::Index k, fi& x, fi& y) { enclosure_row(O, p, k, x); enclosure_row(O, q, k, y); }, lo, hi);
     hr.contrast_exact_lo = down17(lo.x);
     hr.contrast_exact_hi = up17(hi.x);

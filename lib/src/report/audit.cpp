@@ -78,6 +78,10 @@ ojson head_json(const audit::head_result& h, const audit::audit_spec& spec) {
     if (h.contrast_model_lo.empty()) cj["model"] = nullptr;
     else cj["model"] = {{"lo", h.contrast_model_lo}, {"hi", h.contrast_model_hi}};
     cj["margin"] = spec.target_contrast.margin;
+    if (!h.contrast_gain_lo.empty()) {  // §5: the contrast's gain through A and float32's numerical-rank threshold
+      cj["gain"] = {{"lo", h.contrast_gain_lo}, {"hi", h.contrast_gain_hi}};
+      cj["float32_rank_threshold"] = h.contrast_float32;
+    }
     hj["target_contrast"] = cj;
   }
   hj["outcome"] = audit::to_string(h.result);
@@ -252,7 +256,9 @@ std::string audit_markdown(const nlohmann::ordered_json& j) {
     }
   const ojson& tc = j["spec"]["target_contrast"];
   if (!tc.is_null()) {
-    os << "\n## Target contrast (" << tc.dump() << ")\n\n| layer | batch | head | exact A V | model A_model V |\n|---|---|---|---|---|\n";
+    os << "\n## Target contrast (" << tc.dump() << ")\n\nThe gain is ‖A_p − A_q‖₂/√2, the contrast's gain through the exact attention (§5); "
+          "float32 says whether a float32 numerical rank (NumPy's threshold) discards the directions that carry it "
+          "(proofs/L6).\n\n| layer | batch | head | exact A V | model A_model V | gain | float32 |\n|---|---|---|---|---|---|---|\n";
     for (const auto& l : j["layers"])
       for (const auto& h : l["heads"])
         if (h.contains("target_contrast")) {
@@ -261,6 +267,10 @@ std::string audit_markdown(const nlohmann::ordered_json& j) {
              << c["exact"]["lo"].get<std::string>() << ", " << c["exact"]["hi"].get<std::string>() << "] | "
              << (c["model"].is_null() ? std::string("not measured")
                                       : "[" + c["model"]["lo"].get<std::string>() + ", " + c["model"]["hi"].get<std::string>() + "]")
+             << " | "
+             << (c.contains("gain") ? "[" + c["gain"]["lo"].get<std::string>() + ", " + c["gain"]["hi"].get<std::string>() + "] | " +
+                                          c["float32_rank_threshold"].get<std::string>()
+                                    : std::string("— | —"))
              << " |\n";
         }
   }

@@ -134,6 +134,11 @@ struct head_result {
   /// (contrast_exact_*) and of the model's attention times the exact values Â·V (contrast_model_*; empty
   /// when the weights were not captured).  Only on the head results of the contrast's first batch.
   std::string contrast_exact_lo, contrast_exact_hi, contrast_model_lo, contrast_model_hi;
+  /// A token contrast's gain through the exact attention (§5, proofs/L6): ‖A_p − A_q‖₂ / √2 enclosed, and the side of
+  /// float32's NumPy numerical-rank threshold τ = σ₁·max(n_q, n_k)·2⁻²³ it lies on: "discarded" (gain < max(n_q, n_k)·2⁻²³
+  /// ≤ τ: a float32 numerical rank cuts the directions that carry it), "kept" (gain > √(max column sum)·max(n_q, n_k)·2⁻²³
+  /// ≥ τ), or "undecided" (between the two bounds of τ).  Empty for a contrast between batches.
+  std::string contrast_gain_lo, contrast_gain_hi, contrast_float32;
   outcome result = outcome::undecided;
   std::string why;                    ///< how the outcome was decided, or why it is undecided
 };
