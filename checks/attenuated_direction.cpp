@@ -19,6 +19,7 @@ const char* error_model =
     "absolute (L6).";
 
 struct instance {
+  std::string head;        ///< the head (its scores) the contrast is evaluated on
   std::string name;
   matrix<mpq_rational> S;  ///< exact scores
   std::vector<mpq_rational> c;
@@ -33,15 +34,16 @@ std::vector<instance> instances() {
   for (const auto& [a, name] : {std::pair{q(1, 1000000000), std::string("two-token a=1e-9")}, {q(1), std::string("two-token a=1")}}) {
     matrix<mpq_rational> S(2, 2);
     S << a, -a, -a, a;
-    out.push_back({name + ", c = (1, -1)", S, {q(1), q(-1)}, a < 1});
-    out.push_back({name + ", c = (1, 1)", S, {q(1), q(1)}, false});
+    out.push_back({name, name + ", c = (1, -1)", S, {q(1), q(-1)}, a < 1});
+    out.push_back({name, name + ", c = (1, 1)", S, {q(1), q(1)}, false});
   }
   // Three tokens, two keys whose scores differ by 2^-30 in every row: their contrast is attenuated; a third key's is not.
   matrix<mpq_rational> S(3, 3);
   const mpq_rational t = q(1, 1073741824);
   S << 0, t, 1, 1, 1 + t, 0, 2, 2 + t, q(1, 2);
-  out.push_back({"three tokens, keys 0 and 1 within 2^-30, c = e0 - e1", S, {q(1), q(-1), q(0)}, true});
-  out.push_back({"three tokens, keys 0 and 1 within 2^-30, c = e0 - e2", S, {q(1), q(0), q(-1)}, false});
+  const std::string head = "three tokens, keys 0 and 1 within 2^-30";
+  out.push_back({head, head + ", c = e0 - e1", S, {q(1), q(-1), q(0)}, true});
+  out.push_back({head, head + ", c = e0 - e2", S, {q(1), q(0), q(-1)}, false});
   return out;
 }
 
@@ -73,7 +75,8 @@ gain_parts enclose_gain(const instance& in) {
 // The enclosure claims of one instance: the gain (against its closed form on the two-token family), the
 // float32 threshold side declared beforehand, and for an attenuated contrast the share of its energy a float32
 // numerical rank discards (>= 99 %).
-void enclosure_part(report::check_report& rep, const instance& in, const run_settings& rs) {
+// Returns whether the float32 side came out as declared (certified).
+bool enclosure_part(report::check_report& rep, const instance& in, const run_settings& rs) {
   const mpfr_float e32 = std::ldexp(1.0, -23);  // float32's eps, the NumPy policy's
   const long n = static_cast<long>(in.S.rows());
   const mpfi_float tau_lo = mpfi_float(n) * mpfi_float(e32);  // tau32 >= n eps32 (sigma1 >= 1)
@@ -91,9 +94,11 @@ void enclosure_part(report::check_report& rep, const instance& in, const run_set
           return mpfi_float(mpfi_float(1) - enclose_gain(in).g2 / (tau_lo * tau_lo) - mpfi_float(99) / 100);
         },
         rs.certify_bits, rs.certify_max_bits, true);
+    const bool as_declared = below.answer == truth::certainly_true;
     rep.claims.push_back(claim_from_sign("energy-discarded", "at least 99% of |c|^2 lies in directions with sigma < tau32",
                                          in.name, share, "margin > 0",
                                          "L6: kept share <= (g/tau)^2 <= (g/(n eps32))^2; computed: the margin 1 - (g/(n eps32))^2 - 0.99"));
+    return as_declared;
   } else {
     const certified_sign above = certify_sign(
         [&] {
@@ -104,6 +109,25 @@ void enclosure_part(report::check_report& rep, const instance& in, const run_set
     rep.claims.push_back(claim_from_sign("above-float32-threshold", "g > sqrt(max col sum) n eps32 >= tau32 (not flagged)",
                                          in.name, above, "not flagged",
                                          "computed: the margin g^2 - (max col sum)(n eps32)^2, certified > 0"));
+    return above.answer == truth::certainly_true;
+  }
+}
+
+// §7, paired tasks: on one head, a task whose contrast the head loses beside a control whose contrast it transmits,
+// each outcome certified by enclosure_part.
+void paired_tasks(report::check_report& rep, const std::vector<instance>& ins, const std::vector<bool>& certified) {
+  for (std::size_t t = 0; t < ins.size(); ++t) {
+    if (!ins[t].attenuated) continue;
+    for (std::size_t c = 0; c < ins.size(); ++c) {
+      if (ins[c].head != ins[t].head || ins[c].attenuated) continue;
+      const bool ok = certified[t] && certified[c];
+      const std::string task = ins[t].name.substr(ins[t].head.size() + 2), control = ins[c].name.substr(ins[c].head.size() + 2);
+      rep.claims.push_back(claim_exact("paired-tasks", "one head: the task's contrast is lost, the control's transmitted", ins[t].head,
+                                       ok ? "task " + task + ": lost (discarded by float32's rank); control " + control + ": transmitted"
+                                          : "not both certified",
+                                       "task lost, control transmitted", ok,
+                                       "the certified sides of float32's threshold above (below-/above-float32-threshold)"));
+    }
   }
 }
 
@@ -134,7 +158,9 @@ void evaluate(report::check_report& rep, const format_spec& fmt, const instance&
 report::check_report run(const run_settings& rs) {
   report::check_report rep;
   const auto ins = instances();
-  for (const auto& in : ins) enclosure_part(rep, in, rs);
+  std::vector<bool> certified;
+  for (const auto& in : ins) certified.push_back(enclosure_part(rep, in, rs));
+  paired_tasks(rep, ins, certified);
   for_each_format(rs, [&]<class T>(const format_spec& f) {
     for (const auto& in : ins) evaluate<T>(rep, f, in, rs);
   });

@@ -90,3 +90,20 @@ def test_every_format_row_passes(claims):
     rows = [x for x in claims if x["claim"] == "gain-in-format"]
     assert len(rows) == 2 * len(CASES)  # binary64 and mpfr256
     assert all(x["verdict"] == "pass" for x in rows)
+
+
+def test_paired_tasks(claims):
+    """§7: each head with a task contrast below the threshold and a control above it gets one paired claim, passing
+    because both sides were re-decided above (the task lost, the control transmitted)."""
+    pairs = [x for x in claims if x["claim"] == "paired-tasks"]
+    heads = {name.split(", c = ")[0] for name, (_, _, att) in CASES.items() if att}
+    assert {x["instance"] for x in pairs} == heads
+    for x in pairs:
+        assert x["verdict"] == "pass" and "lost" in x["computed"] and "transmitted" in x["computed"]
+        task = [n for n, (_, _, att) in CASES.items() if att and n.startswith(x["instance"])]
+        control = [n for n, (_, _, att) in CASES.items() if not att and n.startswith(x["instance"])]
+        assert len(task) == 1 and len(control) == 1
+        n, e32 = len(CASES[task[0]][0]), mpmath.mpf(2) ** -23
+        assert gain2(*CASES[task[0]][:2])[0] < (n * e32) ** 2
+        g2, colmax = gain2(*CASES[control[0]][:2])
+        assert g2 > colmax * (n * e32) ** 2
