@@ -36,7 +36,11 @@ def test_gain_and_float32_side(scale, side):
     # the side follows from L6's bounds: n eps32 <= tau32 <= sqrt(max column sum) n eps32, n = 2, columns sum to 1
     tau = 2 * mpmath.mpf(2) ** -23
     assert (want < tau) == (side == "discarded")
-    assert "| " + side + " |" in attncert.audit(cap, spec).markdown()  # the Markdown table says it too
+    report = attncert.audit(cap, spec)
+    assert "| " + side + " |" in report.markdown()  # the Markdown table says it too, and the HTML page
+    page = report.html()
+    assert "<h2>Target contrast</h2>" in page and "<td>" + side + "</td></tr>" in page
+    assert "[%s, %s]" % (tc["gain"]["lo"], tc["gain"]["hi"]) in page
 
 
 def test_no_gain_for_a_contrast_between_inputs():

@@ -330,6 +330,28 @@ void tables_html(std::ostringstream& o, const ojson& j) {
   }
 }
 
+// The spec's target contrast per head, as the Markdown's table: the exact and the model's contrast, and for two tokens
+// the gain through A with the side of float32's numerical-rank threshold (§5, proofs/L6).
+void contrast_html(std::ostringstream& o, const ojson& j) {
+  const ojson& tc = j["spec"]["target_contrast"];
+  if (tc.is_null()) return;
+  auto range = [](const ojson& r) { return "[" + esc(r["lo"].get<std::string>()) + ", " + esc(r["hi"].get<std::string>()) + "]"; };
+  o << "\n<h2>Target contrast</h2><p>" << esc(tc.dump()) << "; the gain is ‖A_p − A_q‖₂/√2 through the exact attention (§5), "
+    << "and float32 says whether a float32 numerical rank discards the directions that carry it (proofs/L6).</p>"
+    << "<table><tr><th>layer</th><th>batch</th><th>head</th><th>exact A V</th><th>model A_model V</th><th>gain</th><th>float32</th></tr>";
+  for (const auto& l : j["layers"])
+    for (const auto& h : l["heads"]) {
+      if (!h.contains("target_contrast")) continue;
+      const ojson& c = h["target_contrast"];
+      o << "<tr><td>" << esc(l["name"].get<std::string>()) << "</td><td>" << h["batch"].get<std::size_t>() << "</td><td>"
+        << h["head"].get<std::size_t>() << "</td><td>" << range(c["exact"]) << "</td><td>"
+        << (c["model"].is_null() ? std::string("not measured") : range(c["model"])) << "</td><td>"
+        << (c.contains("gain") ? range(c["gain"]) : std::string("—")) << "</td><td>"
+        << (c.contains("gain") ? esc(c["float32_rank_threshold"].get<std::string>()) : std::string("—")) << "</td></tr>";
+    }
+  o << "</table>";
+}
+
 }  // namespace
 
 std::string audit_html(const nlohmann::ordered_json& j) {
@@ -342,6 +364,7 @@ std::string audit_html(const nlohmann::ordered_json& j) {
   grids_html(o, j, policy);
   spectra_html(o, j, policy);
   tables_html(o, j);
+  contrast_html(o, j);
   if (j["partial"].get<bool>()) o << "<p><b>PARTIAL</b>: stopped at the budget; the heads not computed are named above.</p>";
   o << "</body></html>\n";
   return o.str();
