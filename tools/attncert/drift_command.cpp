@@ -180,6 +180,21 @@ void stage_plot(io::output_transaction& tx, const std::string& target, const dri
   tx.stage_file(target, image.str());
 }
 
+}  // namespace
+
+void stage_figure_image(io::output_transaction& tx, const std::string& target, const figure& f) {
+  const std::string ext = fs::path(target).extension().string().substr(1);
+  const fs::path scratch = tx.scratch_directory(target);
+  render(scratch, f, {ext});
+  std::ifstream in(scratch / (f.stem + "." + ext), std::ios::binary);
+  std::ostringstream image;
+  image << in.rdbuf();
+  if (!in || image.str().empty()) throw input_error("gnuplot wrote no image for '" + target + "'");
+  tx.stage_file(target, image.str());
+}
+
+namespace {
+
 const CLI::Validator& plot_file() {
   static const CLI::Validator v(
       [](std::string& s) -> std::string {

@@ -17,6 +17,7 @@
 #include "attncert/report/rank.hpp"
 #include "attncert/report/writers.hpp"
 #include "audit_command.hpp"
+#include "block_command.hpp"
 #include "certify_command.hpp"
 #include "checks/common.hpp"
 #include "checks/spec.hpp"
@@ -257,6 +258,7 @@ int main(int argc, char** argv) {
   auto run_certify_commands = cli::add_certify_commands(app);
   const auto drift_commands = cli::add_drift_commands(app);  // drift, figures
   const auto run_audit_command = cli::add_audit_command(app);
+  const auto run_block_command = cli::add_block_command(app);
 
   // Every subcommand that reads files takes the one limit on input files (README "Limits on input").
   std::size_t max_input_bytes = io::default_max_input_bytes;
@@ -285,6 +287,7 @@ int main(int argc, char** argv) {
     if (const int rc = drift_commands->run(command); rc >= 0) return rc;
     if (*check) return run_check_command(ca, command);
     if (const int rc = run_audit_command(command); rc >= 0) return rc;
+    if (const int rc = run_block_command(command); rc >= 0) return rc;
   } catch (...) {
     return cli::exit_code_of_current_exception();
   }
