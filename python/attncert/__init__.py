@@ -31,7 +31,7 @@ from . import _args, _core
 __version__ = _core.version
 __all__ = ["attention", "attention_vjp", "AttentionGrads", "rank", "certify", "check", "drift", "testing",
            "__version__", "capture", "Capture", "load_capture", "scaled_dot_product_attention", "audit", "AuditReport",
-           "default_audit_spec"]
+           "default_audit_spec", "block_bound"]
 
 _TARGETS = {"float64": "binary64", "float32": "binary32", "float16": "binary16", "bfloat16": "bfloat16"}
 _NUMPY_OF_TARGET = {"binary64": np.float64, "binary32": np.float32, "binary16": np.float16, "bfloat16": np.float32}
@@ -622,3 +622,4 @@ from .analysis import (CertifyResult, CheckResult, DriftResult, RankResult, cert
                        rank)
 from .capture import Capture, capture, load_capture, scaled_dot_product_attention  # noqa: E402,F401
 from .auditing import AuditReport, audit, default_audit_spec  # noqa: E402,F401
+from .blocks import block_bound  # noqa: E402,F401

@@ -407,5 +407,32 @@ expect_exit 1 "oracle: the same LSE under -inf" "$BIN" oracle --q "$TMP/eq.npy" 
 grep -q "fully masked rows: 2 of 2 elements differ from --empty-lse -inf; the first at (b, h, i) \[0,0,0\]: inf" "$TMP/out" && ok || bad "oracle: empty-row LSE mismatch line: $(grep -i masked "$TMP/out")"
 expect_usage_error "oracle: --empty-lse 1" "$BIN" oracle --q "$TMP/eq.npy" --k "$TMP/ek.npy" --v "$TMP/ev.npy" --mask causal-bottom-right --empty-rows zeros --write-lse "$TMP/el2.npy" --empty-lse 1
 
+# --- block-bound (issue 33, §11): the report, the figure, the dump, bad input ---
+expect_exit 0 "block-bound (small test model)" "$BIN" block-bound --blocks 2 --width 16 --heads 2 --tokens 12 --approx float32,top-k:3 --format json --out "$TMP/bb.json" --dump "$TMP/bbdump"
+/usr/bin/python3 - "$TMP/bb.json" <<'PY' && ok || bad "block-bound: report"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["settings"]["depth"] == 2 and d["settings"]["tokens"] == 12, d["settings"]
+for a in d["approximations"]:
+    assert len(a["stages"]) == 14, len(a["stages"])
+    for s in a["stages"]:
+        for k in ("bound_article", "bound_direct", "stage_bound"):
+            assert s[k] is None or s[k] >= s["measured_lo"], (a["approximation"], s)
+PY
+[ -f "$TMP/bbdump/exact.b1.block-out.rad.npy" ] && [ -f "$TMP/bbdump/top-k:3.b0.h1.out.npy" ] && ok || bad "block-bound: --dump files"
+expect_exit 0 "block-bound md" "$BIN" block-bound --blocks 1 --width 8 --heads 2 --tokens 6 --approx bfloat16 --format md
+grep -q "| 1 | block-out |" "$TMP/out" && ok || bad "block-bound: Markdown table"
+if command -v gnuplot > /dev/null; then
+  expect_exit 0 "block-bound --plot" "$BIN" block-bound --blocks 2 --width 8 --heads 2 --tokens 6 --approx float32,bfloat16 --plot "$TMP/bb.png"
+  [ -s "$TMP/bb.png" ] && ok || bad "block-bound: no figure"
+fi
+expect_usage_error "block-bound: unknown approximation" "$BIN" block-bound --approx float64
+expect_usage_error "block-bound: top-k without K" "$BIN" block-bound --approx top-k
+expect_usage_error "block-bound: heads not dividing" "$BIN" block-bound --width 10 --heads 4
+expect_usage_error "block-bound: depth too large" "$BIN" block-bound --blocks 2 --depth 3
+expect_usage_error "block-bound: no model directory" "$BIN" block-bound --model "$TMP/no-such-dir"
+mkdir -p "$TMP/bbm" && echo '{"heads": 2, "blocks": 1, "colour": 1}' > "$TMP/bbm/model.json"
+expect_usage_error "block-bound: unknown model key" "$BIN" block-bound --model "$TMP/bbm"
+
 echo "$pass passed, $fail failed"
 [ "$fail" = 0 ]

@@ -145,20 +145,55 @@ ival activation_of(const std::string& name, ival x) {
   return mul(mul(ival{0.5, 0.5}, x), add(ival{1, 1}, tanh_of(gelu_argument(x))));
 }
 
-double activation_derivative_sup(const std::string& name, ival x) {
-  if (!std::isfinite(x.lo) || !std::isfinite(x.hi)) return inf;
-  // Pieces of width ≤ 1/4 (at most 256): interval evaluation on a narrow piece is nearly sharp.
-  const double width = x.hi - x.lo;
-  const int pieces = width <= 0.25 ? 1 : static_cast<int>(std::min(256.0, std::ceil(width / 0.25)));
-  double sup = 0;
-  for (int p = 0; p < pieces; ++p) {
-    const double a = p == 0 ? x.lo : x.lo + width * p / pieces;
-    const double b = p + 1 == pieces ? x.hi : x.lo + width * (p + 1) / pieces;
-    // Consecutive pieces share their computed end point, so the pieces cover [x.lo, x.hi].
-    const ival d = derivative_of(name, ival{std::min(a, b), std::max(a, b)});
-    sup = std::max({sup, std::fabs(d.lo), std::fabs(d.hi)});
+namespace {
+
+// sup |φ'| on a fixed cover of ℝ, computed once per activation: pieces of width 1/4 over [−16, 16], then
+// [16, 32], [2^k, 2^{k+1}] up to 2^20 (mirrored for negatives), where interval evaluation of φ' is nearly
+// sharp (φ' is within about 2^{k+1}e^{−2^k} of 0 or 1 there); beyond ±2^20 the bound 1 + 2^-40 (|φ'| or
+// |φ' − 1| is below 2^20·e^{−2^19} there: proofs/L7, part D).
+struct derivative_table {
+  std::vector<double> cuts;  // increasing; piece p is [cuts[p], cuts[p + 1]]
+  std::vector<double> sup;   // per piece; the two unbounded tails are the first and the last
+  explicit derivative_table(const std::string& name) {
+    cuts.push_back(-inf);
+    for (double c = -0x1p20; c <= -32; c /= 2) cuts.push_back(c);
+    for (int k = -64; k <= 64; ++k) cuts.push_back(k * 0.25);
+    for (double c = 32; c <= 0x1p20; c *= 2) cuts.push_back(c);
+    cuts.push_back(inf);
+    for (std::size_t p = 0; p + 1 < cuts.size(); ++p) {
+      if (p == 0 || p + 2 == cuts.size()) {
+        sup.push_back(1 + 0x1p-40);
+        continue;
+      }
+      const ival d = derivative_of(name, ival{cuts[p], cuts[p + 1]});
+      sup.push_back(std::max(std::fabs(d.lo), std::fabs(d.hi)));
+    }
   }
-  return sup;
+  // The maximum over the pieces that [lo, hi] meets (they cover it).
+  double over(double lo, double hi) const {
+    auto p = static_cast<std::size_t>(std::upper_bound(cuts.begin(), cuts.end(), lo) - cuts.begin()) - 1;
+    double m = 0;
+    for (; p + 1 < cuts.size() && cuts[p] <= hi; ++p) m = std::max(m, sup[p]);
+    return m;
+  }
+};
+
+const derivative_table& table_of(const std::string& name) {
+  static const derivative_table gelu("gelu_tanh"), silu("silu");
+  return name == "silu" ? silu : gelu;
+}
+
+}  // namespace
+
+double activation_derivative_sup(const std::string& name, ival x) {
+  if (name == "relu") return x.hi <= 0 ? 0.0 : 1.0;
+  if (std::isnan(x.lo) || std::isnan(x.hi)) return inf;
+  // Narrow intervals: evaluated directly (sharper than the table's pieces).
+  if (x.hi - x.lo <= 0.25) {
+    const ival d = derivative_of(name, x);
+    return std::max(std::fabs(d.lo), std::fabs(d.hi));
+  }
+  return table_of(name).over(x.lo, x.hi);
 }
 
 ival entry(const mr& x, Eigen::Index i, Eigen::Index j) {
