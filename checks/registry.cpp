@@ -35,6 +35,7 @@ check_entry make_random_features();
 check_entry make_rank_heads_tradeoff();
 check_entry make_permutation_symmetry();
 check_entry make_attenuated_direction();
+check_entry make_contrast_injection();
 
 const std::vector<check_entry>& registry() {
   static const std::vector<check_entry> all = {make_two_token(), make_identical_values(), make_causal_mask(),
@@ -42,7 +43,8 @@ const std::vector<check_entry>& registry() {
                                                make_multi_head(),   make_nearest_neighbour(),
                                                make_head_size_bottleneck(), make_rank_collapse(),
                                                make_linear_attention(), make_random_features(), make_rank_heads_tradeoff(),
-                                               make_permutation_symmetry(), make_attenuated_direction()};
+                                               make_permutation_symmetry(), make_attenuated_direction(),
+                                               make_contrast_injection()};
   return all;
 }
 

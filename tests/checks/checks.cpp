@@ -15,14 +15,14 @@ namespace {
 const std::vector<std::string> ids = {"two-token", "identical-values", "causal-mask",      "output-bound",
                                       "log-odds",  "residual",         "multi-head",       "linear-attention",
                                       "random-features", "rank-heads-tradeoff", "permutation-symmetry",
-                                      "attenuated-direction"};
+                                      "attenuated-direction", "contrast-injection"};
 
 }  // namespace
 
 BOOST_AUTO_TEST_CASE(registry_has_the_stable_ids) {
   // The article's seven come first; then the literature checks: nearest-neighbour,
   // head-size-bottleneck, rank-collapse (tested in tests/checks/literature.cpp), and
-  // linear-attention, random-features, rank-heads-tradeoff, permutation-symmetry, attenuated-direction (in `ids`, held to this file's tests as well).
+  // linear-attention, random-features, rank-heads-tradeoff, permutation-symmetry, attenuated-direction, contrast-injection (in `ids`, held to this file's tests as well).
   BOOST_TEST(registry().size() == ids.size() + 3);
   for (std::size_t i = 0; i < 7; ++i) BOOST_TEST(registry()[i].id == ids[i]);
   for (std::size_t i = 0; i < registry().size(); ++i)

@@ -25,7 +25,7 @@ assert d["tool"] == "attncert"
 ids = [c["id"] for c in d["checks"]]
 assert ids[:7] == ["two-token", "identical-values", "causal-mask", "output-bound", "log-odds", "residual", "multi-head"], ids
 assert ids[7:] == ["nearest-neighbour", "head-size-bottleneck", "rank-collapse", "linear-attention", "random-features",
-                  "rank-heads-tradeoff", "permutation-symmetry", "attenuated-direction"], ids
+                  "rank-heads-tradeoff", "permutation-symmetry", "attenuated-direction", "contrast-injection"], ids
 s = d["summary"]
 for k in ("claims", "pass", "fail", "undecided"):
     assert isinstance(s[k], int), k
@@ -50,8 +50,8 @@ grep -q "^#" "$TMP/out" && ok || bad "markdown has headings"
 expect_exit 0 "check --format csv" "$BIN" check causal-mask --format csv
 head -1 "$TMP/out" | grep -q "^kind,check," && ok || bad "csv header"
 expect_exit 0 "check --list" "$BIN" check --list
-[ "$(wc -l <"$TMP/out")" = "15" ] && ok || bad "--list prints the seven article checks and the eight further checks"
-for id in two-token multi-head nearest-neighbour head-size-bottleneck rank-collapse linear-attention random-features rank-heads-tradeoff permutation-symmetry attenuated-direction; do
+[ "$(wc -l <"$TMP/out")" = "16" ] && ok || bad "--list prints the seven article checks and the nine further checks"
+for id in two-token multi-head nearest-neighbour head-size-bottleneck rank-collapse linear-attention random-features rank-heads-tradeoff permutation-symmetry attenuated-direction contrast-injection; do
   grep -q "^$id	" "$TMP/out" && ok || bad "--list names $id"
 done
 expect_exit 0 "all formats" "$BIN" check two-token causal-mask --formats binary16,bfloat16,binary32,binary64,mpfr128
