@@ -21,8 +21,8 @@ const char* error_model =
     "Enclosure tier: both forward passes in MPFI (the softmax certified), the contrast's norms and the readout "
     "escalated until their sign is decided. Format tier: the first block's attention path at token 3, |dO_3|, "
     "computed in the format: q, k, v are exact (dyadic), the scores carry |dS| <= gamma_4 max sum |q||k|/2, so each "
-    "attention weight is within rho = 2.1 dS + (n+3) eps relative (P02), each output entry within (rho + gamma_n(1 + "
-    "rho)) max|v| of the exact, and |dO_3| within 4(rho + gamma_n(1 + rho)) max|v| + 2 eps |dO_3| (L8).";
+    "attention weight is within rho = e^{2 dS}(1 + (n+3) eps) - 1 relative (P02), each output entry within (rho + "
+    "gamma_n(1 + rho)) max|v| of the exact, and |dO_3| within 4(rho + gamma_n(1 + rho)) max|v| + 2 eps |dO_3| (L8).";
 
 matrix<Q> dyadic(const std::vector<int>& halves) {
   matrix<Q> M(n, n);
@@ -134,7 +134,7 @@ void generic_claims(report::check_report& rep, const run_settings& rs) {
         return mpfi_float(d * d - mpfi_float(1) / 1000000);
       },
       rs.certify_bits, rs.certify_max_bits, true);
-  rep.claims.push_back(claim_from_sign("readout", "|r . dx_3| > 1/1000 after block 2 (r = e_0): token 3 can read the contrast",
+  rep.claims.push_back(claim_from_sign("readout", "(r . dx_3)^2 - 10^-6 > 0 after block 2 (r = e_0; computed shows this margin): token 3 can read the contrast",
                                        generic.name, read, "readable", rule));
 }
 
@@ -158,7 +158,7 @@ void kernel_claims(report::check_report& rep, const run_settings& rs) {
         return mpfi_float(mpfi_float(std::ldexp(1.0, -200)) - worst);
       },
       rs.certify_bits, rs.certify_max_bits, true);
-  rep.claims.push_back(claim_from_sign("no-readout", "|dx_3|^2 < 2^-200 after block 2: token 3 cannot read this contrast", kernel.name,
+  rep.claims.push_back(claim_from_sign("no-readout", "2^-200 - |dx_3|^2 > 0 after block 2 (computed shows this margin): token 3 cannot read this contrast", kernel.name,
                                        none, "unreadable", "MPFI: |dx_3|^2 is exactly 0 (L8); its enclosure certified below 2^-200"));
 }
 
@@ -202,7 +202,11 @@ void evaluate(report::check_report& rep, const format_spec& fmt, const run_setti
   }
   const mpfr_float e = ldexp(mpfr_float(1), 1 - static_cast<int>(number_traits<T>::bits() ? number_traits<T>::bits() : 64));
   auto gamma = [&](int k) { return mpfr_float(k * e / (1 - k * e)); };
-  const mpfr_float dS = gamma(4) * mpfr_float(smax), rho = mpfr_float(2.1) * dS + (n + 3) * e;
+  // Each weight moves by a factor in [e^{-2dS}, e^{2dS}] under the score errors, and by (1 ± (n+3)eps) under the
+  // softmax's own rounding (P02): rho = e^{2dS}(1 + (n+3)eps) − 1 (the exponential at the working precision,
+  // enlarged by 2^-40 relative, far above its rounding).
+  const mpfr_float dS = gamma(4) * mpfr_float(smax);
+  const mpfr_float rho = exp(2 * dS) * (1 + ldexp(mpfr_float(1), -40)) * (1 + (n + 3) * e) - 1;
   const mpfr_float abs_tol = 4 * (rho + gamma(n) * (1 + rho)) * mpfr_float(vmax);
   const certified_value truth = certify_value(
       [&] {

@@ -491,6 +491,23 @@ result run(const request& r) {
       std::string why = "block " + std::to_string(row.block + 1) + ": bound/measured = " +
                         ratio_text(row.bound_article, row.measured_lo) + " (article), " +
                         ratio_text(row.bound_direct, row.measured_lo) + " (direct local term)";
+      // Why: the loosest stage of this block by itself (restarted from the measured error of its input; stages whose
+      // error is at the level of binary64's rounding are left out); the carried bound multiplies the looseness of
+      // every stage before it.
+      double worst = 0;
+      std::string where;
+      for (const auto& st : ar.rows)
+        if (st.block == row.block && st.measured_lo > 0x1p-47 * st.scale && st.stage_bound / st.measured_lo > worst) {
+          worst = st.stage_bound / st.measured_lo;
+          where = st.stage;
+        }
+      if (!where.empty())
+        why += "; loosest stage by itself: " + where + " (" + ratio_text(worst, 1) + (where == "heads" ?
+               ", the attention's propagation takes the worst direction of every perturbation)" : ")") +
+               (row.block > 0 ? "; the carried bound compounds every earlier stage's looseness" : "");
+      for (const auto& st : ar.rows)  // the article's local term against the direct one, at this block's heads
+        if (st.block == row.block && st.stage == std::string("heads") && st.bound_direct > 0)
+          why += "; at the heads the article's local term is " + ratio_text(st.bound_article, st.bound_direct) + " the direct one";
       ar.notes.push_back(why);
     }
     res.approximations.push_back(std::move(ar));
