@@ -32,7 +32,7 @@ request small_request(std::uint64_t sd, const std::string& approx) {
   request r;
   r.m = random_model(2, 16, 2, sd);
   r.x = random_input(24, 16, sd);
-  for (const auto& a : {"float32", "bfloat16", "top-k:4", "random-features:16"})
+  for (const auto& a : {"float32", "bfloat16", "linear", "top-k:4", "random-features:16"})
     if (approx.empty() || approx == a) r.approximations.push_back(parse_approximation(a));
   r.seed = sd;
   return r;
@@ -81,7 +81,7 @@ BOOST_AUTO_TEST_CASE(interval_functions_contain_mpfr) {
 BOOST_AUTO_TEST_CASE(every_bound_covers_the_measured_error) {
   const std::uint64_t sd = seed();
   const result res = run(small_request(sd, ""));
-  BOOST_TEST(res.approximations.size() == 4u);
+  BOOST_TEST(res.approximations.size() == 5u);
   for (const auto& a : res.approximations) {
     BOOST_TEST(a.rows.size() == 14u);
     for (const auto& s : a.rows) {

@@ -326,6 +326,7 @@ double vmax(const vec& v) {
 
 std::string ratio_text(double num, double den) {
   if (!(den > 0)) return "unbounded (measured error not certified > 0)";
+  if (!std::isfinite(num)) return "inf";
   std::ostringstream os;
   os.precision(3);
   os << up(num / den) << "x";
@@ -416,8 +417,8 @@ approximation parse_approximation(const std::string& text) {
       throw input_error("approximation '" + text + "': the parameter after ':' must be an integer in [1, 1000000]");
   }
   const bool parametric = a.kind == "top-k" || a.kind == "random-features";
-  if (!(a.kind == "float32" || a.kind == "bfloat16" || parametric))
-    throw input_error("unknown approximation '" + text + "' (float32, bfloat16, top-k:K, random-features:M)");
+  if (!(a.kind == "float32" || a.kind == "bfloat16" || a.kind == "linear" || parametric))
+    throw input_error("unknown approximation '" + text + "' (float32, bfloat16, linear, top-k:K, random-features:M)");
   if (parametric != (colon != std::string::npos))
     throw input_error("approximation '" + text + "': " + (parametric ? "needs a parameter (top-k:32, random-features:64)" : "takes no parameter"));
   return a;
@@ -506,7 +507,7 @@ result run(const request& r) {
                ", the attention's propagation takes the worst direction of every perturbation)" : ")") +
                (row.block > 0 ? "; the carried bound compounds every earlier stage's looseness" : "");
       for (const auto& st : ar.rows)  // the article's local term against the direct one, at this block's heads
-        if (st.block == row.block && st.stage == std::string("heads") && st.bound_direct > 0)
+        if (st.block == row.block && st.stage == std::string("heads") && st.bound_direct > 0 && std::isfinite(st.bound_direct))
           why += "; at the heads the article's local term is " + ratio_text(st.bound_article, st.bound_direct) + " the direct one";
       ar.notes.push_back(why);
     }

@@ -112,6 +112,24 @@ kernel_output random_features(const matrix<double>& q, const matrix<double>& k, 
   return out;
 }
 
+// Linear attention (Katharopoulos et al.): φ(x) = elu(x) + 1 on q and k (no scale: the feature map replaces the
+// exponential), A_ij = φ(q_i)·φ(k_j) / Σ_{j' ≤ i} φ(q_i)·φ(k_j').  Binary64.
+kernel_output linear(const matrix<double>& q, const matrix<double>& k, const matrix<double>& v) {
+  auto phi = [](const matrix<double>& x) {
+    return matrix<double>(x.unaryExpr([](double t) { return t > 0 ? t + 1 : std::exp(t); }));
+  };
+  const Eigen::Index n = q.rows(), nk = k.rows();
+  const matrix<double> K = phi(q) * phi(k).transpose();
+  kernel_output out{matrix<double>(), matrix<double>::Zero(n, nk)};
+  for (Eigen::Index i = 0; i < n; ++i) {
+    const Eigen::Index last = std::min(i, nk - 1);
+    const double sum = K.row(i).head(last + 1).sum();  // > 0: every feature is > 0
+    out.A.row(i).head(last + 1) = K.row(i).head(last + 1) / sum;
+  }
+  out.O = out.A * v;
+  return out;
+}
+
 }  // namespace
 
 kernel_output approx_attention(const approximation& ap, const matrix<double>& q, const matrix<double>& k,
@@ -120,6 +138,7 @@ kernel_output approx_attention(const approximation& ap, const matrix<double>& q,
   if (ap.kind == "bfloat16") return low_precision(q, k, v, true);
   if (ap.kind == "top-k") return top_k(q, k, v, ap.param);
   if (ap.kind == "random-features") return random_features(q, k, v, ap.param, seed);
+  if (ap.kind == "linear") return linear(q, k, v);
   throw input_error("unknown approximation '" + ap.name + "'");
 }
 

@@ -10,7 +10,7 @@
 // or ReLU.  Every weight and the input are binary64 numbers; the model is the exact real function.
 //
 // The approximate model replaces only the attention core softmax(c q kᵀ) v of every head by a kernel
-// (float32, bfloat16 with float32 accumulation, top-k sparse, positive random features) that receives
+// (float32, bfloat16 with float32 accumulation, linear attention, top-k sparse, positive random features) that receives
 // the binary64 midpoints of the enclosed q, k, v; everything else stays exact.
 //
 // Tiers, per token i and stage (norm-1, heads, attention-out, residual-1, norm-2, mlp, block-out):
@@ -63,11 +63,11 @@ matrix<double> random_input(std::size_t tokens, std::size_t width, std::uint64_t
 /// a non-finite entry, eps ≤ 0, an unknown norm or activation.
 void validate(const model& m, const matrix<double>& x);
 
-/// One approximation: "float32", "bfloat16", "top-k:K" (K ≥ 1) or "random-features:M" (M ≥ 1 features,
-/// FAVOR+ positive features, drawn from `seed`).  Errors: input_error for anything else.
+/// One approximation: "float32", "bfloat16", "linear" (elu + 1 features), "top-k:K" (K ≥ 1) or "random-features:M"
+/// (M ≥ 1 features, FAVOR+ positive features, drawn from `seed`).  Errors: input_error for anything else.
 struct approximation {
   std::string name;  ///< as given
-  std::string kind;  ///< float32, bfloat16, top-k, random-features
+  std::string kind;  ///< float32, bfloat16, linear, top-k, random-features
   std::size_t param = 0;
 };
 approximation parse_approximation(const std::string& text);
