@@ -180,16 +180,28 @@ double distance_hi(const matrix<double>& v, Eigen::Index j, const matrix<double>
   return up(std::sqrt(s));
 }
 
-// The attention's propagation (part C), per query i, for inputs within dq_i, dk_j, dv_j of the midpoints q̃, k̃, ṽ:
-//   ‖A(q,k)v − A(q̃,k̃)ṽ‖_i ≤ e^{2D_i} Σ_j Ã_ij Δv_j + 2D_i e^{2D_i} Σ_j Ã_ij (‖ṽ_j − õ_i‖ + Δv_j),
-//   D_i = max_j c(Δq_i‖k̃_j‖ + ‖q̃_i‖Δk_j + Δq_iΔk_j),  Ã = A(q̃, k̃) (upper ends), õ_i any fixed point.
+// The attention's propagation (part C), per query i, for inputs within dq_i, dk_j, dv_j of the midpoints q̃, k̃, ṽ.
+// Two certified bounds, the smaller kept.  The first:
+//   ‖A(q,k)v − A(q̃,k̃)ṽ‖_i ≤ P_i = e^{2D_i} Σ_j Ã_ij Δv_j + 2D_i e^{2D_i} Σ_j Ã_ij (‖ṽ_j − w_i‖ + Δv_j),
+//   D_i = max_j c(Δq_i‖k̃_j‖ + ‖q̃_i‖Δk_j + Δq_iΔk_j),  Ã = A(q̃, k̃) (upper ends), w_i any fixed point (the midpoint).
+// The second (part C.2) keeps the direction of the query's perturbation: the score change c δq·k_j moves the output
+// by c M δq with M = Σ_j A_j (v_j − o) k_jᵀ, a covariance of values and keys under A, whose norm is usually far
+// below the product max‖k‖ Σ A‖v − o‖ the first bound pays:
+//   ≤ e^{2D} Σ_j Ã_j Δv_j + c Δq_i sup_t‖M(t)‖ + c(‖q̃_i‖ + Δq_i) e^{2D} Σ_j Ã_j Δk_j (‖ã_j‖ + E_j),
+// with ã_j = ṽ_j − w_i, E_j = Δv_j + P_i + ‖õ_i − w_i‖ ≥ ‖(v_j(t) − o(t)) − ã_j‖, and sup_t‖M(t)‖ bounded by the
+// Frobenius norm of M̃ = Σ_j Ã_j ã_j (k̃_j − κ)ᵀ (κ = Σ_j Ã_j k̃_j) plus its perturbation along the path.
 vec attention_propagation(const vec& dq, const vec& dk, const vec& dv, const head_record& r, double c_hi) {
   const auto n = static_cast<Eigen::Index>(dq.size());
+  const Eigen::Index d = r.k.cols(), dv_cols = r.v.cols();
   vec qn(dq.size()), kn(dq.size()), out(dq.size());
+  const vec orad = row_radius(r.O);
   for (Eigen::Index i = 0; i < n; ++i) {
     qn[static_cast<std::size_t>(i)] = row_norm_hi(r.q, i);
     kn[static_cast<std::size_t>(i)] = row_norm_hi(r.k, i);
   }
+  std::vector<double> an(static_cast<std::size_t>(n)), bn(static_cast<std::size_t>(n));
+  Eigen::VectorXd kappa(d);
+  matrix<double> F(dv_cols, d);
   for (Eigen::Index i = 0; i < n; ++i) {
     const auto ii = static_cast<std::size_t>(i);
     double D = 0, vsum = 0, sum = 0;
@@ -197,8 +209,9 @@ vec attention_propagation(const vec& dq, const vec& dk, const vec& dv, const hea
       const auto jj = static_cast<std::size_t>(j);
       D = std::max(D, up(c_hi * up(up(dq[ii] * kn[jj]) + up(up(qn[ii] * dk[jj]) + up(dq[ii] * dk[jj])))));
       const double a = up(r.A.mid(i, j) + r.A.rad(i, j));
+      an[jj] = distance_hi(r.v, j, r.O.mid, i);
       vsum = up(vsum + up(a * dv[jj]));
-      sum = up(sum + up(a * up(distance_hi(r.v, j, r.O.mid, i) + dv[jj])));
+      sum = up(sum + up(a * up(an[jj] + dv[jj])));
     }
     const double twoD = up(2 * D);
     if (twoD > 700) {
@@ -206,7 +219,38 @@ vec attention_propagation(const vec& dq, const vec& dk, const vec& dv, const hea
       continue;
     }
     const double g = exp_of(ival{twoD, twoD}).hi;  // ≥ e^{2D}: A_ij(t) ≤ Ã_ij e^{2D} on the whole path
-    out[ii] = up(up(g * vsum) + up(up(twoD * g) * sum));
+    const double P = up(up(g * vsum) + up(up(twoD * g) * sum));
+    // Part C.2.
+    kappa.setZero();
+    for (Eigen::Index j = 0; j <= i; ++j) kappa += r.A.mid(i, j) * r.k.row(j).transpose();
+    F.setZero();
+    double err = 0, pert = 0, ksum = 0;
+    for (Eigen::Index j = 0; j <= i; ++j) {
+      const auto jj = static_cast<std::size_t>(j);
+      double b2 = 0;
+      for (Eigen::Index l = 0; l < d; ++l) {
+        const double t = up(std::fabs(r.k(j, l) - kappa(l)));
+        b2 = up(b2 + up(t * t));
+      }
+      bn[jj] = up(std::sqrt(b2));
+      const Eigen::VectorXd av = r.v.row(j).transpose() - r.O.mid.row(i).transpose();
+      const Eigen::VectorXd bv = r.k.row(j).transpose() - kappa;
+      F.noalias() += (r.A.mid(i, j) * av) * bv.transpose();
+      const double ahi = up(r.A.mid(i, j) + r.A.rad(i, j));
+      const double E = up(up(dv[jj] + P) + orad[ii]);
+      const double dA = up(up(up(g - 1) * ahi) + r.A.rad(i, j));  // ≥ |A_j(t) − Ã_mid,j|
+      err = up(err + up(ahi * up(an[jj] * bn[jj])));
+      pert = up(pert + up(dA * up(up(an[jj] + E) * up(bn[jj] + dk[jj]))));
+      pert = up(pert + up(ahi * up(up(E * up(bn[jj] + dk[jj])) + up(an[jj] * dk[jj]))));
+      ksum = up(ksum + up(ahi * up(dk[jj] * up(an[jj] + E))));
+    }
+    // ‖M̃‖ ≤ ‖fl(M̃)‖_F + 2γ_{n+4} Σ_j Ã_j ‖ã_j‖‖b̃_j‖ (the differences, the products and the sums rounded).
+    double f2 = 0;
+    for (Eigen::Index l = 0; l < F.size(); ++l) f2 = up(f2 + up(F.data()[l] * F.data()[l]));
+    const double m0 = up(up(std::sqrt(f2)) + up(2 * gamma_up(static_cast<std::size_t>(i + 5)) * err));
+    const double M = up(m0 + pert);
+    const double sharp = up(up(up(g * vsum) + up(c_hi * up(dq[ii] * M))) + up(c_hi * up(up(qn[ii] + dq[ii]) * up(g * ksum))));
+    out[ii] = std::min(P, sharp);
   }
   return out;
 }
