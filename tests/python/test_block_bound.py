@@ -25,7 +25,7 @@ needs_cli = pytest.mark.skipif(not CLI, reason="ATTNCERT_CLI (the attncert binar
 
 SEED = int(os.environ.get("ATTNCERT_SEED", "20261205"))
 STAGES = ("norm-1", "heads", "attention-out", "residual-1", "norm-2", "mlp", "block-out")
-APPROX = ("float32", "bfloat16", "top-k:2", "random-features:8")
+APPROX = ("float32", "bfloat16", "linear", "top-k:2", "random-features:8")
 BOUNDS = ("bound_article", "bound_direct", "stage_bound")
 iv.dps = 60
 
@@ -187,6 +187,16 @@ def np_top_k(q, k, v, K):
     return out
 
 
+def np_linear(q, k, v):
+    """Causal linear attention with elu + 1 features (Katharopoulos et al.), in float64."""
+    phi = lambda x: np.where(x > 0, x + 1, np.exp(np.minimum(x, 0)))
+    K = phi(q) @ phi(k).T
+    out = np.zeros((q.shape[0], v.shape[1]))
+    for i in range(q.shape[0]):
+        out[i] = (K[i, : i + 1] / K[i, : i + 1].sum()) @ v[: i + 1]
+    return out
+
+
 # ------------------------------------------------------------------ (1) the claims, re-checked
 
 VARIANTS = [("layernorm", "gelu_tanh", 2, True), ("rmsnorm", "silu", 1, False), ("layernorm", "relu", 1, True)]
@@ -248,12 +258,12 @@ def test_claims_against_mpmath(tmp_path, norm, activation, blocks, biases):
             z = np_activation(np_affine(mids["norm-2"], w["w1"], w.get("b1")), activation)
             np.testing.assert_allclose(mids["mlp"], np_affine(z, w["w2"], w.get("b2")), **close)
             assert np.array_equal(mids["block-out"], mids["residual-1"] + mids["mlp"]), (name, b)
-            if name == "top-k:2":  # the kernel is what its name says
+            if name in ("top-k:2", "linear"):  # the kernel is what its name says
                 q, k, v = (np_affine(mids["norm-1"], w["w_" + t], w.get("b_" + t)) for t in "qkv")
                 for h in range(2):
                     c = slice(4 * h, 4 * h + 4)
-                    np.testing.assert_allclose(heads[h], np_top_k(q[:, c], k[:, c], v[:, c], 2), rtol=1e-10,
-                                               atol=1e-12)
+                    ref = np_top_k(q[:, c], k[:, c], v[:, c], 2) if name == "top-k:2" else np_linear(q[:, c], k[:, c], v[:, c])
+                    np.testing.assert_allclose(heads[h], ref, rtol=1e-10, atol=1e-12)
             # the claims
             for s in STAGES:
                 row = rows[b * len(STAGES) + STAGES.index(s)]
