@@ -21,7 +21,7 @@ const char* error_model =
     "Enclosure tier: both forward passes in MPFI (the softmax certified), the contrast's norms and the readout "
     "escalated until their sign is decided. Format tier: the first block's attention path at token 3, |dO_3|, "
     "computed in the format: q, k, v are exact (dyadic), the scores carry |dS| <= gamma_4 max sum |q||k|/2, so each "
-    "attention weight is within rho = e^{2 dS}(1 + (n+3) eps) - 1 relative (P02), each output entry within (rho + "
+    "attention weight is within rho = expm1(2 dS) + (n+3) eps e^{2 dS} relative (P02), each output entry within (rho + "
     "gamma_n(1 + rho)) max|v| of the exact, and |dO_3| within 4(rho + gamma_n(1 + rho)) max|v| + 2 eps |dO_3| (L8).";
 
 matrix<Q> dyadic(const std::vector<int>& halves) {
@@ -203,10 +203,11 @@ void evaluate(report::check_report& rep, const format_spec& fmt, const run_setti
   const mpfr_float e = ldexp(mpfr_float(1), 1 - static_cast<int>(number_traits<T>::bits() ? number_traits<T>::bits() : 64));
   auto gamma = [&](int k) { return mpfr_float(k * e / (1 - k * e)); };
   // Each weight moves by a factor in [e^{-2dS}, e^{2dS}] under the score errors, and by (1 ± (n+3)eps) under the
-  // softmax's own rounding (P02): rho = e^{2dS}(1 + (n+3)eps) − 1 (the exponential at the working precision,
-  // enlarged by 2^-40 relative, far above its rounding).
+  // softmax's own rounding (P02): rho = e^{2dS}(1 + (n+3)eps) − 1 = expm1(2dS) + (n+3)eps e^{2dS}, without
+  // cancellation (MPFR's expm1 and exp are correctly rounded: each enlarged by one unit of the working precision).
   const mpfr_float dS = gamma(4) * mpfr_float(smax);
-  const mpfr_float rho = exp(2 * dS) * (1 + ldexp(mpfr_float(1), -40)) * (1 + (n + 3) * e) - 1;
+  const mpfr_float unit = ldexp(mpfr_float(1), 1 - static_cast<int>(mpfr_get_prec(dS.backend().data())));
+  const mpfr_float rho = expm1(2 * dS) * (1 + unit) + (n + 3) * e * exp(2 * dS) * (1 + unit);
   const mpfr_float abs_tol = 4 * (rho + gamma(n) * (1 + rho)) * mpfr_float(vmax);
   const certified_value truth = certify_value(
       [&] {

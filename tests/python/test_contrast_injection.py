@@ -340,7 +340,7 @@ def test_format_tolerance_recomputed(claims, values):
             e = mpmath.ldexp(1, 1 - bits[x["format"]])
             gamma = lambda k: k * e / (1 - k * e)
             dS = gamma(4) * mp(smax)
-            rho = mpmath.exp(2 * dS) * (1 + mpmath.ldexp(1, -40)) * (1 + (N + 3) * e) - 1
+            rho = mpmath.expm1(2 * dS) + (N + 3) * e * mpmath.exp(2 * dS)
             r = 4 * (rho + gamma(N) * (1 + rho)) * mp(vmax) / d + 2 * e
             rel2 = 2 * r + r * r + gamma(5) * (1 + r) ** 2
             printed = mpmath.mpf(RELATIVE.match(x["tolerance_rule"]).group(1))
