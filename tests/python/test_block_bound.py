@@ -426,3 +426,47 @@ def test_timeout():
     model, x = random_model(SEED + 50, L=1)
     with pytest.raises(TimeoutError, match="time limit"):
         block_bound(model, x=x, timeout=1e-9)  # --max-seconds 1e-9: past before the first block
+
+
+# ------------------------------------------------------------------ the README's numbers
+
+
+@needs_cli
+def test_readme_numbers():
+    """Every number the README's block-bound section quotes for the default run is what the default run prints
+    (the README states each one rounded as here)."""
+    with open(os.path.join(os.path.dirname(__file__), "..", "..", "README.md"), encoding="utf-8") as f:
+        readme = " ".join(f.read().split())
+    p = run_cli("--approx", "float32,bfloat16,top-k:32,random-features:64,linear", "--format", "json")
+    assert p.returncode == 0, p.stderr
+    rows = {(a["approximation"], s["block"], s["stage"]): s for a in json.loads(p.stdout)["approximations"]
+            for s in a["stages"]}
+
+    def g(x, digits):  # x to `digits` significant digits, as the README writes it
+        return "%.*g" % (digits, x)
+
+    def sci(x, digits):  # 1.05·10³ form
+        m, e = ("%.*e" % (digits - 1, x)).split("e")
+        sup = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
+        return m + "·10" + str(int(e)).translate(sup)
+
+    out = lambda ap, b: rows[(ap, b, "block-out")]
+    expect = [
+        "**%s×** (float32)" % g(out("float32", 1)["ratio_direct"], 3),
+        "**%.1f×** (bfloat16)" % out("bfloat16", 1)["ratio_direct"],
+        "(%se-7 and %se-2)" % (g(out("float32", 1)["measured_lo"] * 1e7, 3), g(out("bfloat16", 1)["measured_lo"] * 1e2, 3)),
+        "the article's within %s× and %s×" % (g(out("float32", 1)["ratio_article"], 2), g(out("bfloat16", 1)["ratio_article"], 2)),
+        "%s× (float32) and %s× (bfloat16) the measured error" % (sci(out("float32", 2)["ratio_direct"], 3),
+                                                                 sci(out("bfloat16", 2)["ratio_direct"], 2)),
+        "at block 4 %s× (float32) or +∞" % sci(out("float32", 4)["ratio_direct"], 2),
+        "top-k:32 (measured error %s at block 1) and random-features:64 (%s)" % (
+            g(out("top-k:32", 1)["measured_lo"], 3), g(out("random-features:64", 1)["measured_lo"], 3)),
+        "direct bounds are %s× and %s× at block 1" % (g(out("top-k:32", 1)["ratio_direct"], 2),
+                                                      g(out("random-features:64", 1)["ratio_direct"], 2)),
+        "measured %s, direct bound %s× at block 1" % (g(out("linear", 1)["measured_lo"], 3), g(out("linear", 1)["ratio_direct"], 2)),
+    ]
+    for text in expect:
+        assert text in readme, text
+    assert out("bfloat16", 4)["bound_direct"] is None  # +∞
+    for ap in ("float32", "bfloat16"):  # the restarted stage bounds at every block output
+        assert all(out(ap, b)["ratio_stage"] <= 1.5 for b in range(1, 5)), ap

@@ -159,8 +159,8 @@ std::function<int(const std::string& command)> add_block_command(CLI::App& app) 
                                "Carry the article's output bound (§11) through complete transformer blocks and compare it with the "
                                "error an approximate attention really makes.");
   c->footer(
-      "Both models (exact, and with every head's attention replaced by the approximation) are run in certified\n"
-      "binary64 interval arithmetic; per block and stage (norm-1, heads, attention-out, residual-1, norm-2, mlp,\n"
+      "The exact model is enclosed in MPFI; the approximate one (every head's attention replaced by the approximation,\n"
+      "binary64 elsewhere) has each step's rounding enclosed; per block and stage (norm-1, heads, attention-out, residual-1, norm-2, mlp,\n"
       "block-out) the report gives the measured error max_i ||x^_i - x_i||_2 enclosed, and certified upper bounds of\n"
       "it computed from the approximate model alone (local term: the article's ||A^_i - A_i||_1 max_j ||v_j||_2 plus\n"
       "the kernel's product error, or the direct ||O^_i - (A v)_i||_2), propagated through W_O, the residual, the norms\n"

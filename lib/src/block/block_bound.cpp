@@ -31,14 +31,14 @@ enum stage_index : std::size_t { s_norm1, s_heads, s_attn_out, s_res1, s_norm2, 
 constexpr std::array<const char*, n_stages> stage_names{"norm-1", "heads", "attention-out", "residual-1",
                                                          "norm-2", "mlp",   "block-out"};
 
-// What one model's forward pass computed in one block: every stage's binary64 midpoint, the certified ℓ2
+// What the approximate model computed in one block: every stage's binary64 midpoint, the certified ℓ2
 // rounding bound ε_i of the step that produced it (‖f(mid_in)_i − mid_out_i‖₂ ≤ ε_i, f exact), and what the
 // Lipschitz-type steps need.  The midpoints of the approximate model ARE the approximate model: binary64
 // everywhere, the kernel in attention (it receives the midpoints q, k, v).
 struct head_record {
   matrix<double> q, k, v;  // the head's inputs (midpoints)
   mr A, O;                 // the exact attention and output at them, enclosed
-  kernel_output kernel;    // approximate model only
+  kernel_output kernel;    // the approximation's output and probabilities
 };
 
 struct block_record {
@@ -95,8 +95,8 @@ void residual_sum(const matrix<double>& a, const matrix<double>& b, matrix<doubl
   take(e, mid, eps);
 }
 
-// The heads of one block: the concatenated outputs (the exact outputs' midpoints, or the kernel's).
-void attention_heads(const model& m, const block_weights& w, const approximation* ap, std::uint64_t seed, std::size_t block,
+// The heads of one block: the kernel's outputs, concatenated, and per head the exact attention at its inputs.
+void attention_heads(const model& m, const block_weights& w, const approximation& ap, std::uint64_t seed, std::size_t block,
                      block_record& rec) {
   matrix<double> q, k, v;
   take(affine(rec.mid[s_norm1], w.w_q, w.b_q), q, rec.eps_q);
@@ -112,14 +112,14 @@ void attention_heads(const model& m, const block_weights& w, const approximation
     head_record r{q.middleCols(first, dh), k.middleCols(first, dh), v.middleCols(first, dh), {}, {}, {}};
     r.A = enclose_attention_binary64(enclose_scores_binary64(r.q, r.k, c), mask::causal());
     r.O = enclose_product_binary64(r.A, r.v);
-    if (ap) r.kernel = approx_attention(*ap, r.q, r.k, r.v, seed + 7919 * block + 104729 * hd);
-    rec.mid[s_heads].middleCols(first, dh) = ap ? r.kernel.O : r.O.mid;
+    r.kernel = approx_attention(ap, r.q, r.k, r.v, seed + 7919 * block + 104729 * hd);
+    rec.mid[s_heads].middleCols(first, dh) = r.kernel.O;
     rec.heads.push_back(std::move(r));
   }
 }
 
-// One block of the exact (ap == nullptr) or the approximate model.
-block_record forward_block(const model& m, const block_weights& w, const matrix<double>& x, const approximation* ap,
+// One block of the approximate model (the exact one is enclosed by exact_forward.cpp).
+block_record forward_block(const model& m, const block_weights& w, const matrix<double>& x, const approximation& ap,
                            std::uint64_t seed, std::size_t block) {
   const bool rms = m.norm == "rmsnorm";
   block_record rec;
@@ -507,7 +507,7 @@ result run(const request& r) {
     for (std::size_t b = 0; b < depth; ++b) {
       check_deadline();
       if (r.progress) r.progress(ap.name + ", block " + std::to_string(b + 1) + "/" + std::to_string(depth));
-      const block_record rec = forward_block(r.m, r.m.blocks[b], xa, &ap, r.seed, b);
+      const block_record rec = forward_block(r.m, r.m.blocks[b], xa, ap, r.seed, b);
       if (r.keep_trajectories) keep(res, ap.name, b, rec);
       // measured: ‖x̃_i − x_i‖ within ‖x̃_i − mid_i‖ ± rad_i (x̃ the approximate model, mid and rad the exact one's)
       std::array<vec, n_stages> lo, hi;

@@ -11,12 +11,13 @@
 //
 // The approximate model replaces only the attention core softmax(c q kᵀ) v of every head by a kernel
 // (float32, bfloat16 with float32 accumulation, linear attention, top-k sparse, positive random features) that receives
-// the binary64 midpoints of the enclosed q, k, v; everything else stays exact.
+// the approximate model's own binary64 q, k, v; everything else is computed in binary64 (the approximate
+// model IS those binary64 values, each step's rounding enclosed for the bound).
 //
 // Tiers, per token i and stage (norm-1, heads, attention-out, residual-1, norm-2, mlp, block-out):
-//   * measured: ‖x̂_i − x_i‖₂ enclosed — both trajectories are enclosed in binary64 midpoint-radius
-//     arithmetic (attention/binary64_enclosure.hpp for products and softmax, interval binary64 for the
-//     norms and activations, number/double_double.hpp's exp_with_bound); the exact error lies in [lo, hi];
+//   * measured: ‖x̃_i − x_i‖₂ enclosed — x̃ the approximate model's binary64 values, x the exact model's,
+//     enclosed componentwise in MPFI at 128 + 24·depth bits (lib/src/block/exact_forward.cpp); the exact
+//     error lies in [lo, hi];
 //   * bound: a certified upper bound of the same quantity, computed from the approximate trajectory and
 //     the kernel's outputs only, never from the exact trajectory (proofs/L7-block-bound.md derives every
 //     step).  Two local terms at each attention: "article" = ‖Â_i − A_i‖₁·max_j‖v_j‖₂ + ‖Ô_i − Â_i V‖₂
