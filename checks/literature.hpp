@@ -114,6 +114,43 @@ long harmonic_dimension(int d, int l);
 /// rational times π⁻² for even d (proofs/L4 part C).  Exact tier.
 mpq_rational energy_coefficient(int d, int l);
 
+/// a + b·π⁻² with a, b rational: the exact values of proofs/L4 parts D and E.  Exact tier.
+struct pi2_rational {
+  mpq_rational a, b;
+};
+mpfi_float value_of(const pi2_rational& x);
+std::string text_of(const pi2_rational& x);
+/// m(d, r, ℓ): the dimension of the degree-ℓ spherical harmonics on S^{d−1} that depend on y only through
+/// a rank-r projection, C(ℓ + r − 1, r − 1) for r < d (proofs/L4 part D), N(d, ℓ) for r ≥ d.
+long ridge_dimension(int d, int r, int l);
+/// LB(d, H, r) = ½ Σ_{ℓ odd ≤ L} E_ℓ · max(0, 1 − H·m(d, r, ℓ)/N(d, ℓ)): a lower bound on the MSE of EVERY
+/// attention layer with H heads of rank ≤ r on the N = 2 distribution (any scores' scale, softmax or hardmax,
+/// any keys, values and output maps; proofs/L4 part D).  Truncation at L only lowers it.  Exact tier.
+pi2_rational rank_lower_bound(int d, long heads, int rank, int max_degree);
+/// M_d = (4/π²) E[arcsin(t)²], t a coordinate of a uniform point of S^{d−1} (= Σ_ℓ E_ℓ²/N(d, ℓ)), in closed
+/// form (proofs/L4 part E).  Exact tier.
+pi2_rational arcsin_moment(int d);
+/// Σ_{ℓ odd ≤ L} E_ℓ²/N(d, ℓ) + [0, T_L²/N(d, L + 1)] (T_L = 1 − Σ_{ℓ ≤ L} E_ℓ): the harmonic series of M_d,
+/// enclosed — an independent witness of arcsin_moment.  Tier: enclosure.
+mpfi_float arcsin_moment_series(int d, int max_degree);
+
+/// The relaxed hardmax bound of proofs/L4 part E for rank-one heads whose query directions are the rows of A:
+/// every layer of hardmax heads with scores (a_h·y)(b_h·x_i) (any b_h, any value and output maps) has MSE
+/// ≥ ½(1 − tr(K⁻¹B)), K_hg = (2/π) arcsin⟨â_h, â_g⟩, B_hg = Σ_ℓ E_ℓ² P_ℓ(⟨â_h, â_g⟩)/N(d, ℓ).
+struct hardmax_bound {
+  mpfi_float bound;        ///< encloses a lower bound of the MSE (its lower end is the certified bound)
+  bool certified = false;  ///< false: the verification failed (K too ill-conditioned); nothing is claimed
+  double approx = 0;       ///< ½(1 − tr(K⁻¹B)) in binary64 (approx tier, for display)
+  double rho = 0;          ///< upper bound of ‖I − K·X‖_F (X ≈ K⁻¹)
+  int degree = 0;          ///< series truncation L
+};
+/// Tier: enclosure.  Guarantee: if certified, the exact relaxed error of part E is >= lower(bound).
+hardmax_bound hardmax_rank_one_bound(int d, const matrix<double>& A, int max_degree);
+/// Query directions for H rank-one heads in dimension d that maximise tr(K⁻¹B) (the captured energy), by
+/// projected gradient ascent from `restarts` seeded random starts.  approx_: any result is then certified by
+/// hardmax_rank_one_bound; the optimizer only decides how good the certified number is.
+matrix<double> approx_optimized_directions(int d, int heads, std::uint64_t seed, int restarts, int iterations);
+
 }  // namespace rht
 
 // ---- nearest-neighbour (checks/nearest_neighbour.cpp, proofs/L1-nearest-neighbour.md) ----
