@@ -353,3 +353,61 @@ BOOST_AUTO_TEST_CASE(rc_residual_claims_state_their_declared_depths) {
   }
   BOOST_TEST(bounded == 1u);
 }
+
+// rank-heads-tradeoff, proofs/L4 parts D and E: the exact values, and the verified solve's soundness on
+// near-singular Gram matrices (a duplicated direction adds nothing, so the enclosure must contain the value
+// without it — or claim nothing).
+BOOST_AUTO_TEST_CASE(rht_closed_forms_and_rank_bound) {
+  const rht::pi2_rational m3 = rht::arcsin_moment(3);  // 1 − 8/π²
+  BOOST_TEST((m3.a == 1 && m3.b == -8));
+  const rht::pi2_rational m4 = rht::arcsin_moment(4);  // 1/3 − 2/π²
+  BOOST_TEST((m4.a == mpq_rational(1, 3) && m4.b == -2));
+  for (int d = 3; d <= 8; ++d) {
+    BOOST_TEST(rht::ridge_dimension(d, 1, 7) == 1);
+    BOOST_TEST(rht::ridge_dimension(d, d, 7) == rht::harmonic_dimension(d, 7));
+    // LB decreases in H, is 0 at full rank, and one head's value lies below the hardmax closed form ½(1 − M_d).
+    mpfi_float prev = rht::value_of(rht::rank_lower_bound(d, 1, 1, 41));
+    const mpfi_float one = (mpfi_float(1) - rht::value_of(rht::arcsin_moment(d))) / mpfi_float(2);
+    BOOST_TEST(upper_of(prev) < lower_of(one));
+    for (long H : {2L, 5L, 64L, 1000L}) {
+      const mpfi_float v = rht::value_of(rht::rank_lower_bound(d, H, 1, 41));
+      BOOST_TEST(upper_of(v) < lower_of(prev), d << " " << H);
+      prev = v;
+    }
+    const rht::pi2_rational full = rht::rank_lower_bound(d, 1, d, 41);
+    BOOST_TEST((full.a == 0 && full.b == 0));
+  }
+  BOOST_CHECK_THROW(rht::rank_lower_bound(4, 0, 1, 41), input_error);
+  BOOST_CHECK_THROW(rht::ridge_dimension(2, 1, 3), input_error);
+}
+
+BOOST_AUTO_TEST_CASE(rht_verified_solve_is_sound_when_the_gram_matrix_is_nearly_singular) {
+  std::mt19937_64 rng(7);
+  std::normal_distribution<double> normal;
+  const int d = 5, H = 4;
+  matrix<double> A(H, d);
+  for (Eigen::Index i = 0; i < A.size(); ++i) A.data()[i] = normal(rng);
+  const rht::hardmax_bound base = rht::hardmax_rank_one_bound(d, A, 41);
+  BOOST_TEST_REQUIRE(base.certified);
+  BOOST_TEST(upper_of(base.bound) - lower_of(base.bound) < 1e-6);  // complete: tight on a well-spread set
+  BOOST_TEST(std::abs(base.approx - static_cast<double>(approx_mid(base.bound))) < 1e-6);
+  int certified = 0;
+  for (double eps : {0.0, 1e-12, 1e-6, 1e-3}) {
+    matrix<double> B(H + 1, d);
+    B.topRows(H) = A;
+    B.row(H) = A.row(0);
+    B(H, 1) += eps;
+    const rht::hardmax_bound dup = rht::hardmax_rank_one_bound(d, B, 41);
+    if (!dup.certified) continue;  // claims nothing: sound
+    ++certified;
+    // the extra head can only lower the relaxed error, by at most what the near-copy adds (0 at eps = 0)
+    BOOST_TEST(lower_of(dup.bound) <= upper_of(base.bound), eps);
+    if (eps == 0.0) BOOST_TEST(lower_of(dup.bound) <= lower_of(base.bound));
+  }
+  BOOST_TEST(certified >= 1);  // at eps = 1e-3 the Gram matrix is well enough conditioned to be certified
+  BOOST_TEST_MESSAGE("near-duplicate sets certified: " << certified);
+  matrix<double> bad = A;
+  bad.row(2).setZero();
+  BOOST_CHECK_THROW(rht::hardmax_rank_one_bound(d, bad, 41), input_error);
+  BOOST_CHECK_THROW(rht::hardmax_rank_one_bound(d + 1, A, 41), input_error);
+}
