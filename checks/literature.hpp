@@ -151,6 +151,29 @@ hardmax_bound hardmax_rank_one_bound(int d, const matrix<double>& A, int max_deg
 /// hardmax_rank_one_bound; the optimizer only decides how good the certified number is.
 matrix<double> approx_optimized_directions(int d, int heads, std::uint64_t seed, int restarts, int iterations);
 
+/// LB with a path from the query to the output (residual): the same bound with degree 1 dropped, since a
+/// function linear in y can carry any degree-1 harmonic (proofs/L4 part F).  Exact tier.
+pi2_rational rank_lower_bound_residual(int d, long heads, int max_degree);
+/// P(Bin(H, q) ≤ (H − 1)/2) for odd H and q in [1/2, 1], enclosed (the summed terms plus a geometric bound of
+/// the rest).  Tier: enclosure.
+mpfi_float binomial_lower_tail(long H, const mpfi_float& q);
+/// The two-layer vote construction (proofs/L4 part F) with H (odd) i.i.d. uniform rank-one vote directions, hardmax:
+/// its MSE averaged over the directions and the N = 2 inputs, 4 c_d ∫₀¹ B_H(1 − arccos(t)/π)(1 − t²)^{(d−3)/2} dt
+/// (B_H = binomial_lower_tail), enclosed by monotone Riemann sums.  Some direction set does at least this well.
+mpfi_float two_layer_vote_mse(int d, long H, int panels);
+
+/// The explicit two-layer construction of part F on one input, in exact rationals: tokens of width 2d + 2
+/// (content, a concatenated position ±1, tally, out), layer 1 = H hardmax heads with rank-one scores
+/// (a_h·y)(a_h·x_i) writing the selected key's position into the query's tally, layer 2 = one hardmax head with
+/// rank-one score tally·position copying the selected key's content into out, read out.  Every matrix is built
+/// explicitly and applied (a tie averages the tied keys).  Exact tier.
+struct vote_outcome {
+  std::vector<mpq_rational> output;  ///< the network's prediction (d entries)
+  mpq_rational tally;                ///< Σ_h (vote of head h), each ±1 (0 on a tie)
+};
+vote_outcome two_layer_vote_forward(const matrix<mpq_rational>& directions, const std::vector<mpq_rational>& x1,
+                                    const std::vector<mpq_rational>& x2, const std::vector<mpq_rational>& y);
+
 }  // namespace rht
 
 // ---- nearest-neighbour (checks/nearest_neighbour.cpp, proofs/L1-nearest-neighbour.md) ----

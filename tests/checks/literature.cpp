@@ -411,3 +411,46 @@ BOOST_AUTO_TEST_CASE(rht_verified_solve_is_sound_when_the_gram_matrix_is_nearly_
   BOOST_CHECK_THROW(rht::hardmax_rank_one_bound(d, bad, 41), input_error);
   BOOST_CHECK_THROW(rht::hardmax_rank_one_bound(d + 1, A, 41), input_error);
 }
+
+// proofs/L4 part F: the binomial tail against exact rational sums, and the explicit two-layer network.
+BOOST_AUTO_TEST_CASE(rht_binomial_tail_and_vote_network) {
+  precision_guard g(128);
+  for (long H : {1L, 3L, 9L, 51L, 1001L}) {
+    const mpfi_float half = rht::binomial_lower_tail(H, mpfi_float(0.5));
+    BOOST_TEST((lower_of(half) <= 0.5 && 0.5 <= upper_of(half)), H);  // P(Bin(H, 1/2) <= (H-1)/2) = 1/2 for odd H
+    BOOST_TEST(upper_of(half) - lower_of(half) < 1e-25);
+  }
+  for (long H : {1L, 3L, 9L, 51L}) {
+    const mpq_rational q(7, 10);
+    mpq_rational exact = 0;  // Σ_{k ≤ (H−1)/2} C(H, k) q^k (1 − q)^{H−k}, in rationals
+    for (long k = 0; k <= (H - 1) / 2; ++k) {
+      mpz_int c;
+      mpz_bin_uiui(c.backend().data(), static_cast<unsigned long>(H), static_cast<unsigned long>(k));
+      mpq_rational t(c);
+      for (long j = 0; j < k; ++j) t *= q;
+      for (long j = k; j < H; ++j) t *= 1 - q;
+      exact += t;
+    }
+    const mpfi_float got = rht::binomial_lower_tail(H, from_rational<mpfi_float>(q));
+    const mpfi_float want = from_rational<mpfi_float>(exact);
+    BOOST_TEST((lower_of(got) <= upper_of(want) && lower_of(want) <= upper_of(got)), H);
+    BOOST_TEST(upper_of(got) - lower_of(got) < 1e-20);
+  }
+  BOOST_CHECK_THROW(rht::binomial_lower_tail(4, mpfi_float(0.6)), input_error);
+  BOOST_CHECK_THROW(rht::binomial_lower_tail(3, mpfi_float(0.4)), input_error);
+  // d = 3, one vote: the mean MSE is 2/π exactly (E arccos|t| = 1 for t uniform on [0, 1]).
+  const mpfi_float one = rht::two_layer_vote_mse(3, 1, 400), two_over_pi = mpfi_float(2) / rht::pi_enclosure();
+  BOOST_TEST((lower_of(one) <= upper_of(two_over_pi) && lower_of(two_over_pi) <= upper_of(one)));
+  // The network: one vote along e_0 with x1 = e_0, x2 = e_1.  y = (1, 2): the vote says x1 ((a·y)(a·δ) = 1 > 0)
+  // although <y, x1 − x2> = −1 < 0, so the network outputs x1 — the construction does what the vote says.
+  matrix<mpq_rational> a(1, 2);
+  a << mpq_rational(1), mpq_rational(0);
+  const std::vector<mpq_rational> x1{1, 0}, x2{0, 1};
+  const rht::vote_outcome w = rht::two_layer_vote_forward(a, x1, x2, {1, 2});
+  BOOST_TEST((w.tally == 1 && w.output == x1));
+  const rht::vote_outcome r = rht::two_layer_vote_forward(a, x1, x2, {-2, 1});  // vote: (−2)(1) < 0 → x2; truth: −3 < 0 → x2
+  BOOST_TEST((r.tally == -1 && r.output == x2));
+  const rht::vote_outcome t = rht::two_layer_vote_forward(a, x1, x2, {0, 1});  // a·y = 0: tie, the average
+  BOOST_TEST((t.tally == 0 && t.output == std::vector<mpq_rational>{mpq_rational(1, 2), mpq_rational(1, 2)}));
+  BOOST_CHECK_THROW(rht::two_layer_vote_forward(a, x1, x2, {1}), input_error);
+}
