@@ -1,0 +1,179 @@
+"""attncert check rank-heads-tradeoff, proofs/L4 part F (two layers: a vote, then a threshold), each number
+recomputed here without the C++ code:
+
+* the mean MSE of the vote construction over random directions, 4 c_d int_0^1 B_H(1 - arccos(t)/pi) w(t) dt,
+  by mpmath's quadrature with B_H from mpmath's regularized incomplete beta function
+  (P(Bin(H, q) <= k) = I_{1-q}(H - k, k + 1)) — not from a sum of binomial terms as the check does;
+* H = 1 against 2 E[arccos|t|] / pi by quadrature (2/pi for d = 3);
+* one layer's bound with a residual path, LB - E_1/2 max(0, 1 - H/d), from the rank-one rows and
+  E_1 = 4 d c_d^2 / (d - 1)^2;
+* a NumPy simulation of the explicit network with random directions (a third witness, after the check's own
+  Monte Carlo).
+"""
+import re
+from functools import lru_cache
+
+import numpy as np
+import pytest
+
+import attncert
+
+mpmath = pytest.importorskip("mpmath")
+mp = mpmath.mp
+
+DIMS = tuple(range(3, 9))
+HEADS = (1, 3, 7, 15, 31, 63, 127, 255, 1023, 4095, 16383)
+INTERVAL = re.compile(r"\[\s*([-+0-9.eE]+)\s*,\s*([-+0-9.eE]+)\s*\]")
+
+
+@pytest.fixture(scope="module")
+def claims():
+    r = attncert.check("rank-heads-tradeoff", formats=("binary64",))
+    assert r.passed, r.totals
+    (c,) = r.report["checks"]
+    return c["claims"]
+
+
+def intervals(text):
+    return [(mp.mpf(lo), mp.mpf(hi)) for lo, hi in INTERVAL.findall(text)]
+
+
+def c_d(d):
+    return mpmath.gamma(mp.mpf(d) / 2) / (mpmath.sqrt(mpmath.pi) * mpmath.gamma(mp.mpf(d - 1) / 2))
+
+
+@lru_cache(maxsize=None)
+def vote_mse(d, H):
+    """4 c_d int_0^1 P(Bin(H, q(t)) <= (H - 1)/2) (1 - t^2)^((d-3)/2) dt, q(t) = 1 - arccos(t)/pi."""
+    k = (H - 1) // 2
+    log_beta = mpmath.log(mpmath.beta(H - k, k + 1))
+
+    def f(t):
+        q = 1 - mpmath.acos(t) / mpmath.pi
+        if (4 * q * (1 - q)) ** (mp.mpf(H) / 2) < mp.mpf(10) ** -30:
+            return mp.zero  # Chernoff: the tail is below 1e-30 here (betainc would not converge to 0)
+        if H < 1000:
+            tail = mpmath.betainc(H - k, k + 1, 0, 1 - q, regularized=True)
+        else:  # betainc's series does not converge for these parameters: integrate the Beta(H - k, k + 1) density
+            x = 1 - q
+            density = lambda u: mpmath.exp((H - k - 1) * mpmath.log(u) + k * mpmath.log(1 - u) - log_beta)  # noqa: E731
+            tail = mpmath.quad(density, [0, max(mp.zero, x - 20 / mpmath.sqrt(H)), x])
+        return tail * (1 - t * t) ** (mp.mpf(d - 3) / 2)
+
+    s = 1 / mpmath.sqrt(H)
+    points = sorted({mp.mpf(0), mp.mpf(1)} | {x * s for x in (0.5, 1, 2, 4, 8, 16) if x * s < 1})
+    return 4 * c_d(d) * mpmath.quad(f, points)
+
+
+def rows(claims, name):
+    return [c for c in claims if c["claim"] == name]
+
+
+def d_and_H(c):
+    d, H = re.match(r"d=(\d+), N=2, H=(\d+)\+1, r=1, layers=2", c["instance"]).groups()
+    return int(d), int(H)
+
+
+def test_vote_mse_rows_contain_the_incomplete_beta_quadrature(claims):
+    mp.dps = 25
+    got = rows(claims, "two-layer-vote-mse")
+    assert len(got) == len(DIMS) * len(HEADS) and all(c["verdict"] == "pass" for c in got)
+    assert sorted(d_and_H(c) for c in got) == sorted((d, H) for d in DIMS for H in HEADS)
+    checked = 0
+    for c in got:
+        d, H = d_and_H(c)
+        lo, hi = intervals(c["computed"])[0]
+        assert 0 < lo <= hi < 1
+        # the enclosure is a monotone Riemann sum: about 0.6/sqrt(H) of the value wide, never worse than 3 %
+        assert hi - lo <= mp.mpf("0.03") * hi, (c["instance"], lo, hi)
+        # the quadrature of the large tails is slow: every d up to H = 63, then d = 3 and 8, and from 4095 on
+        # the rows the depth claim uses (d = 6 at 16383, d = 7 and 8 at 4095)
+        wanted = H <= 63 or (H <= 1023 and d in (3, 8)) or (d, H) in ((6, 16383), (7, 4095), (8, 4095))
+        if not wanted:
+            continue
+        want = vote_mse(d, H)
+        assert lo - mp.mpf(10) ** -15 <= want <= hi + mp.mpf(10) ** -15, (c["instance"], lo, want, hi)
+        checked += 1
+    assert checked == 6 * 6 + 2 * 3 + 3
+
+
+def test_one_vote_is_no_better_than_the_mean_predictor(claims):
+    mp.dps = 25
+    for c in rows(claims, "two-layer-vote-mse"):
+        d, H = d_and_H(c)
+        if H != 1:
+            continue
+        exact = 2 / mpmath.pi * 2 * c_d(d) * mpmath.quad(lambda t: mpmath.acos(t) * (1 - t * t) ** (mp.mpf(d - 3) / 2), [0, 1])
+        lo, hi = intervals(c["computed"])[0]
+        assert lo <= exact <= hi, (d, lo, exact, hi)
+        assert exact >= 1 - 2 * c_d(d) / (d - 1) >= mp.mpf(1) / 2
+        if d == 3:
+            assert abs(exact - 2 / mpmath.pi) < mp.mpf(10) ** -20
+
+
+def test_one_layer_bound_with_residual_drops_degree_one(claims):
+    mp.dps = 30
+    lb = {}
+    for c in rows(claims, "rank-one-lower-bound"):
+        d, H = map(int, re.match(r"d=(\d+), N=2, H=(\d+), r=1", c["instance"]).groups())
+        lb[(d, H)] = intervals(c["computed"])[0]
+    compared = 0
+    for c in rows(claims, "two-layer-vote-mse"):
+        d, H = d_and_H(c)
+        heads = H + 1
+        rlo, rhi = intervals(c["computed"].split("(residual allowed) >= ", 1)[1])[0]
+        assert rlo >= 0
+        if (d, heads) not in lb:
+            continue
+        E1 = 4 * d * c_d(d) ** 2 / (d - 1) ** 2
+        want_lo = lb[(d, heads)][0] - E1 / 2 * max(0, 1 - mp.mpf(heads) / d)
+        want_hi = lb[(d, heads)][1] - E1 / 2 * max(0, 1 - mp.mpf(heads) / d)
+        assert want_lo - mp.mpf(10) ** -20 <= rhi and rlo <= want_hi + mp.mpf(10) ** -20, (c["instance"], rlo, rhi, want_lo)
+        compared += 1
+    assert compared >= 30
+
+
+def test_depth_helps_where_claimed(claims):
+    mp.dps = 25
+    got = {int(re.match(r"d=(\d+)", c["instance"]).group(1)): c for c in rows(claims, "depth-helps")}
+    assert sorted(got) == list(DIMS)
+    for d in DIMS:
+        c = got[d]
+        if d <= 5:
+            assert c["verdict"] == "skipped" and "not claimed" in c["note"]
+            continue
+        assert c["verdict"] == "pass"
+        H = int(re.search(r"first at H = (\d+)", c["computed"]).group(1))
+        two, one = intervals(c["computed"])
+        assert two[1] < one[0]
+        assert vote_mse(d, H) < one[0], (d, H)
+
+
+def test_a_simulated_network_agrees(claims):
+    """The explicit network with random Gaussian directions, simulated: tally = sum_h sign((a.y)(a.delta)),
+    output x1 if tally > 0; its MSE within 5 standard errors of the certified mean (d = 5, H = 31)."""
+    ((c,),) = [[c for c in rows(claims, "two-layer-vote-mse") if d_and_H(c) == (5, 31)]]
+    lo, hi = (float(x) for x in intervals(c["computed"])[0])
+    rng = np.random.default_rng(31415)
+    n, d, H = 100_000, 5, 31
+    x1 = rng.standard_normal((n, d))
+    x1 /= np.linalg.norm(x1, axis=1, keepdims=True)
+    x2 = rng.standard_normal((n, d))
+    x2 -= np.sum(x2 * x1, axis=1, keepdims=True) * x1
+    x2 /= np.linalg.norm(x2, axis=1, keepdims=True)
+    y = rng.standard_normal((n, d))
+    a = rng.standard_normal((n, H, d))
+    tally = np.sign(np.einsum("nhd,nd->nh", a, y) * np.einsum("nhd,nd->nh", a, x1 - x2)).sum(axis=1)
+    out = np.where((tally > 0)[:, None], x1, x2)
+    target = np.where((np.sum(y * (x1 - x2), axis=1) > 0)[:, None], x1, x2)
+    err = np.sum((out - target) ** 2, axis=1)
+    mean, se = err.mean(), err.std(ddof=1) / np.sqrt(n)
+    assert lo - 5 * se <= mean <= hi + 5 * se, (mean, se, lo, hi)
+
+
+def test_the_grid_rows_count_their_inputs(claims):
+    got = rows(claims, "two-layer-grid")
+    assert len(got) == 4 and all(c["verdict"] == "pass" for c in got)
+    for c in got:
+        pos, neg, ties, other = map(int, re.match(r"(\d+) inputs .*?, (\d+) with .*?, (\d+) ties; (\d+) outputs", c["computed"]).groups())
+        assert pos + neg + ties == 300 and other == 0 and pos > neg
