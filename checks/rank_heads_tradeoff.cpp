@@ -25,12 +25,15 @@
 #include <mutex>
 #include <tuple>
 #include <random>
+#include <sstream>
 
 #include <Eigen/Cholesky>
 
 #include "attncert/number/c_handles.hpp"
 
 #include "checks/literature.hpp"
+#include "checks/figures.hpp"
+#include "attncert/drift/figures.hpp"
 
 namespace attncert::checks {
 
@@ -1179,6 +1182,40 @@ report::check_report run(const run_settings& rs) {
 }
 
 }  // namespace
+
+// ---- figure 5 (`attncert figures`): the trade-off against H -------------------------------------------------
+figure rank_heads_figure() {
+  auto lo = [](const mpfi_float& x) { return decimal_down(lower_of(x), 17, decimal_layout::general); };
+  auto hi = [](const mpfi_float& x) { return decimal_up(upper_of(x), 17, decimal_layout::general); };
+  figure f;
+  f.stem = f.script = "fig5-rank-heads";
+  f.width = 1300;
+  f.height = 560;
+  std::string params = "dims = \"4 8\"\n";
+  for (int d : {4, 8}) {
+    std::ostringstream one, two, full;
+    one << "# d = " << d << ": H rank-one heads, one layer: LB(d,H,1) (no residual) lower end, LB_res (residual) lower end\n";
+    for (long H = 1; H <= 16384; H *= 2) {
+      check_deadline();
+      one << H << " " << lo(rht::value_of(rht::rank_lower_bound(d, H, 1, lb_degree))) << " "
+          << lo(rht::value_of(rht::rank_lower_bound_residual(d, H, lb_degree))) << "\n";
+    }
+    two << "# d = " << d << ": two layers, H - 1 vote heads + 1 threshold head (H rank-one heads): mean MSE over random "
+                             "vote directions, lower and upper ends\n";
+    for (long H : vote_heads) {
+      const mpfi_float e = rht::two_layer_vote_mse(d, H, vote_panels);
+      two << H + 1 << " " << lo(e) << " " << hi(e) << "\n";
+    }
+    full << "# d = " << d << ": one full-rank head, MSE at lambda = 100 and 1000 (upper ends)\n";
+    for (const char* lam : {"100", "1000"}) full << lam << " " << hi(rht::mse_full_rank(d, mpq_rational(lam), panels)) << "\n";
+    const std::string base = "fig5-rank-heads.d" + std::to_string(d);
+    f.data.push_back({base + ".one-layer.dat", one.str()});
+    f.data.push_back({base + ".two-layers.dat", two.str()});
+    f.data.push_back({base + ".full-rank.dat", full.str()});
+  }
+  f.params = params;
+  return f;
+}
 
 check_entry make_rank_heads_tradeoff() {
   return {"rank-heads-tradeoff", "The rank-heads trade-off on instances (Amsel, Yehudai, Bruna 2024): full rank, low rank, harmonics", "§9",

@@ -118,20 +118,26 @@ for f in "$TMP"/fig/*.png "$TMP"/fig/*.svg; do
   n=$((n + 1))
   valid_image "$f" && ok || bad "figure $f is not a valid image"
 done
-[ "$n" = 8 ] && ok || bad "figures wrote $n images, expected 8"
-for f in fig1-two-token-contrast.exact.dat fig2-saturation.dat fig3-drift-map.two-token.dat fig3-drift-map.causal.dat fig4-sigma-min.dat; do
+[ "$n" = 10 ] && ok || bad "figures wrote $n images, expected 10"
+for f in fig1-two-token-contrast.exact.dat fig2-saturation.dat fig3-drift-map.two-token.dat fig3-drift-map.causal.dat fig4-sigma-min.dat \
+         fig5-rank-heads.d4.one-layer.dat fig5-rank-heads.d8.two-layers.dat fig5-rank-heads.d8.full-rank.dat; do
   [ -s "$TMP/fig/$f" ] && ok || bad "figure data $f missing"
 done
+# Figure 5 shows depth helping at d = 8: at 4096 rank-one heads the vote's mean (upper end) lies below the bound
+# for every one-layer network with a residual path (lower end) — proofs/L4 part F.
+awk 'FNR == NR { if (!/^#/) two[$1] = $3; next } !/^#/ && $1 == 4096 { found = (4096 in two); if (!(two[4096] + 0 < $3 + 0)) worse = 1 }
+     END { exit !(found && !worse) }' "$TMP/fig/fig5-rank-heads.d8.two-layers.dat" "$TMP/fig/fig5-rank-heads.d8.one-layer.dat" \
+  && ok || bad "figure 5: the two-layer mean at H = 4096 is not below one layer's bound"
 # The drift map's fp64/numpy two-token bar ends at the bisected boundary of P10.
 awk '$1 == 5 { if ($3 > 1e-17 && $3 < 1e-15) found = 1 } END { exit !found }' "$TMP/fig/fig3-drift-map.two-token.dat" \
   && ok || bad "drift map: fp64/numpy boundary"
 
 # A relative output directory works as well.
-(cd "$TMP" && "$BIN" figures --out rel/figs --formats svg >/dev/null 2>"$TMP/err") && [ "$(ls "$TMP"/rel/figs/*.svg | wc -l)" = 4 ] \
+(cd "$TMP" && "$BIN" figures --out rel/figs --formats svg >/dev/null 2>"$TMP/err") && [ "$(ls "$TMP"/rel/figs/*.svg | wc -l)" = 5 ] \
   && ok || bad "figures into a relative directory: $(cat "$TMP/err")"
 
 # figures --max-seconds: the whole rendering within the budget, or nothing (exit 3, one line on
-# stderr, no directory, no temporary left).  The figures take about 0.5 s on 2 cores: a budget of
+# stderr, no directory, no temporary left).  The figures take about 2 s on 2 cores: a budget of
 # 0.05 s stops them in the first sweep, within 1 s of it (5 s in a sanitizer build, which runs our
 # code about five times slower).
 slow=1
@@ -159,7 +165,8 @@ expect_exit 3 "figures --max-seconds 0.05 into an existing directory" "$BIN" fig
 expect_exit 0 "figures --max-seconds 600" "$BIN" figures --out "$TMP/figc" --max-seconds 600 --format json
 python3 -c "import json,sys; d=json.load(open(sys.argv[1])); assert d['max_seconds'] == 600, d" "$TMP/out" && ok || bad "figures --format json: max_seconds"
 [ "$(ls "$TMP/figc")" = "$(ls "$TMP/fig")" ] && ok || bad "figures --max-seconds 600: other files than without a budget"
-for f in fig1-two-token-contrast.exact.dat fig2-saturation.dat fig3-drift-map.two-token.dat fig3-drift-map.causal.dat fig4-sigma-min.dat; do
+for f in fig1-two-token-contrast.exact.dat fig2-saturation.dat fig3-drift-map.two-token.dat fig3-drift-map.causal.dat fig4-sigma-min.dat \
+         fig5-rank-heads.d4.one-layer.dat fig5-rank-heads.d8.two-layers.dat; do
   cmp -s "$TMP/fig/$f" "$TMP/figc/$f" && ok || bad "figures --max-seconds 600: $f differs from the unbudgeted one"
 done
 drift_usage_error "figures --max-seconds -1" "$BIN" figures --out "$TMP/figb" --max-seconds -1

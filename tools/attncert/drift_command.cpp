@@ -28,6 +28,7 @@
 #include "attncert/deadline.hpp"
 #include "attncert/io/atomic_file.hpp"
 #include "attncert/drift/figures.hpp"
+#include "checks/figures.hpp"
 #include "attncert/drift/spec.hpp"
 #include "attncert/drift/sweep.hpp"
 #include "attncert/report/drift.hpp"
@@ -332,14 +333,16 @@ class commands_impl : public drift_commands {
     auto step = [&](const char* what) {
       if (tty) std::cerr << "\rfigures: " << what << "          " << std::flush;
     };
-    step("1/4");
+    step("1/5");
     render(dir, contrast_figure(), exts);
-    step("2/4");
+    step("2/5");
     render(dir, saturation_figure(), exts);
-    step("3/4");
+    step("3/5");
     render(dir, drift_map_figure(), exts);
-    step("4/4");
+    step("4/5");
     render(dir, sigma_min_figure(), exts);
+    step("5/5");
+    render(dir, checks::rank_heads_figure(), exts);
     clear_progress();
     if (fa_.format == "json") {
       std::vector<std::string> files;
