@@ -844,7 +844,7 @@ void low_rank_rows(report::check_report& rep, const run_settings& rs) {
     const mpfi_float onev = rht::value_of(one), orthv = rht::value_of(orth);
     const mpfi_float lb1 = rht::value_of(rht::rank_lower_bound(d, 1, 1, lb_degree));
     const mpfi_float lbd = rht::value_of(rht::rank_lower_bound(d, d, 1, lb_degree));
-    report::claim_row o = make_row("hardmax-one-head", "one hardmax rank-one head (any key direction, any value map): MSE >= (1 - M_d)/2",
+    report::claim_row o = make_row("hardmax-one-head", "one hardmax rank-one head in one layer (any key direction, any value map; no residual): MSE >= (1 - M_d)/2",
                                    D + ", H=1, r=1, layers=1, hardmax", "exact", tier::exact);
     o.computed = pi2_text(one);
     o.expected = "in (0, 1/2) and >= the rank lower bound LB(d,1,1) = " + interval_text(lb1);
@@ -856,7 +856,7 @@ void low_rank_rows(report::check_report& rep, const run_settings& rs) {
     rep.claims.push_back(o);
     const rht::hardmax_bound hi = rht::hardmax_rank_one_bound(d, matrix<double>::Identity(d, d), hm_degree);
     report::claim_row q = make_row("hardmax-orthonormal-heads",
-                                   "d hardmax rank-one heads with orthonormal query directions: MSE >= (1 - d M_d)/2",
+                                   "d hardmax rank-one heads with orthonormal query directions, one layer, no residual: MSE >= (1 - d M_d)/2",
                                    D + ", H=d, r=1, layers=1, hardmax", "exact", tier::exact);
     q.computed = pi2_text(orth);
     q.expected = "> 0, >= LB(d,d,1) = " + interval_text(lbd) + ", and inside the verified solve's enclosure " + interval_text(hi.bound);
@@ -879,7 +879,8 @@ void low_rank_rows(report::check_report& rep, const run_settings& rs) {
       const matrix<double> A = rht::approx_optimized_directions(d, H, seed, optimizer_restarts(H), optimizer_iterations(H));
       const rht::hardmax_bound hb = rht::hardmax_rank_one_bound(d, A, hm_degree);
       report::claim_row r = make_row("rank-one-lower-bound",
-                                     "every layer of H rank-one heads (softmax at any scale or hardmax, any keys, values, outputs) has "
+                                     "every one-layer network of H rank-one heads (softmax at any scale or hardmax, any keys, values, outputs; no residual, "
+                                     "the query attending to the keys only) has "
                                      "MSE >= LB(d,H,1), above one full-rank head's MSE at lambda = 100",
                                      inst + ", every such layer", "exact", tier::exact);
       r.computed = pi2_text(lb);
@@ -895,7 +896,7 @@ void low_rank_rows(report::check_report& rep, const run_settings& rs) {
                      : verdict::undecided;
       rep.claims.push_back(r);
       report::claim_row h = make_row("hardmax-optimized-heads",
-                                     "H hardmax rank-one heads with these (optimized) query directions: relaxed MSE enclosed",
+                                     "H hardmax rank-one heads with these (optimized) query directions, one layer, no residual: relaxed MSE enclosed",
                                      inst + ", hardmax, seed " + std::to_string(seed), "mpfi64", tier::enclosure);
       h.computed = hb.certified ? interval_text(hb.bound, 8) : "not certified (rho = " + str(hb.rho) + ")";
       h.expected = "lower end > 0; upper end >= LB(d,H,1) = " + interval_text(lbv, 8);
@@ -946,7 +947,8 @@ void low_rank_rows(report::check_report& rep, const run_settings& rs) {
       const mpfi_float v = rht::value_of(lb);
       const std::string inst = "d=" + std::to_string(d) + ", N=2, H=" + std::to_string(H) + ", r=" + std::to_string(r) + ", layers=1, every layer";
       report::claim_row c = make_row("rank-r-lower-bound",
-                                     "H = d/r heads of rank r (total rank d): MSE >= LB(d,H,r), positive below full rank, falling as r grows",
+                                     "one layer of H = d/r heads of rank r (total rank d), no residual: MSE >= LB(d,H,r), positive below full rank, "
+                                     "falling as r grows",
                                      inst, "exact", tier::exact);
       c.computed = pi2_text(lb);
       c.tolerance = "0";
