@@ -21,7 +21,6 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
-#include <memory>
 #include <mutex>
 #include <tuple>
 #include <random>
@@ -29,7 +28,6 @@
 
 #include <Eigen/Cholesky>
 
-#include "attncert/number/c_handles.hpp"
 
 #include "checks/literature.hpp"
 #include "checks/figures.hpp"
@@ -306,7 +304,8 @@ struct mid_rad {
 // |Ŷ − mid·X| ≤ γ_n |mid||X| + (n + 2)η for any order of summation, FMA or not (γ_n = nu/(1 − nu), u = 2⁻⁵³,
 // η = 2⁻¹⁰⁷⁴ for underflow), and |(M − mid)X| ≤ rad|X|.  The nonnegative products are themselves computed in
 // binary64, so |mid||X| ≤ (fl(|mid||X|) + nη)/(1 − γ_n) (likewise rad|X|); E sums the three terms and is
-// inflated by (1 + 8u) for its own few roundings (proofs/L4 part E, "verified solve").
+// inflated by (1 + 64u) for its own roundings (about a dozen operations on nonnegative numbers, each within a
+// relative u; proofs/L4 part E, "verified solve").
 mid_rad enclose_times_point(const mid_rad& m, const matrix<double>& X) {
   const double n = static_cast<double>(X.rows()), u = std::ldexp(1.0, -53), eta = std::ldexp(1.0, -1074);
   const double gamma = n * u / (1 - n * u);
@@ -315,7 +314,7 @@ mid_rad enclose_times_point(const mid_rad& m, const matrix<double>& X) {
   const matrix<double> absX = X.cwiseAbs();
   const matrix<double> S = m.mid.cwiseAbs() * absX, R = m.rad * absX;
   const double allow = (n + 2) * eta;
-  out.rad = ((gamma * (S.array() + n * eta) / (1 - gamma) + (R.array() + n * eta) / (1 - gamma) + allow) * (1 + 8 * u)).matrix();
+  out.rad = ((gamma * (S.array() + n * eta) / (1 - gamma) + (R.array() + n * eta) / (1 - gamma) + allow) * (1 + 64 * u)).matrix();
   return out;
 }
 
