@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "attncert/proofs/rank_heads.hpp"
 #include "checks/common.hpp"
 
 namespace attncert::checks {
@@ -95,11 +96,8 @@ namespace rht {
 
 /// c_d = Γ(d/2)/(√π Γ((d−1)/2)), the density at 0 of one coordinate of a uniform point of S^{d−1}
 /// (density c_d (1 − t²)^{(d−3)/2} on [−1, 1]): r for odd d, r/π for even d.  Exact tier.
-struct density_constant {
-  mpq_rational r;
-  bool over_pi = false;
-};
-density_constant density_constant_of(int d);
+using rank_heads::density_constant;
+using rank_heads::density_constant_of;
 mpfi_float pi_enclosure();
 /// c_d enclosed.
 mpfi_float value_of(const density_constant& c);
@@ -112,12 +110,10 @@ mpfi_float asymptotic_constant(int d);
 long harmonic_dimension(int d, int l);
 /// E_ℓ / (1 or π⁻²): the energy of y ↦ sign⟨y, u⟩ in degree ℓ is this rational for odd d and this
 /// rational times π⁻² for even d (proofs/L4 part C).  Exact tier.
-mpq_rational energy_coefficient(int d, int l);
+using rank_heads::energy_coefficient;
 
 /// a + b·π⁻² with a, b rational: the exact values of proofs/L4 parts D and E.  Exact tier.
-struct pi2_rational {
-  mpq_rational a, b;
-};
+using rank_heads::pi2_rational;
 mpfi_float value_of(const pi2_rational& x);
 std::string text_of(const pi2_rational& x);
 /// m(d, r, ℓ): the dimension of the degree-ℓ spherical harmonics on S^{d−1} that depend on y only through

@@ -784,3 +784,120 @@ BOOST_AUTO_TEST_CASE(verify_spec_builds_checks_and_reports) {
   BOOST_TEST(verification_json(rq, vs)["why"] == vs.notes.back());
   BOOST_TEST(verification_json(rq, vs)["max_seconds"] == 1e-9);
 }
+
+// ---- rank_heads_lower_bound (proofs/L4 parts D and F) ----------------------------------------
+
+namespace {
+std::string rh_claim(const std::string& quantity, const std::string& value, const std::string& relation = ">=") {
+  return R"J({"quantity": {"kind": "rank_heads_lower_bound", )J" + quantity + R"J(}, "relation": ")J" + relation + R"J(", "value": )J" + value + "}";
+}
+}  // namespace
+
+// Known answers by hand (L = 1, so LB = ½E₁(1 − H/d) + ½(1 − E₁)(1 − H/N(d, 3))):
+//   d = 3: E₁ = 3/4, N(3, 3) = 7:  LB = 1/4 + 3/28 = 5/14 (rational: decided exactly);
+//   d = 4: E₁ = 64/(9π²), N(4, 3) = 16:  LB = 15/32 − 2/(3π²) ≈ 0.40120 (decided with an enclosure of π²).
+BOOST_AUTO_TEST_CASE(rank_heads_lower_bound_known_answers) {
+  const certify_result a = cert(rh_claim(R"J("d": 3, "heads": 1, "max_degree": 1)J", "\"5/14\""));
+  BOOST_TEST(a.exit_code() == 0);
+  BOOST_TEST(a.certificate["rank_heads"]["lower_bound"]["rational"].get<std::string>() == "5/14");
+  BOOST_TEST(a.certificate["rank_heads"]["lower_bound"]["over_pi_squared"].get<std::string>() == "0");
+  BOOST_TEST(a.certificate["rank_heads"]["terms"][0]["energy"].get<std::string>() == "3/4");
+  BOOST_TEST(verify_certificate(a.certificate).exit_code() == 0);
+  // just above 5/14: not certified, and not refuted either (LB is a bound, not the minimum)
+  const certify_result above = cert(rh_claim(R"J("d": 3, "heads": 1, "max_degree": 1)J", "\"0.35714285715\""));
+  BOOST_TEST(above.exit_code() == 3);
+  BOOST_TEST(above.certificate.is_null());
+  BOOST_TEST(above.report["why"].get<std::string>().find("not a refutation") != std::string::npos);
+
+  const certify_result b = cert(rh_claim(R"J("d": 4, "heads": 1, "max_degree": 1)J", "\"0.4012\""));
+  BOOST_TEST(b.exit_code() == 0);
+  BOOST_TEST(b.certificate["rank_heads"]["lower_bound"]["rational"].get<std::string>() == "15/32");
+  BOOST_TEST(b.certificate["rank_heads"]["lower_bound"]["over_pi_squared"].get<std::string>() == "-2/3");
+  BOOST_TEST(b.certificate["rank_heads"]["terms"][0]["energy"].get<std::string>() == "64/9");
+  BOOST_TEST(verify_certificate(b.certificate).exit_code() == 0);
+  BOOST_TEST(cert(rh_claim(R"J("d": 4, "heads": 1, "max_degree": 1)J", "\"0.4013\"")).exit_code() == 3);  // 0.40120… < 0.4013
+
+  // full rank (r >= d) captures everything: LB = 0, certified for 0, undecided for anything above
+  BOOST_TEST(cert(rh_claim(R"J("d": 4, "heads": 1, "rank": 4)J", "0")).exit_code() == 0);
+  BOOST_TEST(cert(rh_claim(R"J("d": 4, "heads": 1, "rank": 4)J", "\"1e-9\"")).exit_code() == 3);
+}
+
+// The default truncation (L = 81) on the rows of the check, the residual variant below the plain one, and the
+// bound falling with H; every certificate re-checked by the independent checker (other formulas for c_d, N, E_ℓ).
+BOOST_AUTO_TEST_CASE(rank_heads_lower_bound_rows) {
+  const certify_result r1 = cert(rh_claim(R"J("d": 8, "heads": 256, "rank": 1)J", "\"0.09\""));
+  BOOST_TEST_REQUIRE(r1.exit_code() == 0);
+  const double lb = r1.report["lower_bound_approx"].get<double>();
+  BOOST_TEST(lb > 0.0905);
+  BOOST_TEST(lb < 0.0910);
+  BOOST_TEST(r1.certificate["rank_heads"]["terms"].size() == 41u);
+  BOOST_TEST(verify_certificate(r1.certificate).exit_code() == 0);
+  const certify_result more = cert(rh_claim(R"J("d": 8, "heads": 512, "rank": 1)J", "0"));
+  BOOST_TEST(more.report["lower_bound_approx"].get<double>() < lb);
+  // a residual path drops degree 1, which matters only while H < d (H >= d heads capture degree 1 anyway)
+  const double lb4 = cert(rh_claim(R"J("d": 8, "heads": 4, "rank": 1)J", "0")).report["lower_bound_approx"].get<double>();
+  const certify_result res = cert(rh_claim(R"J("d": 8, "heads": 4, "rank": 1, "residual": true)J", "0"));
+  BOOST_TEST_REQUIRE(res.exit_code() == 0);
+  BOOST_TEST(res.report["lower_bound_approx"].get<double>() < lb4);
+  BOOST_TEST(res.certificate["rank_heads"]["degree_one_dropped"].get<bool>());
+  BOOST_TEST(verify_certificate(res.certificate).exit_code() == 0);
+  const certify_result res256 = cert(rh_claim(R"J("d": 8, "heads": 256, "rank": 1, "residual": true)J", "0"));
+  BOOST_TEST(res256.report["lower_bound_approx"].get<double>() == lb);
+  const certify_result r4 = cert(rh_claim(R"J("d": 8, "heads": 2, "rank": 4)J", "\"0.12\""));
+  BOOST_TEST(r4.exit_code() == 0);
+  BOOST_TEST(!r4.certificate["rank_heads"].contains("tail_N"));
+  BOOST_TEST(verify_certificate(r4.certificate).exit_code() == 0);
+  // odd d: the bound is rational, decided without pi
+  const certify_result d5 = cert(rh_claim(R"J("d": 5, "heads": "1000000000000000000000", "rank": 1)J", "0"));
+  BOOST_TEST(d5.exit_code() == 0);
+  BOOST_TEST(d5.certificate["rank_heads"]["lower_bound"]["over_pi_squared"].get<std::string>() == "0");
+  BOOST_TEST(verify_certificate(d5.certificate).exit_code() == 0);
+}
+
+// The checker re-derives every number: a changed energy, dimension, part of LB or claim is rejected.
+BOOST_AUTO_TEST_CASE(rank_heads_certificates_are_rechecked) {
+  const certify_result r = cert(rh_claim(R"J("d": 6, "heads": 64, "rank": 1, "max_degree": 21)J", "\"0.05\""));
+  BOOST_TEST_REQUIRE(r.exit_code() == 0);
+  auto status = [](json c) { return verify_certificate(c).exit_code(); };
+  json c = r.certificate;
+  c["rank_heads"]["terms"][2]["energy"] = "1/3";
+  BOOST_TEST(status(c) == 1);
+  c = r.certificate;
+  c["rank_heads"]["terms"][4]["N"] = "7";
+  BOOST_TEST(status(c) == 1);
+  c = r.certificate;
+  c["rank_heads"]["lower_bound"]["rational"] = "1";
+  BOOST_TEST(status(c) == 1);
+  c = r.certificate;
+  c["claim"]["heads"] = "63";
+  BOOST_TEST(status(c) == 1);
+  c = r.certificate;
+  c["claim"]["value"] = "1/2";  // above LB: the stated verdict no longer follows
+  BOOST_TEST(status(c) == 1);
+  c = r.certificate;
+  c["rank_heads"]["terms"].erase(c["rank_heads"]["terms"].size() - 1);
+  BOOST_TEST(status(c) == 1);
+  c = r.certificate;
+  c["claim"]["residual"] = true;  // then degree 1 would be dropped: the stated flag and LB no longer follow
+  BOOST_TEST(status(c) == 1);
+  c = r.certificate;
+  c["claim"]["d"] = 2;
+  BOOST_TEST(status(c) == 2);
+}
+
+BOOST_AUTO_TEST_CASE(rank_heads_malformed_claims) {
+  auto starts = [](const std::string& msg, const std::string& prefix) { return msg.rfind(prefix, 0) == 0; };
+  BOOST_TEST(starts(expect_error(rh_claim(R"J("d": 8, "heads": 4)J", "0", "<=")), "/relation:"));
+  BOOST_TEST(starts(expect_error(rh_claim(R"J("d": 8, "heads": 4)J", "0", "=")), "/relation:"));
+  BOOST_TEST(starts(expect_error(rh_claim(R"J("d": 2, "heads": 4)J", "0")), "/quantity/d:"));
+  BOOST_TEST(starts(expect_error(rh_claim(R"J("heads": 4)J", "0")), "/quantity/d:"));
+  BOOST_TEST(starts(expect_error(rh_claim(R"J("d": 8, "heads": 0)J", "0")), "/quantity/heads:"));
+  BOOST_TEST(starts(expect_error(rh_claim(R"J("d": 8, "heads": 2.5)J", "0")), "/quantity/heads:"));
+  BOOST_TEST(starts(expect_error(rh_claim(R"J("d": 8)J", "0")), "/quantity/heads:"));
+  BOOST_TEST(starts(expect_error(rh_claim(R"J("d": 8, "heads": 4, "rank": 2, "residual": true)J", "0")), "/quantity/residual:"));
+  BOOST_TEST(starts(expect_error(rh_claim(R"J("d": 8, "heads": 4, "max_degree": 80)J", "0")), "/quantity/max_degree:"));
+  BOOST_TEST(starts(expect_error(rh_claim(R"J("d": 8, "heads": 4, "lambda": 3)J", "0")), "/quantity/lambda:"));
+  BOOST_TEST(starts(expect_error(R"J({"objects": {}, "quantity": {"kind": "rank_heads_lower_bound", "d": 8, "heads": 4}, "relation": ">=", "value": 0})J"),
+                    "/objects:"));
+  BOOST_TEST(starts(expect_error(R"J({"quantity": {"kind": "rank_heads_lower_bound", "d": 8, "heads": 4}, "relation": ">="})J"), "/value:"));
+}

@@ -14,8 +14,11 @@ each number recomputed here without the C++ code:
 * two seeded NumPy Monte Carlo witnesses: the relaxed error itself, and a real hardmax layer with
   least-squares values, whose MSE must not fall below the relaxed error (it is a lower bound).
 """
+import glob
 import json
+import os
 import re
+import subprocess
 from fractions import Fraction
 from functools import lru_cache
 from math import comb, factorial
@@ -437,3 +440,47 @@ def test_heads_needed(claims):
         assert value(lower_bound(d, n, 1)) <= fhi[d] * (1 + mp.mpf("1e-9")), (d, n)
     ns = [found[d] for d in DIMS]
     assert all(a < b for a, b in zip(ns, ns[1:])), ns
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# `attncert certify` on the shipped rank_heads_lower_bound claims: the certificate's exact LB is this module's LB
+
+CLI = os.environ.get("ATTNCERT_CLI")
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def certify(claim, tmp_path, name="c"):
+    path, out = tmp_path / (name + ".json"), tmp_path / (name + ".cert.json")
+    path.write_text(json.dumps(claim))
+    run = subprocess.run([CLI, "certify", str(path), "--certificate", str(out), "--format", "json"],
+                         capture_output=True, text=True, timeout=120)
+    return run.returncode, (json.loads(out.read_text()) if out.exists() else None)
+
+
+@pytest.mark.skipif(not CLI, reason="ATTNCERT_CLI (the attncert binary) not set")
+def test_certified_rank_heads_claims_carry_the_exact_bound(tmp_path):
+    shipped = sorted(glob.glob(os.path.join(ROOT, "proofs", "claims", "L4-*.json")))
+    assert len(shipped) >= 4
+    for i, f in enumerate(shipped):
+        with open(f) as fh:
+            claim = json.load(fh)
+        q = claim["quantity"]
+        d, H, r, residual = q["d"], int(q["heads"]), q.get("rank", 1), q.get("residual", False)
+        rc, cert = certify(claim, tmp_path, "c%d" % i)
+        assert rc == 0, f
+        body = cert["rank_heads"]
+        got = (Fraction(body["lower_bound"]["rational"]), Fraction(body["lower_bound"]["over_pi_squared"]))
+        want = lower_bound(d, H, r)
+        if residual:  # part F: degree 1 dropped
+            e1 = energies(d)[1] * max(Fraction(0), 1 - Fraction(H, d)) / 2
+            want = (want[0] - e1, want[1]) if d % 2 else (want[0], want[1] - e1)
+        assert got == want, f
+        for t in body["terms"]:
+            assert Fraction(t["energy"]) == energies(d)[t["degree"]]
+            assert int(t["N"]) == N(d, t["degree"])
+        lb = value(got)
+        assert lb >= fraction(Fraction(claim["value"]))
+        # just above the bound: UNDECIDED (exit 3), no certificate, never REFUTED
+        above = dict(claim, value=mpmath.nstr(lb * (1 + mp.mpf("1e-9")), 15))
+        rc, cert = certify(above, tmp_path, "a%d" % i)
+        assert rc == 3 and cert is None, f

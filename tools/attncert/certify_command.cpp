@@ -88,14 +88,17 @@ std::function<int()> add_certify_commands(CLI::App& app) {
   auto* c = app.add_subcommand("certify", "Certify a claim file: CERTIFIED (exit 0), REFUTED (1), UNDECIDED (3); malformed claim: 2.");
   c->footer(
       "Claim files: see proofs/README.md.  Quantities: rank (scores, attention, output, residual), determinant,\n"
-      "output_value, singular_value (at a point), output_bound (at a point).  Parameter families S(a) = a*S0\n"
+      "output_value, singular_value (at a point), output_bound (at a point), numerical_rank (at a point), and\n"
+      "rank_heads_lower_bound (every one-layer network of H heads of rank <= r in dimension d has MSE >= value on\n"
+      "the N = 2 nearest-neighbour task; proofs/L4-rank-heads-tradeoff.md).  Parameter families S(a) = a*S0\n"
       "are decided by exact root isolation (proofs/P09-parameter-families.md).  Every CERTIFIED or REFUTED\n"
       "is re-checked by the independent checker (as verify-certificate) before it is printed; if the checker\n"
       "rejects the certificate the verdict is UNDECIDED (internal disagreement, exit 3) and everything is kept in\n"
       "FILE.disagreement.json (or ./attncert-disagreement.json) for a bug report.  The JSON report gives the\n"
       "checking time (certificate_check.seconds).\n"
       "Example:\n"
-      "  attncert certify proofs/claims/P01-two-token-attention-full-rank.json --certificate out.cert.json\n" +
+      "  attncert certify proofs/claims/P01-two-token-attention-full-rank.json --certificate out.cert.json\n"
+      "  attncert certify proofs/claims/L4-rank-one-heads-lower-bound.json\n" +
       exit_codes_text({{exit_ok, "CERTIFIED"},
                        {exit_failed, "REFUTED"},
                        {exit_undecided, "UNDECIDED (incl. the time limit and an internal disagreement)"}}));

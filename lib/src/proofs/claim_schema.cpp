@@ -496,11 +496,65 @@ parsed_claim parse_numerical_rank_claim(const nlohmann::json& claim, const std::
   return p;
 }
 
+// ---- rank_heads_lower_bound ---------------------------------------------------------------
+// {"quantity": {"kind": "rank_heads_lower_bound", "d": 8, "heads": 256, "rank": 1, "residual": false,
+//  "max_degree": 81}, "relation": ">=", "value": "0.09"}: no objects (the distribution is fixed by d).
+
+int bounded_int(const nlohmann::json& q, const std::string& key, int lo, int hi, int fallback, const std::string& what) {
+  const auto* j = find_member(q, key);
+  if (!j) {
+    if (fallback < lo) fail("/quantity/" + key, "missing: " + what);
+    return fallback;
+  }
+  if (!j->is_number_integer() || j->get<long long>() < lo || j->get<long long>() > hi)
+    fail("/quantity/" + key, "expected an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]: " + what);
+  return static_cast<int>(j->get<long long>());
+}
+
+parsed_claim parse_rank_heads_claim(const nlohmann::json& claim) {
+  parsed_claim p;
+  p.kind = quantity_kind::rank_heads_lower_bound;
+  only_members(claim, "", {"title", "statement", "source", "quantity", "relation", "value"},
+               "not used by rank_heads_lower_bound (it takes no objects, family or tolerance: the N = 2 distribution is fixed by d)");
+  const nlohmann::json& q = claim["quantity"];
+  only_members(q, "/quantity", {"kind", "d", "heads", "rank", "residual", "max_degree"},
+               "unknown key (rank_heads_lower_bound takes d, heads, rank, residual, max_degree)");
+  rank_heads_claim c;
+  c.d = bounded_int(q, "d", 3, 64, 0, "the dimension of the sphere's ambient space");
+  const auto* h = find_member(q, "heads");
+  if (!h) fail("/quantity/heads", "missing: the number of heads (an integer >= 1)");
+  const mpq_rational hv = exact_number(*h, "/quantity/heads");
+  if (denominator(hv) != 1 || hv < 1 || hv > mpq_rational(mpz_int(("1" + std::string(30, '0')).c_str())))
+    fail("/quantity/heads", "expected an integer in [1, 10^30]");
+  c.heads = numerator(hv);
+  c.rank = bounded_int(q, "rank", 1, 64, 1, "the rank of every head's query-key map");
+  if (const auto* r = find_member(q, "residual")) {
+    if (!r->is_boolean()) fail("/quantity/residual", "expected true or false");
+    c.residual = r->get<bool>();
+  }
+  if (c.residual && c.rank != 1) fail("/quantity/residual", "the bound with a residual path is for rank-one heads (rank 1)");
+  c.max_degree = bounded_int(q, "max_degree", 1, 401, 81, "the odd truncation degree of the bound");
+  if (c.max_degree % 2 == 0) fail("/quantity/max_degree", "expected an odd degree (even degrees carry no energy)");
+  const auto* rel = find_member(claim, "relation");
+  if (!rel || !rel->is_string()) fail("/relation", "missing: rank_heads_lower_bound claims are '>='");
+  const std::string r = rel->get<std::string>();
+  if (r != ">=" && r != "≥")
+    fail("/relation", "rank_heads_lower_bound claims are '>=' (a lower bound over every network; the minimum itself is not computed)");
+  const auto* v = find_member(claim, "value");
+  if (!v) fail("/value", "missing: the claimed lower bound of the MSE (an exact number)");
+  c.value = exact_number(*v, "/value");
+  p.body = std::move(c);
+  return p;
+}
+
 // ---- the claim's frame: top-level members, objects, quantity kind -----------------------
 
 quantity_kind parse_kind(const nlohmann::json& claim) {
   if (!claim.is_object()) fail("", "a claim is a JSON object");
   only_members(claim, "", {"title", "statement", "source", "objects", "family", "quantity", "relation", "value", "tolerance"}, "unknown key");
+  if (const auto* q = find_member(claim, "quantity"); q && q->is_object())
+    if (const auto* k = find_member(*q, "kind"); k && k->is_string() && k->get<std::string>() == "rank_heads_lower_bound")
+      return quantity_kind::rank_heads_lower_bound;
   const nlohmann::json* objects = find_member(claim, "objects");
   if (!objects || !objects->is_object()) fail("/objects", "missing object with the matrices");
   const nlohmann::json* quantity = find_member(claim, "quantity");
@@ -514,7 +568,8 @@ quantity_kind parse_kind(const nlohmann::json& claim) {
   if (k == "singular_value") return quantity_kind::singular_value;
   if (k == "output_bound") return quantity_kind::output_bound;
   if (k == "numerical_rank") return quantity_kind::numerical_rank;
-  fail("/quantity/kind", "unknown quantity '" + k + "' (supported: rank, determinant, output_value, singular_value, output_bound, numerical_rank)");
+  fail("/quantity/kind", "unknown quantity '" + k + "' (supported: rank, determinant, output_value, singular_value, output_bound, numerical_rank, "
+                                  "rank_heads_lower_bound)");
 }
 
 }  // namespace
@@ -523,6 +578,7 @@ parsed_claim parse_claim(const nlohmann::json& claim, const std::string& base_di
   const quantity_kind kind = parse_kind(claim);
   if (kind == quantity_kind::output_bound) return parse_output_bound_claim(claim, base_dir);
   if (kind == quantity_kind::numerical_rank) return parse_numerical_rank_claim(claim, base_dir);
+  if (kind == quantity_kind::rank_heads_lower_bound) return parse_rank_heads_claim(claim);
   parsed_claim p;
   p.kind = kind;
   p.body = parse_layer_claim(claim, kind, base_dir);

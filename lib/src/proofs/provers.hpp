@@ -61,7 +61,7 @@ struct real_relation {
 };
 real_relation parse_real_relation(const nlohmann::json& relation, const nlohmann::json& value, const nlohmann::json* tolerance);
 
-enum class quantity_kind { rank, determinant, output_value, singular_value, output_bound, numerical_rank };
+enum class quantity_kind { rank, determinant, output_value, singular_value, output_bound, numerical_rank, rank_heads_lower_bound };
 
 /// A claim about one layer's object over the family S(a) = a·S0 (rank, determinant,
 /// output_value, singular_value).
@@ -99,13 +99,24 @@ struct numerical_rank_claim {
   recipe_input in;         ///< binary64 inputs; Q = S0 and K = I when S is given
 };
 
+/// A rank–heads lower-bound claim (proofs/L4 parts D and F): every one-layer network of `heads` heads of rank
+/// ≤ `rank` in dimension d (N = 2 distribution; no residual path unless `residual`) has MSE ≥ value.
+struct rank_heads_claim {
+  int d = 3;
+  mpz_int heads = 1;
+  int rank = 1;
+  bool residual = false;
+  int max_degree = 81;  ///< the odd truncation degree L of the bound
+  mpq_rational value = 0;
+};
+
 /// A claim file, parsed and validated once.  `not_supported` nonempty: the claim is well
 /// formed as far as it was read but asks for what the method does not cover (the prover
 /// answers UNDECIDED with this reason; the rest of the claim is then not read).
 struct parsed_claim {
   quantity_kind kind = quantity_kind::rank;
   std::string not_supported;
-  std::variant<layer_claim, output_bound_claim, numerical_rank_claim> body;
+  std::variant<layer_claim, output_bound_claim, numerical_rank_claim, rank_heads_claim> body;
 };
 
 /// Parses and validates `claim` (matrix paths relative to `base_dir`).  Errors: input_error
@@ -160,6 +171,7 @@ certify_result prove_ratio(const layer_claim& c, const nlohmann::json& claim, un
 certify_result prove_singular_value(const layer_claim& c, const nlohmann::json& claim, unsigned max_bits);
 certify_result prove_output_bound(const output_bound_claim& c, const nlohmann::json& claim, unsigned max_bits);
 certify_result prove_numerical_rank(const numerical_rank_claim& c, const nlohmann::json& claim);
+certify_result prove_rank_heads(const rank_heads_claim& c, const nlohmann::json& claim, unsigned max_bits);
 
 /// The polynomial family M(u) of a layer claim (rank/family.cpp's build_family).  Errors:
 /// family_too_large passes through (the dispatcher answers UNDECIDED); any other

@@ -38,6 +38,7 @@ void verify_by_quantity(const nlohmann::json& cert, const note_fn& note) {
   const nlohmann::json& cl = field(cert, "claim", "");
   if (cl.is_object() && cl.value("quantity", "") == "output_bound") return verify_output_bound(cert, cl, note);
   if (cl.is_object() && cl.value("quantity", "") == "numerical_rank") return verify_numerical_rank(cert, cl, note);
+  if (cl.is_object() && cl.value("quantity", "") == "rank_heads_lower_bound") return verify_rank_heads(cert, cl, note);
   const rebuilt_claim rc = rebuild_claim_matrix(cert, cl, note);
   const std::string quantity = cl.value("quantity", "rank");
   if (quantity == "determinant" || quantity == "output_value") {

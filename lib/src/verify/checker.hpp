@@ -4,7 +4,7 @@
 //   polynomial.cpp       exact polynomial arithmetic over ℤ and ℚ, Sturm sequences, minors of M(u)
 //   enclosure.cpp        MPFI enclosures of e^{a/q} and q·log u, the range of a, signs at a point
 //   polynomial_matrix.cpp  M(u) rebuilt from the claim (S0, mask, V, X)
-//   rank.cpp, ratio.cpp, singular_value.cpp, output_bound.cpp, numerical_rank.cpp
+//   rank.cpp, ratio.cpp, singular_value.cpp, output_bound.cpp, numerical_rank.cpp, rank_heads.cpp
 //                        one checker per claim quantity
 //   certificate.cpp      the public entry points (attncert/verify/certificate.hpp)
 // Only the number libraries (GMP through Boost.Multiprecision, MPFR, MPFI) and the JSON parser:
@@ -169,6 +169,7 @@ rebuilt_claim rebuild_claim_matrix(const nlohmann::json& cert, const nlohmann::j
 /// thread_local: GCC 12 with UBSan miscompiles a cross-unit extern thread_local access into a
 /// store through a null pointer.)
 unsigned exchange_precision_cap(unsigned bits);
+unsigned precision_cap();
 std::string precision_cap_text();
 
 /// Rational [l, h] ∋ e^{a/q} (MPFI at `bits`); beyond_cap when |a/q| > 10^4.
@@ -217,6 +218,8 @@ void verify_output_bound(const nlohmann::json& cert, const nlohmann::json& claim
 /// Numerical-rank certificates (a recipe's formed matrix, a threshold policy).
 void verify_numerical_rank(const nlohmann::json& cert, const nlohmann::json& claim, const note_fn& note);
 
+/// Rank–heads lower-bound certificates (proofs/L4 parts D and F; rank_heads.cpp).
+void verify_rank_heads(const nlohmann::json& cert, const nlohmann::json& claim, const note_fn& note);
 /// The stated /verdict must be the re-derived one (ok: CERTIFIED, else REFUTED); notes it.
 void check_verdict(const nlohmann::json& cert, bool ok, const note_fn& note);
 

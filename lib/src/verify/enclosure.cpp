@@ -14,6 +14,7 @@ unsigned exchange_precision_cap(unsigned bits) {
   precision_cap_bits = bits;
   return old;
 }
+unsigned precision_cap() { return precision_cap_bits; }
 std::string precision_cap_text() { return std::to_string(precision_cap_bits) + " bits"; }
 
 // ---- MPFI helpers --------------------------------------------------------------------

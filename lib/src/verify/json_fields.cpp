@@ -103,6 +103,12 @@ const nlohmann::json& field(const nlohmann::json& j, const std::string& key, con
   return j.at(key);
 }
 
+std::string text_field(const nlohmann::json& j, const std::string& key, const std::string& where) {
+  const nlohmann::json& v = field(j, key, where);
+  if (!v.is_string()) throw malformed(where + "/" + key + ": expected a string");
+  return v.get<std::string>();
+}
+
 using qmatrix = std::vector<std::vector<Q>>;
 qmatrix rational_matrix(const nlohmann::json& j, const std::string& where) {
   if (!j.is_array() || j.empty() || !j[0].is_array() || j[0].empty()) throw malformed(where + ": expected a non-empty 2-D array");

@@ -1,0 +1,54 @@
+// attncert/proofs/rank_heads.hpp — the exact quantities of the rank–heads trade-off
+// (proofs/L4-rank-heads-tradeoff.md, parts C, D and F), shared by the check `rank-heads-tradeoff`
+// and the prover of `attncert certify`'s rank_heads_lower_bound claims.  Tier: exact (GMP
+// rationals and integers); nothing here rounds.  The certificate checker re-derives them by other
+// formulas (lib/src/verify/rank_heads.cpp).
+#pragma once
+
+#include <vector>
+
+#include "attncert/number/types.hpp"
+
+namespace attncert {
+/// Exact integers (GMP), without expression templates (the same alias as rank/layer.hpp's).
+using mpz_int = boost::multiprecision::number<boost::multiprecision::gmp_int, boost::multiprecision::et_off>;
+}  // namespace attncert
+
+namespace attncert::rank_heads {
+
+/// c_d = Γ(d/2)/(√π Γ((d−1)/2)), the density at 0 of one coordinate of a uniform point of S^{d−1}
+/// (density c_d (1 − t²)^{(d−3)/2} on [−1, 1]): r for odd d, r/π for even d.  Errors: input_error for d < 2.
+struct density_constant {
+  mpq_rational r;
+  bool over_pi = false;
+};
+density_constant density_constant_of(int d);
+
+/// N(d, ℓ) = C(ℓ+d−1, ℓ) − C(ℓ+d−3, ℓ−2), the dimension of the degree-ℓ spherical harmonics on S^{d−1}.
+mpz_int harmonic_dimension(int d, int l);
+
+/// m(d, r, ℓ): the dimension of the degree-ℓ spherical harmonics on S^{d−1} that depend on y only through a
+/// rank-r projection, min(C(ℓ + r − 1, r − 1), N(d, ℓ)) for r < d (proofs/L4 part D), N(d, ℓ) for r ≥ d.
+mpz_int ridge_dimension(int d, int r, int l);
+
+/// E_ℓ / (1 or π⁻²): the energy of y ↦ sign⟨y, u⟩ in degree ℓ is this rational for odd d and this rational times
+/// π⁻² for even d (proofs/L4 part C; 0 for even ℓ).  Errors: input_error for d < 3 or ℓ < 0.
+mpq_rational energy_coefficient(int d, int l);
+/// energy_coefficient(d, ℓ) for ℓ = 0 … L, computed once per (d, L) in a process (thread-safe).
+const std::vector<mpq_rational>& energy_coefficients(int d, int L);
+
+/// a + b·π⁻² with a, b rational.
+struct pi2_rational {
+  mpq_rational a, b;
+};
+
+/// LB(d, H, r) = ½ Σ_{ℓ odd ≤ L} E_ℓ · max(0, 1 − H·m(d, r, ℓ)/N(d, ℓ)), plus for r = 1 the tail
+/// ½ (1 − Σ_{ℓ ≤ L} E_ℓ)·max(0, 1 − H/N(d, L')) (L' the first odd degree above L): a lower bound on the MSE of
+/// EVERY attention layer with H heads of rank ≤ r on the N = 2 distribution (proofs/L4 part D).  Truncation at
+/// L only lowers it.  Errors: input_error for d < 3, H < 1, r < 1 or L < 1.
+pi2_rational rank_lower_bound(int d, const mpz_int& heads, int rank, int max_degree);
+
+/// LB with a path from the query to the output (residual): rank one, degree 1 dropped (proofs/L4 part F).
+pi2_rational rank_lower_bound_residual(int d, const mpz_int& heads, int max_degree);
+
+}  // namespace attncert::rank_heads

@@ -1,0 +1,119 @@
+// rank_heads_lower_bound claims (proofs/L4-rank-heads-tradeoff.md, parts D and F): every one-layer
+// attention network of H heads of rank ≤ r on the N = 2 distribution in dimension d has
+// MSE ≥ LB(d, H, r) (with a residual path: LB_res, rank one).  LB = a + b·π⁻² exactly (GMP); the
+// claim LB ≥ value is decided by the sign of a − value when b = 0, else by MPFI enclosures of
+// a − value + b/π² at doubling precision (never 0: π² is transcendental).  LB below the value is
+// UNDECIDED, never REFUTED: the theorem gives a lower bound, not the minimum.
+#include <mpfi.h>
+
+#include <sstream>
+
+#include "attncert/proofs/rank_heads.hpp"
+#include "provers.hpp"
+
+namespace attncert::proofs::detail {
+
+namespace {
+
+// The sign of a − v + b/π² (b ≠ 0), or 0 when undecided at max_bits; `bits_used` the precision that decided it,
+// `approx` the midpoint of the last enclosure of LB = a + b/π².
+int sign_with_pi(const mpq_rational& a, const mpq_rational& b, const mpq_rational& v, unsigned max_bits, unsigned& bits_used, double& approx) {
+  const mpq_rational av = a - v;
+  int sign = 0;
+  for (unsigned bits = 128; sign == 0 && bits <= std::max(128u, max_bits); bits *= 2) {
+    mpfi_t pi2, x, lb;
+    mpfi_init2(pi2, bits);
+    mpfi_init2(x, bits);
+    mpfi_init2(lb, bits);
+    mpfi_const_pi(pi2);
+    mpfi_sqr(pi2, pi2);
+    mpfi_q_div(x, b.backend().data(), pi2);  // b/π²
+    mpfi_add_q(lb, x, a.backend().data());   // LB
+    mpfi_add_q(x, x, av.backend().data());   // LB − v
+    if (mpfi_is_strictly_pos(x)) sign = 1;
+    if (mpfi_is_strictly_neg(x)) sign = -1;
+    approx = mpfi_get_d(lb);
+    bits_used = bits;
+    mpfi_clear(pi2);
+    mpfi_clear(x);
+    mpfi_clear(lb);
+    if (bits > (1u << 30)) break;
+  }
+  return sign;
+}
+
+std::string instance_text(const rank_heads_claim& c) {
+  std::ostringstream os;
+  os << "every one-layer attention network with " << c.heads.str() << " head" << (c.heads == 1 ? "" : "s") << " of rank <= " << c.rank
+     << " in dimension d = " << c.d << " (N = 2 keys, a random orthonormal pair; query uniform on the sphere; "
+     << (c.residual ? "a residual path allowed" : "no residual path, the query attending to the keys only")
+     << "; any scale, softmax or hardmax, any keys, values and output maps)";
+  return os.str();
+}
+
+nlohmann::json rank_heads_certificate(const rank_heads_claim& c, const nlohmann::json& claim, const rank_heads::pi2_rational& lb) {
+  nlohmann::json cl = {{"quantity", "rank_heads_lower_bound"}, {"d", c.d}, {"heads", c.heads.str()}, {"rank", c.rank},
+                       {"residual", c.residual}, {"relation", ">="}, {"value", rational_string(c.value)}};
+  if (claim.contains("title")) cl["title"] = claim["title"];
+  const auto& e = rank_heads::energy_coefficients(c.d, c.max_degree);
+  nlohmann::json terms = nlohmann::json::array();
+  mpq_rational kept = 0;
+  for (int l = 1; l <= c.max_degree; l += 2) {
+    kept += e[static_cast<std::size_t>(l)];
+    terms.push_back({{"degree", l},
+                     {"energy", rational_string(e[static_cast<std::size_t>(l)])},
+                     {"N", rank_heads::harmonic_dimension(c.d, l).str()},
+                     {"m", rank_heads::ridge_dimension(c.d, c.rank, l).str()}});
+  }
+  nlohmann::json body = {{"max_degree", c.max_degree},
+                         {"energy_over_pi_squared", rank_heads::density_constant_of(c.d).over_pi},
+                         {"degree_one_dropped", c.residual},  // part F: a residual path carries any degree-1 harmonic
+                         {"terms", terms},
+                         {"energy_sum", rational_string(kept)},
+                         {"lower_bound", {{"rational", rational_string(lb.a)}, {"over_pi_squared", rational_string(lb.b)}}}};
+  if (c.rank == 1) body["tail_N"] = rank_heads::harmonic_dimension(c.d, c.max_degree + 2).str();
+  nlohmann::json cert = certificate_header(cl, claim_verdict::certified);
+  cert["rank_heads"] = body;
+  return cert;
+}
+
+}  // namespace
+
+certify_result prove_rank_heads(const rank_heads_claim& c, const nlohmann::json& claim, unsigned max_bits) {
+  const rank_heads::pi2_rational lb =
+      c.residual ? rank_heads::rank_lower_bound_residual(c.d, c.heads, c.max_degree) : rank_heads::rank_lower_bound(c.d, c.heads, c.rank, c.max_degree);
+  const std::string lb_text = lb.b == 0 ? rational_string(lb.a) : (lb.a == 0 ? "" : rational_string(lb.a) + " + ") + "(" + rational_string(lb.b) + ")/pi^2";
+  unsigned bits = 0;
+  double approx = lb.b == 0 ? lb.a.convert_to<double>() : 0;
+  const int sign = lb.b == 0 ? (lb.a >= c.value ? 1 : -1) : sign_with_pi(lb.a, lb.b, c.value, max_bits, bits, approx);
+  const std::string text = "MSE >= " + rational_string(c.value) + " for " + instance_text(c);
+  std::ostringstream approx_text;
+  approx_text.precision(9);
+  approx_text << approx;
+  certify_result res;
+  res.report = report_header(claim);
+  res.report["claim"] = text;
+  res.report["lower_bound"] = lb_text;
+  res.report["lower_bound_approx"] = approx;
+  res.report["max_degree"] = c.max_degree;
+  res.report["proof"] = std::string("proofs/L4-rank-heads-tradeoff.md, part ") + (c.residual ? "F (LB_res)" : "D");
+  if (sign <= 0) {
+    const std::string why =
+        sign < 0 ? "the certified lower bound LB = " + lb_text + " ~ " + approx_text.str() + " is below the value " + rational_string(c.value) +
+                       ": the method cannot certify it (the least MSE of such networks is not computed, so this is not a refutation)"
+                 : "LB = " + lb_text + " could not be separated from the value at " + std::to_string(max_bits) + " bits";
+    return mark_undecided(res, "UNDECIDED: " + text + "\n  " + why + "\n", why);
+  }
+  res.verdict = claim_verdict::certified;
+  std::ostringstream os;
+  os << "CERTIFIED: " << text << ".\n  LB(d = " << c.d << ", H = " << c.heads.str() << ", r = " << c.rank << (c.residual ? ", residual" : "")
+     << ") = " << lb_text << " ~ " << approx_text.str() << " >= " << rational_string(c.value) << " (exact; degrees <= " << c.max_degree
+     << (c.rank == 1 ? " and the Parseval tail" : "") << ")\n";
+  res.summary = os.str();
+  res.report["verdict"] = "CERTIFIED";
+  res.report["summary"] = res.summary;
+  res.certificate = rank_heads_certificate(c, claim, lb);
+  return res;
+}
+
+}  // namespace attncert::proofs::detail
