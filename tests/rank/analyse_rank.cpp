@@ -127,3 +127,24 @@ BOOST_AUTO_TEST_CASE(exact_counts_at_each_policy_threshold) {
       BOOST_TEST_MESSAGE(e.format << "/" << e.policy << ": numerical rank " << e.rank << ", exact count " << e.exact_lo);
     }
 }
+
+// A threshold equal to σ₁ itself (α = 1: relative:1, torch:1; numpy's max(m,n)·ε is 1 for bfloat16 at 128 rows)
+// is decided exactly for σ₁ (σ₁ > σ₁ is false) without escalating: the enclosures of σ₁ and of α·σ₁ always
+// overlap, and before this was decided exactly the MPFI escalation ran to the precision cap (minutes at n = 128).
+BOOST_AUTO_TEST_CASE(a_threshold_equal_to_sigma_one_is_decided_without_escalation) {
+  rank_request req = causal_request(40);
+  req.formats = {parse_format("binary64")};
+  req.policies = {rank_policy::parse("relative:1"), rank_policy::parse("torch:1"), rank_policy::parse("relative:0.5")};
+  const rank_analysis a = analyse_rank(req);
+  BOOST_TEST(a.singular_values_decided);
+  BOOST_TEST(a.singular_value_method.find("mpfi") == std::string::npos);  // no MPFI escalation of the whole matrix
+  BOOST_TEST_REQUIRE(a.numerical.size() == 3u);
+  BOOST_TEST(a.numerical[0].exact_lo == 0u);
+  BOOST_TEST(a.numerical[0].exact_hi == 0u);
+  BOOST_TEST(a.numerical[1].exact_hi == 0u);
+  const std::vector<mpfr_float> ref = reference(req);
+  std::size_t half = 0;
+  for (const auto& s : ref) half += s > ref[0] / 2;
+  BOOST_TEST(a.numerical[2].exact_lo == half);
+  BOOST_TEST(a.numerical[2].exact_hi == half);
+}

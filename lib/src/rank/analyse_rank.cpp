@@ -196,9 +196,15 @@ double max_relative_width(const singular_value_enclosures& sv) {
 // policy's threshold is nondecreasing in σ₁ (rank/policy.hpp), so τ(lower σ₁) ≤ τ(σ₁) ≤ τ(upper σ₁).
 // Each is evaluated in MPFR at 256 bits — at most two roundings, or an exact power-of-two step — and
 // widened by 2^-240 relative.
+// For σ₁ itself the threshold is a function of the same number: with τ(σ₁) = max(β, α·σ₁) (every policy
+// but matlab), σ₁ > τ(σ₁) ⇔ σ₁ > β and α < 1 (σ₁ ≥ τ: σ₁ ≥ β and α ≤ 1), decided exactly for α — the bounds
+// [τ_lo, τ_hi] alone never separate σ₁ from α·σ₁ when α = 1 (e.g. numpy's max(m,n)·ε = 128·2⁻⁷ for bfloat16 at
+// 128 rows), and an escalation would run to the precision cap for nothing.
 struct threshold_bounds {
   mpfr_float lo, hi;
   bool inclusive = false;
+  bool linear = false;  ///< τ(σ₁) = max(beta, alpha·σ₁)
+  mpfr_float alpha, beta;
 };
 
 threshold_bounds policy_threshold_bounds(const rank_policy& P, const mpfi_float& s1, long m, long n, const format_spec& f) {
@@ -212,6 +218,17 @@ threshold_bounds policy_threshold_bounds(const rank_policy& P, const mpfi_float&
   const mpfr_float widen = pow(mpfr_float(2), -240);
   t.lo = P.threshold(lo, m, n, f) * (1 - widen);
   t.hi = P.threshold(hi, m, n, f) * (1 + widen);
+  double alpha = 0, beta = 0;
+  if (P.linear_threshold(m, n, f, alpha, beta)) {
+    t.linear = true;
+    t.alpha = alpha;
+    t.beta = beta;
+  } else if (P.type() == rank_policy::kind::eigen) {
+    // max(σ₁·min(m,n)·ε, smallest normal): β = τ(0), α = τ(1) (exact powers of two times an integer at 256 bits)
+    t.beta = P.threshold(mpfr_float(0), m, n, f);
+    t.alpha = P.threshold(mpfr_float(1), m, n, f);
+    t.linear = t.alpha > t.beta;  // else τ(1) is β and α is not read off it
+  }
   return t;
 }
 
@@ -230,8 +247,16 @@ std::vector<threshold_bounds> reported_thresholds(const rank_request& req, long 
 
 // Is σ (enclosed by x) certainly counted by a threshold's rule (σ > τ, or σ ≥ τ), certainly not,
 // or undecided (1, 0, −1)?
-int counted(const mpfi_float& x, const threshold_bounds& t) {
+int counted(const mpfi_float& x, const threshold_bounds& t, bool largest) {
   const mpfr_float lo = lower_of(x), hi = upper_of(x);
+  if (largest && t.linear) {  // σ₁ against τ(σ₁) = max(β, α·σ₁): see threshold_bounds
+    if (!t.inclusive && t.alpha >= 1) return 0;  // σ₁ > α·σ₁ ≥ σ₁ is impossible
+    if (t.inclusive && t.alpha > 1) return lo > 0 || t.beta > 0 ? 0 : -1;  // σ₁ ≥ α·σ₁ only at σ₁ = 0
+    // α < 1 (≤ 1 for ≥): σ₁ > α·σ₁ once σ₁ > 0, which σ₁ > β ≥ 0 gives; σ₁ ≥ α·σ₁ always
+    if (t.inclusive ? lo >= t.beta : lo > t.beta) return 1;
+    if (t.inclusive ? hi < t.beta : hi <= t.beta) return 0;
+    return -1;
+  }
   if (t.inclusive ? lo >= t.hi : lo > t.hi) return 1;
   if (t.inclusive ? hi < t.lo : hi <= t.lo) return 0;
   return -1;
@@ -239,14 +264,14 @@ int counted(const mpfi_float& x, const threshold_bounds& t) {
 
 // Undecided for the question asked, beyond "> 0": certified > 0 but wider than sigma_rel_width, or on
 // both sides of a reported policy threshold.
-bool undecided_beyond_zero(const rank_request& req, const std::vector<threshold_bounds>& th, const mpfi_float& x) {
+bool undecided_beyond_zero(const rank_request& req, const std::vector<threshold_bounds>& th, const mpfi_float& x, bool largest) {
   if (lower_of(x) > 0 && req.sigma_rel_width > 0) {
     singular_value_enclosures one;
     one.sigma = {x};
     if (max_relative_width(one) > req.sigma_rel_width) return true;
   }
   for (const auto& t : th)
-    if (counted(x, t) < 0) return true;
+    if (counted(x, t, largest) < 0) return true;
   return false;
 }
 
@@ -255,7 +280,7 @@ bool undecided_beyond_zero(const rank_request& req, const std::vector<threshold_
 std::size_t first_undecided(const rank_request& req, const rank_analysis& a, const singular_value_enclosures& sv) {
   const std::vector<threshold_bounds> th = reported_thresholds(req, a.rows, a.cols, sv);
   for (std::size_t i = 0; i < sv.sigma.size(); ++i)
-    if ((i < a.exact.lo && !(lower_of(sv.sigma[i]) > 0)) || undecided_beyond_zero(req, th, sv.sigma[i])) return i;
+    if ((i < a.exact.lo && !(lower_of(sv.sigma[i]) > 0)) || undecided_beyond_zero(req, th, sv.sigma[i], i == 0)) return i;
   return sv.sigma.size();
 }
 
@@ -396,8 +421,8 @@ void enclose_singular_values(const rank_request& req, rank_analysis& a, const st
   auto decided = [&](const singular_value_enclosures& sv) {
     if (sv.certified_positive < a.exact.lo) return false;
     const std::vector<threshold_bounds> th = reported_thresholds(req, a.rows, a.cols, sv);
-    for (const auto& x : sv.sigma)
-      if (undecided_beyond_zero(req, th, x)) return false;
+    for (std::size_t i = 0; i < sv.sigma.size(); ++i)
+      if (undecided_beyond_zero(req, th, sv.sigma[i], i == 0)) return false;
     return true;
   };
   auto finish = [&] { a.singular_value_max_rel_width = max_relative_width(a.singular_values); };
@@ -500,8 +525,8 @@ void count_exact(const rank_analysis& a, const rank_policy& P, const format_spec
   if (sigma.empty()) return;
   const threshold_bounds t = policy_threshold_bounds(P, sigma[0], a.rows, a.cols, f);
   e.exact_hi = 0;
-  for (const auto& x : sigma) {
-    const int c = counted(x, t);
+  for (std::size_t i = 0; i < sigma.size(); ++i) {
+    const int c = counted(sigma[i], t, i == 0);
     e.exact_lo += c == 1;
     e.exact_hi += c != 0;
   }
