@@ -6,7 +6,8 @@ For each n: float32 Q and K with standard normal entries (seed 1), d = 64, scale
  * numpy: the attention matrix softmax(Q K^T / 8) in float64, then np.linalg.svd(A, compute_uv=False)
    (values only: what np.linalg.matrix_rank runs), best of --reps;
  * attncert: `attncert rank --q Q.npy --k K.npy --formats binary64 --policies numpy --format json`,
-   wall time best of --reps: the exact rank (modular lower bound + structural upper bound), certified
+   wall time best of --reps (with --default-options: `attncert rank --q Q.npy --k K.npy --format json`, every default
+   format and policy, the mpfr256 numerical rank included up to 256 rows): the exact rank (modular lower bound + structural upper bound), certified
    enclosures of every singular value (binary64 LAPACK SVD + residual bound, proofs/P16) and the numerical
    rank in binary64 under NumPy's policy.
 Prints the exact rank, how many singular values are certified > 0, their largest relative width, the
@@ -36,6 +37,9 @@ def main():
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--cli", default=os.environ.get("ATTNCERT_CLI", "build/attncert"))
     ap.add_argument("--mask", choices=["none", "causal"], default="none")
+    ap.add_argument("--default-options", action="store_true",
+                    help="run attncert rank with its default formats and policies (binary16, bfloat16, binary32, binary64, "
+                         "mpfr256 up to 256 rows; five policies) instead of --formats binary64 --policies numpy")
     args = ap.parse_args()
     rng = np.random.default_rng(1)
     print("| n | mask | numpy svd (values) | attncert rank | ratio | exact rank | certified > 0 | max rel. width | stages (s) |")
@@ -52,8 +56,9 @@ def main():
         with tempfile.TemporaryDirectory() as tmp:
             np.save(os.path.join(tmp, "q.npy"), q)
             np.save(os.path.join(tmp, "k.npy"), k)
-            cmd = [args.cli, "rank", "--q", "q.npy", "--k", "k.npy", "--mask", args.mask, "--formats", "binary64",
-                   "--policies", "numpy", "--format", "json", "--out", "r.json"]
+            cmd = [args.cli, "rank", "--q", "q.npy", "--k", "k.npy", "--mask", args.mask, "--format", "json", "--out", "r.json"]
+            if not args.default_options:
+                cmd[-4:-4] = ["--formats", "binary64", "--policies", "numpy"]
             t_ac = float("inf")
             for _ in range(args.reps):
                 t0 = time.perf_counter()

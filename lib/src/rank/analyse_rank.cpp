@@ -499,7 +499,7 @@ double estimate_svd_seconds(Eigen::Index s, long m, long n) {
   return t * (static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(std::min(m, n))) / (c * c * c);
 }
 
-// Eigen's Jacobi SVD in mpfrN: a 48×48 sample.
+// The mpfrN SVD (Householder bidiagonalization + tridiagonal QR in MPFR): a 48×48 sample.
 double estimate_mpfr_svd_seconds(const format_spec& f, long m, long n) {
   precision_guard g(f.requested_bits);
   return estimate_svd_seconds<mpfr_float>(48, m, n);
@@ -544,12 +544,12 @@ void measure_numerical(const rank_request& req, rank_analysis& a, const stage_cl
     }
     if (f.type == format_spec::kind::mpfr && !req.formats_explicit && std::max(a.rows, a.cols) > req.mpfr_svd_max_dim) {
       a.notes.push_back(f.name + " left out of the default formats above " + std::to_string(req.mpfr_svd_max_dim) +
-                        " rows or columns: its SVD (Jacobi in MPFR) would take about " +
+                        " rows or columns: its SVD in MPFR would take about " +
                         duration_text(estimate_mpfr_svd_seconds(f, a.rows, a.cols)) + " here; name it in " + field("formats") + " to run it");
       continue;
     }
     if (std::isfinite(seconds_left()) && (f.type == format_spec::kind::mpfr || std::max(a.rows, a.cols) > 512)) {
-      // An SVD (Eigen's Jacobi in MPFR, LAPACK's otherwise) cannot stop inside: it does not start
+      // An SVD (in MPFR, or LAPACK's) cannot stop inside: it does not start
       // past the budget.  (Forming the object polls the budget itself.)
       const double est = f.type == format_spec::kind::mpfr ? estimate_mpfr_svd_seconds(f, a.rows, a.cols)
                                                            : estimate_lapack_svd_seconds(a.rows, a.cols),

@@ -74,7 +74,7 @@ nlohmann::json settings_json(const drift_request& r) {
           {"recipes", recipes},
           {"policies", policies},
           {"policy_epsilon", "eps = 2^(1-p) of the recipe's result format"},
-          {"svd", "Eigen JacobiSVD in the result format (binary32 for binary16/bfloat16 results)"},
+          {"svd", "in the result format: LAPACK dgesdd/sgesdd for binary64/binary32 (binary32 for binary16/bfloat16 results), Householder bidiagonalization and tridiagonal QR in MPFR for mpfrN"},
           {"resolution", r.resolution},
           {"max_seconds", r.max_seconds},
           {"resolution_rule", drift_resolution_rule(r)},
