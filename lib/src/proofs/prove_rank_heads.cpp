@@ -99,15 +99,20 @@ certify_result prove_rank_heads(const rank_heads_claim& c, const nlohmann::json&
   res.report["proof"] = std::string("proofs/L4-rank-heads-tradeoff.md, part ") + (c.residual ? "F (LB_res)" : "D");
   if (sign <= 0) {
     const std::string why =
-        sign < 0 ? "the certified lower bound LB = " + lb_text + " ~ " + approx_text.str() + " is below the value " + rational_string(c.value) +
+        sign < 0 ? "the certified lower bound LB ~ " + approx_text.str() + " (exact in the report's lower_bound) is below the value " +
+                       rational_string(c.value) +
                        ": the method cannot certify it (the least MSE of such networks is not computed, so this is not a refutation)"
-                 : "LB = " + lb_text + " could not be separated from the value at " + std::to_string(max_bits) + " bits";
+                 : "LB ~ " + approx_text.str() + " could not be separated from the value at " + std::to_string(max_bits) + " bits";
     return mark_undecided(res, "UNDECIDED: " + text + "\n  " + why + "\n", why);
   }
   res.verdict = claim_verdict::certified;
   std::ostringstream os;
+  // the exact value in the summary only while it is readable; the report and the certificate always hold it
+  const std::string shown = lb_text.size() <= 240 ? lb_text + " ~ " + approx_text.str()
+                                                  : approx_text.str() + " (exact: a + b/pi^2, " + std::to_string(lb_text.size()) +
+                                                        " characters, in the report's lower_bound and the certificate)";
   os << "CERTIFIED: " << text << ".\n  LB(d = " << c.d << ", H = " << c.heads.str() << ", r = " << c.rank << (c.residual ? ", residual" : "")
-     << ") = " << lb_text << " ~ " << approx_text.str() << " >= " << rational_string(c.value) << " (exact; degrees <= " << c.max_degree
+     << ") = " << shown << " >= " << rational_string(c.value) << " (exact; degrees <= " << c.max_degree
      << (c.rank == 1 ? " and the Parseval tail" : "") << ")\n";
   res.summary = os.str();
   res.report["verdict"] = "CERTIFIED";

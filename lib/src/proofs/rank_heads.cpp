@@ -6,6 +6,7 @@
 #include <mutex>
 #include <utility>
 
+#include "attncert/deadline.hpp"
 #include "attncert/error.hpp"
 
 namespace attncert::rank_heads {
@@ -76,7 +77,10 @@ const std::vector<mpq_rational>& energy_coefficients(int d, int L) {
   auto it = cache.find({d, L});
   if (it != cache.end()) return it->second;
   std::vector<mpq_rational> e(static_cast<std::size_t>(L + 1), mpq_rational(0));
-  for (int l = 1; l <= L; l += 2) e[static_cast<std::size_t>(l)] = energy_coefficient(d, l);
+  for (int l = 1; l <= L; l += 2) {
+    check_deadline();  // the caller's budget (certify's --max-seconds): degree 401 in d = 64 takes seconds
+    e[static_cast<std::size_t>(l)] = energy_coefficient(d, l);
+  }
   return cache.emplace(std::make_pair(d, L), std::move(e)).first->second;
 }
 
@@ -86,6 +90,7 @@ pi2_rational rank_lower_bound(int d, const mpz_int& heads, int rank, int max_deg
   const auto& e = energy_coefficients(d, max_degree);
   mpq_rational s = 0, kept = 0;
   for (int l = 1; l <= max_degree; l += 2) {
+    check_deadline();
     kept += e[static_cast<std::size_t>(l)];
     const mpq_rational cap(mpz_int(heads * ridge_dimension(d, rank, l)), harmonic_dimension(d, l));
     if (cap < 1) s += e[static_cast<std::size_t>(l)] * (1 - cap);
