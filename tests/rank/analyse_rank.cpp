@@ -148,3 +148,24 @@ BOOST_AUTO_TEST_CASE(a_threshold_equal_to_sigma_one_is_decided_without_escalatio
   BOOST_TEST(a.numerical[2].exact_lo == half);
   BOOST_TEST(a.numerical[2].exact_hi == half);
 }
+
+// Stopped by --max-seconds inside the MPFI escalation: the binary64 enclosures are kept with their true relative
+// width (it was reported as "<= 0", as if exact), and the note names the escalation, not the binary64 stage.
+BOOST_AUTO_TEST_CASE(a_stop_inside_the_escalation_keeps_the_binary64_enclosures_and_their_width) {
+  rank_request req = causal_request(40);
+  req.M = mask::none();
+  req.formats = {parse_format("binary64")};
+  req.policies = {rank_policy::parse("numpy")};
+  req.mpfi_svd_max_dim = 128;  // the MPFI path, not the deflated one
+  req.sigma_rel_width = 1e-300;  // never decided: the escalation runs until the budget stops it
+  req.max_bits = 1u << 14;
+  req.max_seconds = 1;
+  const rank_analysis a = analyse_rank(req);
+  BOOST_TEST(a.partial);
+  BOOST_TEST(!a.singular_values_decided);
+  BOOST_TEST_REQUIRE(!a.singular_values.sigma.empty());
+  BOOST_TEST(a.singular_value_max_rel_width > 0);
+  bool named = false;
+  for (const auto& n : a.notes) named = named || n.find("while escalating past the binary64 stage") != std::string::npos;
+  BOOST_TEST(named);
+}

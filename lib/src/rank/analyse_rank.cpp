@@ -731,8 +731,11 @@ rank_analysis analyse_rank(const rank_request& req) {
       // Stopped inside (an MPFI escalation step): what an earlier step certified stays.
       a.partial = true;
       a.singular_values_decided = false;
-      a.notes.push_back("singular values: stopped at " + field("max_seconds") + " inside the " + a.singular_value_method +
-                        " stage; what is not certified stays UNDECIDED");
+      a.singular_value_max_rel_width = max_relative_width(a.singular_values);  // of what is kept (finish() did not run)
+      a.notes.push_back(a.singular_value_method.empty()
+                            ? "singular values: stopped at " + field("max_seconds") + " inside the binary64 stage; nothing is certified"
+                            : "singular values: stopped at " + field("max_seconds") + " while escalating past the " +
+                                  a.singular_value_method + " stage; its enclosures are kept, and what they leave undecided stays UNDECIDED");
     }
     stage_done("singular values");
   }
