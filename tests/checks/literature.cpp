@@ -454,3 +454,81 @@ BOOST_AUTO_TEST_CASE(rht_binomial_tail_and_vote_network) {
   BOOST_TEST((t.tally == 0 && t.output == std::vector<mpq_rational>{mpq_rational(1, 2), mpq_rational(1, 2)}));
   BOOST_CHECK_THROW(rht::two_layer_vote_forward(a, x1, x2, {1}), input_error);
 }
+
+// proofs/L4 part G: the instance generator, the exact comparisons, p₂(d) and the N-key network.
+BOOST_AUTO_TEST_CASE(context_length_parts) {
+  // SplitMix64 from seed 0: the published first outputs.
+  rht::splitmix64 g{0};
+  BOOST_TEST(g.next() == 0xE220A8397B1DCDAFULL);
+  BOOST_TEST(g.next() == 0x6E789E6AA1B965F4ULL);
+  BOOST_TEST(g.next() == 0x06C45D188009454FULL);
+  // sign(A/√B − C/√D): signs first, then A²D against C²B; exact at the bounds 2²⁴.
+  BOOST_TEST(rht::compare_scaled(1, 1, 1, 4) == 1);    // 1 > 1/2
+  BOOST_TEST(rht::compare_scaled(-1, 4, -1, 1) == 1);  // −1/2 > −1
+  BOOST_TEST(rht::compare_scaled(2, 4, 1, 1) == 0);
+  BOOST_TEST(rht::compare_scaled(0, 7, -1, 1) == 1);
+  BOOST_TEST(rht::compare_scaled(0, 7, 0, 3) == 0);
+  const std::int64_t K2 = std::int64_t(1) << 24;
+  // 4096 against (2²⁴ − 1)/√(2²⁴ − 2), larger by a relative 2⁻⁴⁹: (2²⁴ − 1)² − 2²⁴(2²⁴ − 2) = 1.
+  BOOST_TEST(rht::compare_scaled(K2, K2, K2 - 1, K2 - 2) == -1);
+  BOOST_TEST(rht::compare_scaled(-K2, K2, -(K2 - 1), K2 - 2) == 1);
+  // Lattice points lie in the ball; ties of hardmax_set are all kept.
+  rht::splitmix64 p{7};
+  for (int i = 0; i < 200; ++i) {
+    const rht::lattice_point x = rht::lattice_ball_point(p, 5, 4096);
+    std::int64_t n2 = 0;
+    for (auto c : x.z) n2 += c * c;
+    BOOST_TEST((n2 == x.norm2 && n2 > 0 && n2 <= std::int64_t(4096) * 4096));
+  }
+  BOOST_CHECK_THROW(rht::lattice_ball_point(p, 3, 4097), input_error);
+  std::vector<rht::lattice_point> keys{{{3, 4}, 25}, {{0, 1}, 1}, {{6, 8}, 100}};
+  BOOST_TEST((rht::hardmax_set({5, 1, 10}, keys, 3) == std::vector<int>{0, 1, 2}));  // 5/5 = 1/1 = 10/10
+  BOOST_TEST((rht::hardmax_set({5, 2, 10}, keys, 3) == std::vector<int>{1}));
+  BOOST_TEST((rht::hardmax_set({5, 2, 10}, keys, 1) == std::vector<int>{0}));
+  // p₂(d) in closed form (d = 3: 1 − 1/π; d = 4: 3/4 − 1/π²; d = 5: 1 − (7/6)/π), and against a midpoint rule of
+  // 1/2 + E[arcsin|t|]/π for every d.
+  const rht::pair_hit_probability p3 = rht::pair_hit_probability_of(3), p4 = rht::pair_hit_probability_of(4), p5 = rht::pair_hit_probability_of(5);
+  BOOST_TEST((p3.a == 1 && p3.b == -1 && p3.pi_power == 1));
+  BOOST_TEST((p4.a == mpq_rational(3, 4) && p4.b == -1 && p4.pi_power == 2));
+  BOOST_TEST((p5.a == 1 && p5.b == mpq_rational(-7, 6) && p5.pi_power == 1));
+  for (int d = 3; d <= 8; ++d) {
+    const int n = 200000;
+    double num = 0, den = 0;
+    for (int i = 0; i < n; ++i) {
+      const double t = (i + 0.5) / n, w = std::pow(1 - t * t, (d - 3) / 2.0);
+      num += std::asin(t) * w;
+      den += w;
+    }
+    const double approx = 0.5 + num / den / M_PI, exact = static_cast<double>(mpfr_float(lower_of(rht::value_of(rht::pair_hit_probability_of(d)))));
+    BOOST_TEST(std::abs(approx - exact) < 2e-5, "d=" << d << ": " << approx << " vs " << exact);
+  }
+  BOOST_CHECK_THROW(rht::pair_hit_probability_of(2), input_error);
+  // Counts: credits add up the same way by inputs and by heads; H = 1 errs exactly where head 0's vote is wrong.
+  const rht::context_instance c = rht::context_counts(3, 30, 9, 11, {1, 9});
+  BOOST_TEST(c.per_n.size() == rht::context_sizes.size());
+  for (const auto& r : c.per_n) {
+    std::int64_t a = 0, b = 0;
+    for (auto x : r.input_credit) a += x;
+    for (auto x : r.head_credit) b += x;
+    BOOST_TEST(a == b);
+    const mpq_rational rate = r.hit_rate(30, 9);
+    BOOST_TEST((rate >= 0 && rate <= 1));
+    BOOST_TEST(r.vote_wrong[0] <= 30L);
+    BOOST_TEST((lower_of(r.vote_mse[0]) >= 0));
+  }
+  BOOST_CHECK_THROW(rht::context_counts(9, 30, 9, 11, {1}), input_error);
+  BOOST_CHECK_THROW(rht::context_counts(3, 30, 9, 11, {10}), input_error);
+  // The N-key network by hand: keys e0, e1, −e0 and one head along e0.
+  matrix<mpq_rational> dir(1, 2), K3(3, 2);
+  dir << mpq_rational(1), mpq_rational(0);
+  K3 << mpq_rational(1), mpq_rational(0), mpq_rational(0), mpq_rational(1), mpq_rational(-1), mpq_rational(0);
+  const rht::vote_outcome_n up = rht::vote_forward_n(dir, K3, {1, 0});  // a·y > 0: the key with the largest a·x, e0
+  BOOST_TEST((up.output == std::vector<mpq_rational>{1, 0} && up.tally == std::vector<mpq_rational>{1, 0, 0}));
+  const rht::vote_outcome_n down = rht::vote_forward_n(dir, K3, {-1, 0});  // a·y < 0: the smallest a·x, −e0
+  BOOST_TEST((down.output == std::vector<mpq_rational>{-1, 0} && down.tally == std::vector<mpq_rational>{0, 0, 1}));
+  const rht::vote_outcome_n flat = rht::vote_forward_n(dir, K3, {0, 1});  // a·y = 0: a three-way tie, averaged twice
+  const mpq_rational third(1, 3);
+  BOOST_TEST((flat.tally == std::vector<mpq_rational>{third, third, third} && flat.output == std::vector<mpq_rational>{0, third}));
+  BOOST_TEST(exact_rank_rational(up.second_layer_form).lo == 2);
+  BOOST_CHECK_THROW(rht::vote_forward_n(dir, K3, {1}), input_error);
+}
