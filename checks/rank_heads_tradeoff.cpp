@@ -1036,6 +1036,7 @@ void low_rank(report::check_report& rep, const run_settings& rs) {
   low_rank_rows(part, rs);
   depth_rows(part, rs);
   rht::context_rows(part, rs);
+  rht::trained_rows(part, rs);
   const std::lock_guard<std::mutex> lock(m);
   done.emplace(key, part.claims);
   rep.claims.insert(rep.claims.end(), part.claims.begin(), part.claims.end());
@@ -1083,6 +1084,9 @@ void approx_energy(report::check_report& rep, const format_spec& fmt, const run_
 }
 
 report::check_report run(const run_settings& rs) {
+  // Every MPFI row runs at the precision its format names ("mpfi" + certify_bits); without the guard it ran at
+  // Boost's default of 20 digits (68 bits) while printing mpfi128.
+  const precision_guard g(rs.certify_bits);
   report::check_report rep;
   full_rank(rep, rs);
   harmonics(rep, rs);

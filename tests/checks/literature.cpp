@@ -532,3 +532,43 @@ BOOST_AUTO_TEST_CASE(context_length_parts) {
   BOOST_TEST(exact_rank_rational(up.second_layer_form).lo == 2);
   BOOST_CHECK_THROW(rht::vote_forward_n(dir, K3, {1}), input_error);
 }
+
+// proofs/L4 part H: the binary64-interval filter encloses the exact forward pass; the test set's targets are exact.
+BOOST_AUTO_TEST_CASE(trained_models_filter_encloses_the_exact_forward) {
+  const auto& models = rht::trained_models_info();
+  BOOST_TEST(models.size() == 54u);
+  const rht::trained_test_set t4 = rht::trained_test_set_of(4, 12), t16 = rht::trained_test_set_of(16, 6);
+  BOOST_TEST((t4.y.size() == 12u && t16.x[0].size() == 16u));
+  for (std::size_t s = 0; s < t4.y.size(); ++s) {  // the target is the argmax of <x_i, y> (binary64 vectors, checked in MPFR)
+    precision_guard g(300);
+    auto dot = [&](int i) {
+      mpfr_float a = 0;
+      for (int j = 0; j < 8; ++j) a += mpfr_float(t4.x[s][static_cast<std::size_t>(i)][static_cast<std::size_t>(j)]) * mpfr_float(t4.y[s][static_cast<std::size_t>(j)]);
+      return a;
+    };
+    for (int i = 0; i < 4; ++i)
+      if (i != t4.target[s]) BOOST_TEST((dot(t4.target[s]) > dot(i)));
+  }
+  int filtered = 0;
+  for (const auto& m : models) {
+    if (m.seed != 0) continue;
+    const rht::trained_test_set& t = m.N == 4 ? t4 : t16;
+    for (std::size_t s = 0; s < 3; ++s) {
+      std::vector<mpfi_float> box;
+      if (!rht::trained_forward_binary64_intervals(m, t.y[s], t.x[s], box)) continue;
+      ++filtered;
+      precision_guard g(256);
+      const std::vector<mpfi_float> exact = rht::trained_forward<mpfi_float>(m, t.y[s], t.x[s]);
+      const std::vector<double> approx = rht::trained_forward<double>(m, t.y[s], t.x[s]);
+      for (std::size_t j = 0; j < 8; ++j) {
+        // the 256-bit enclosure (width ~1e-60) lies inside the binary64-interval one
+        BOOST_TEST((lower_of(box[j]) <= lower_of(exact[j]) && upper_of(exact[j]) <= upper_of(box[j])), "N=" << m.N << " H=" << m.H << " L=" << m.layers);
+        BOOST_TEST((lower_of(box[j]) <= approx[j] + 1e-9 && approx[j] - 1e-9 <= upper_of(box[j])));
+      }
+    }
+  }
+  BOOST_TEST(filtered >= 40);
+  BOOST_CHECK_THROW(rht::trained_test_set_of(1, 3), input_error);
+  std::vector<mpfi_float> box;
+  BOOST_CHECK_THROW(rht::trained_forward_binary64_intervals(models.front(), t16.y[0], t16.x[0], box), input_error);
+}

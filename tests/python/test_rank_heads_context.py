@@ -22,6 +22,8 @@ from math import lcm
 import numpy as np
 import pytest
 
+from splitmix import MASK64, splitmix64_block, splitmix64_scalar
+
 
 mpmath = pytest.importorskip("mpmath")
 mp = mpmath.mp
@@ -31,9 +33,6 @@ SIZES = (2, 4, 8, 16)  # the context lengths N; every input draws max(SIZES) key
 VOTES = (1, 3, 15, 63, 255)  # the numbers of heads whose votes the second layer reads
 RADIUS = 4096  # lattice points are the nonzero integer points of the ball of this radius
 HEAD_SALT = 0x4EAD  # the head pool's generator is seeded with seed XOR this
-MASK64 = (1 << 64) - 1
-GAMMA = 0x9E3779B97F4A7C15
-MIX1, MIX2 = 0xBF58476D1CE4E5B9, 0x94D049BB133111EB
 # float64 scores are within ~2e-12 of the exact |score| <= 4096; candidates within TOL of the float maximum are
 # decided exactly, anything further below is exactly smaller
 TOL = 1e-7
@@ -96,29 +95,6 @@ def rows_of_dim(claims, d):
 
 # ---------------------------------------------------------------------------------------------------------------
 # The instance: SplitMix64, lattice points, inputs, heads
-
-
-def splitmix64_scalar(seed, count):
-    """The first `count` outputs of SplitMix64 seeded with `seed`, one at a time in Python integers."""
-    state, out = seed & MASK64, []
-    for _ in range(count):
-        state = (state + GAMMA) & MASK64
-        z = state
-        z = ((z ^ (z >> 30)) * MIX1) & MASK64
-        z = ((z ^ (z >> 27)) * MIX2) & MASK64
-        out.append(z ^ (z >> 31))
-    return out
-
-
-def splitmix64_block(seed, start, count):
-    """Outputs start + 1, ..., start + count of SplitMix64 seeded with `seed`: the k-th output is the mix of
-    seed + k * GAMMA (mod 2^64), so a block is computed at once (uint64 products wrap)."""
-    with np.errstate(over="ignore"):
-        k = np.arange(start + 1, start + count + 1, dtype=np.uint64)
-        z = np.uint64(seed & MASK64) + k * np.uint64(GAMMA)
-        z = (z ^ (z >> np.uint64(30))) * np.uint64(MIX1)
-        z = (z ^ (z >> np.uint64(27))) * np.uint64(MIX2)
-        return z ^ (z >> np.uint64(31))
 
 
 def lattice_points(seed, d, count):
