@@ -219,7 +219,7 @@ struct context_instance {
   std::vector<per_n_counts> per_n;  ///< indexed like context_sizes
 };
 /// Tier: exact (counts and rates); enclosure (vote_mse).  Errors: input_error for d outside [2, 8], fewer than two
-/// inputs or heads, a vote size outside [1, heads].  vote_sizes must be increasing.
+/// inputs or heads, a vote size outside [1, heads], vote sizes not increasing.
 context_instance context_counts(int d, int inputs, int heads, std::uint64_t seed, const std::vector<int>& vote_sizes);
 
 /// p₂(d) = A + B·π^{−k}: the probability that a rank-one hardmax head with a uniform direction selects the nearer

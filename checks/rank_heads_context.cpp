@@ -9,7 +9,6 @@
 // probability is known in closed form, p₂(d) = 1/2 + (2c_d/π) ∫₀^{π/2} θ cos^{d−2}θ dθ, and the instance's rate
 // is its Monte Carlo witness.  The explicit N-key network is built and applied in rationals on grid inputs.
 #include <algorithm>
-#include <array>
 #include <cmath>
 #include <cstdint>
 #include <numeric>
@@ -103,8 +102,10 @@ mpfi_float squared_error(const std::vector<lattice_point>& keys, const std::vect
 context_instance context_counts(int d, int inputs, int heads, std::uint64_t seed, const std::vector<int>& vote_sizes) {
   if (d < 2 || d > 8) throw input_error("context_counts: d must be in [2, 8]");
   if (inputs < 2 || heads < 2) throw input_error("context_counts: need at least two inputs and two heads");
-  for (int H : vote_sizes)
-    if (H < 1 || H > heads) throw input_error("context_counts: every vote size must be in [1, heads]");
+  for (std::size_t v = 0; v < vote_sizes.size(); ++v) {
+    if (vote_sizes[v] < 1 || vote_sizes[v] > heads) throw input_error("context_counts: every vote size must be in [1, heads]");
+    if (v > 0 && vote_sizes[v] <= vote_sizes[v - 1]) throw input_error("context_counts: the vote sizes must be increasing");
+  }
   const long K = lattice_radius_max;
   context_instance out;
   out.d = d;
@@ -130,7 +131,7 @@ context_instance context_counts(int d, int inputs, int heads, std::uint64_t seed
     // One input: the query, then 16 keys; redrawn while the nearest key is tied for some N.
     lattice_point y;
     std::vector<lattice_point> keys;
-    std::array<int, 4> target{};
+    std::vector<int> target(nN);
     for (;;) {
       y = lattice_ball_point(gi, d, K);
       keys.clear();

@@ -518,6 +518,7 @@ BOOST_AUTO_TEST_CASE(context_length_parts) {
   }
   BOOST_CHECK_THROW(rht::context_counts(9, 30, 9, 11, {1}), input_error);
   BOOST_CHECK_THROW(rht::context_counts(3, 30, 9, 11, {10}), input_error);
+  BOOST_CHECK_THROW(rht::context_counts(3, 30, 9, 11, {3, 1}), input_error);
   // The N-key network by hand: keys e0, e1, −e0 and one head along e0.
   matrix<mpq_rational> dir(1, 2), K3(3, 2);
   dir << mpq_rational(1), mpq_rational(0);
