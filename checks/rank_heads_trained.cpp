@@ -4,7 +4,8 @@
 // experiments/rank_heads_train.py trains attention-only models (d = 8, N = 4 and 16 keys; one head of rank 8 against
 // 8 heads of rank 1 and 4 heads of rank 2; 1 to 3 layers; seeds 0, 1, 2; every run kept) in torch and writes their
 // float32 weights into checks/data/rank_heads_trained.inc as exact hexadecimal literals.  Here each model is
-// evaluated in MPFI on a fixed test set of binary64 inputs (every weight and input exact), so its mean squared
+// evaluated in binary64 intervals rounded outward, escalated to MPFI per input where those are wider than 2^-30, on a
+// fixed test set of binary64 inputs (every weight and input exact), so its mean squared
 // error on that set is enclosed, not estimated.
 #include <algorithm>
 #include <cmath>
