@@ -248,17 +248,28 @@ vote_outcome_n vote_forward_n(const matrix<mpq_rational>& directions, const matr
 matrix<mpq_rational> small_integer_directions(std::mt19937_64& rng, int H, int d);
 
 // ---- trained models (checks/rank_heads_trained.cpp, proofs/L4 part H) ----
-/// One trained model of checks/data/rank_heads_trained.inc (experiments/rank_heads_train.py): d = 8, width 9 (content
-/// and a query flag), `layers` layers of H heads with Wq, Wk (9 × r) and Wv (9 × 9), a readout Wr (9 × 8); weights
-/// float32, per layer and head Wq, Wk, Wv row-major, then Wr.
+/// How a trained model's tokens carry positions: none (part H), or learned positions added to the content or
+/// concatenated in scratch coordinates (part I).
+enum class trained_encoding { none = 0, additive = 1, concatenated = 2 };
+/// One trained model of checks/data/rank_heads_trained.inc or rank_heads_positions.inc
+/// (experiments/rank_heads_train.py): d = 8; width D = 9 (content and a query flag; encoding none) or 10 + N (and
+/// N + 1 scratch coordinates; encodings with positions); `layers` layers of H heads with Wq, Wk (D × r) and Wv (D × D),
+/// a readout Wr (D × 8).  Weights float32: the N + 1 positions (D each; encodings with positions only), then per
+/// layer and head Wq, Wk, Wv row-major, then Wr.  The tokens are [x_i, 0…] + P_i for the keys, [y, 1, 0…] + P_N for
+/// the query.
 struct trained_model_info {
   int N, H, r, layers, seed, steps;
   double train_loss;        ///< mean training loss of the last 100 steps (float32, approx)
   double float32_test_mse;  ///< torch's float32 MSE on the test set rounded to float32 (approx, at training)
   double seconds;           ///< training time
   const float* weights;
+  trained_encoding encoding = trained_encoding::none;
+  int width = 9;
 };
+/// The models of part H (no positions).
 const std::vector<trained_model_info>& trained_models_info();
+/// The models of part I (learned positions, additive or concatenated).
+const std::vector<trained_model_info>& positions_models_info();
 /// The fixed test set for N keys: `inputs` inputs of a query and N keys, lattice points of radius 4096 in dimension 8
 /// from splitmix64{20261205 + N}, each rounded to binary64 as z_i / sqrt(|z|²) (correctly rounded operations); an
 /// input whose nearest key is tied (exactly) is redrawn.
@@ -287,7 +298,7 @@ struct trained_error {
   long escalated = 0;  ///< inputs whose binary64-interval evaluation was too wide or failed (then MPFI)
 };
 trained_error trained_error_of(const trained_model_info& m, const trained_test_set& t);
-/// The trained-model rows of the check (proofs/L4 part H).
+/// The trained-model rows of the check (proofs/L4 part H), and the positional-encoding rows (part I).
 void trained_rows(report::check_report& rep, const run_settings& rs);
 
 /// The context-length rows of the check (proofs/L4 part G).

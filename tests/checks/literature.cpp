@@ -569,6 +569,33 @@ BOOST_AUTO_TEST_CASE(trained_models_filter_encloses_the_exact_forward) {
     }
   }
   BOOST_TEST(filtered >= 40);
+  // Part I: the models with learned positions (the tokens carry them: a zeroed position must change the forward).
+  const auto& positioned = rht::positions_models_info();
+  BOOST_TEST(positioned.size() == 24u);
+  int filtered_positions = 0;
+  for (const auto& m : positioned) {
+    if (m.seed != 1) continue;
+    BOOST_TEST((m.width == 10 + m.N && m.encoding != rht::trained_encoding::none));
+    const rht::trained_test_set& t = m.N == 4 ? t4 : t16;
+    for (std::size_t s = 0; s < 2; ++s) {
+      std::vector<mpfi_float> box;
+      if (!rht::trained_forward_binary64_intervals(m, t.y[s], t.x[s], box)) continue;
+      ++filtered_positions;
+      precision_guard g(256);
+      const std::vector<mpfi_float> exact = rht::trained_forward<mpfi_float>(m, t.y[s], t.x[s]);
+      rht::trained_model_info unplaced = m;
+      unplaced.encoding = rht::trained_encoding::none;  // the same head weights read without the positions
+      unplaced.weights = m.weights + static_cast<long>(m.N + 1) * m.width;
+      const std::vector<double> without = rht::trained_forward<double>(unplaced, t.y[s], t.x[s]);
+      bool differs = false;
+      for (std::size_t j = 0; j < 8; ++j) {
+        BOOST_TEST((lower_of(box[j]) <= lower_of(exact[j]) && upper_of(exact[j]) <= upper_of(box[j])), "N=" << m.N << " L=" << m.layers);
+        if (!(lower_of(box[j]) <= without[j] && without[j] <= upper_of(box[j]))) differs = true;
+      }
+      BOOST_TEST(differs);
+    }
+  }
+  BOOST_TEST(filtered_positions >= 12);
   BOOST_CHECK_THROW(rht::trained_test_set_of(1, 3), input_error);
   std::vector<mpfi_float> box;
   BOOST_CHECK_THROW(rht::trained_forward_binary64_intervals(models.front(), t16.y[0], t16.x[0], box), input_error);

@@ -222,14 +222,19 @@ def numpy_results():
 
 def mse_mpmath(m, ys, xs, targets):
     """The MSE at the working precision of mpmath: every weight and input is exact; after the last layer only the
-    query's row is read, so that layer is evaluated for the query alone."""
+    query's row is read, so that layer is evaluated for the query alone.  A model with learned positions (part I:
+    m["P"], m["width"]) adds them to the first token rows."""
     cols = lambda W: [[mp.mpf(float(v)) for v in W[:, j]] for j in range(W.shape[1])]  # noqa: E731
     heads = [[(cols(Wq), cols(Wk), cols(Wv)) for Wq, Wk, Wv in layer] for layer in m["heads"]]
     Wr = cols(m["Wr"])
-    N = xs.shape[1]
+    N, width = xs.shape[1], m.get("width", WIDTH)
+    P = m.get("P")
     total = mp.zero
     for y, keys, t in zip(ys, xs, targets):
-        rows = [[mp.mpf(float(v)) for v in k] + [mp.zero] for k in keys] + [[mp.mpf(float(v)) for v in y] + [mp.one]]
+        rows = [[mp.mpf(float(v)) for v in k] + [mp.zero] * (width - D) for k in keys] + \
+               [[mp.mpf(float(v)) for v in y] + [mp.one] + [mp.zero] * (width - D - 1)]
+        if P is not None:
+            rows = [[v + mp.mpf(float(p)) for v, p in zip(row, prow)] for row, prow in zip(rows, P)]
         for li, layer in enumerate(heads):
             which = [N] if li + 1 == len(heads) else list(range(N + 1))
             K = rows[:N]
@@ -243,8 +248,8 @@ def mse_mpmath(m, ys, xs, targets):
                     e = [mp.exp(v - top) for v in s]
                     tot = mp.fsum(e)
                     a = [v / tot for v in e]
-                    ctx = [mp.fdot(a, [k[j] for k in K]) for j in range(WIDTH)]
-                    for j in range(WIDTH):
+                    ctx = [mp.fdot(a, [k[j] for k in K]) for j in range(width)]
+                    for j in range(width):
                         new[i][j] += mp.fdot(ctx, Wv[j])
             for i in which:
                 rows[i] = new[i]
