@@ -158,6 +158,12 @@ mpfi_float binomial_lower_tail(long H, const mpfi_float& q);
 /// (B_H = binomial_lower_tail), enclosed by monotone Riemann sums.  Some direction set does at least this well.
 mpfi_float two_layer_vote_mse(int d, long H, int panels);
 
+/// Softmax at finite scale (proofs/L4 part F): with softmax at scale λ in layer 1 and μ in layer 2 instead of hardmax,
+/// the vote construction's MSE averaged over the directions and the N = 2 inputs is at most two_layer_vote_mse(d, H)
+/// plus this: 8 c_d H (ln(4H)/(√2 λ))^{1/2} + 2 e^{−2μ}.  Tier: enclosure of that expression (the bound itself is
+/// the lemma of part F).  Errors: input_error for d < 3, H < 1 or a scale not certainly positive.
+mpfi_float softmax_vote_penalty(int d, long H, const mpfi_float& lambda, const mpfi_float& mu);
+
 /// The explicit two-layer construction of part F on one input, in exact rationals: tokens of width 2d + 2
 /// (content, a concatenated position ±1, tally, out), layer 1 = H hardmax heads with rank-one scores
 /// (a_h·y)(a_h·x_i) writing the selected key's position into the query's tally, layer 2 = one hardmax head with

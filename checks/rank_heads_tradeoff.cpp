@@ -520,6 +520,16 @@ mpfi_float two_layer_vote_mse(int d, long H, int panels) {
   return mpfi_float(4) * value_of(density_constant_of(d)) * integral;
 }
 
+mpfi_float softmax_vote_penalty(int d, long H, const mpfi_float& lambda, const mpfi_float& mu) {
+  if (d < 3 || H < 1 || !(lower_of(lambda) > 0) || !(lower_of(mu) > 0))
+    throw input_error("softmax_vote_penalty: d >= 3, H >= 1 and positive scales expected");
+  // P(some head is far from its hard vote) <= H · P(|g| <= ln(4H)/λ) <= H · 4 c_d (ln(4H)/(√2 λ))^(1/2)
+  // (proofs/L4 part F, "Softmax at finite scale"); a right vote then costs at most 2 e^(−2μ).
+  const mpfi_float t = log(mpfi_float(4 * H)) / (sqrt(mpfi_float(2)) * lambda);
+  const mpfi_float far = mpfi_float(4 * H) * value_of(density_constant_of(d)) * sqrt(t);
+  return mpfi_float(2) * far + mpfi_float(2) * exp(mpfi_float(-2) * mu);
+}
+
 vote_outcome two_layer_vote_forward(const matrix<mpq_rational>& directions, const std::vector<mpq_rational>& x1,
                                     const std::vector<mpq_rational>& x2, const std::vector<mpq_rational>& y) {
   const Eigen::Index d = directions.cols(), H = directions.rows(), W = 2 * d + 2;
@@ -886,6 +896,7 @@ void low_rank_rows(report::check_report& rep, const run_settings& rs) {
 // (4): two layers of rank-one heads (proofs/L4 part F).
 const std::vector<long> vote_heads = {1, 3, 7, 15, 31, 63, 127, 255, 1023, 4095, 16383};
 constexpr int vote_panels = 400;
+constexpr int max_scale_exponent = 200;  // the finite-scale rows try lambda = 10, 100, ..., 10^200
 
 // approx_: seeded Monte Carlo of the vote construction's MSE with i.i.d. uniform directions (2 per wrong vote).
 std::pair<double, double> approx_vote_mse_monte_carlo(int d, long H, int samples, std::uint64_t seed) {
@@ -954,7 +965,7 @@ void depth_rows(report::check_report& rep, const run_settings& rs) {
 
   // F2: random vote directions, the N = 2 distribution: the mean MSE by exact binomial tails, against one layer.
   for (int d = dims_lo; d <= 8; ++d) {
-    mpfi_float prev;
+    mpfi_float prev, crossing_e2, crossing_one;
     long crossing = 0;
     std::string crossing_text;
     for (std::size_t i = 0; i < vote_heads.size(); ++i) {
@@ -985,6 +996,8 @@ void depth_rows(report::check_report& rep, const run_settings& rs) {
       if (!crossing && upper_of(e2) < lower_of(one)) {
         crossing = H;
         crossing_text = interval_text(e2, 6) + " < " + interval_text(one, 6);
+        crossing_e2 = e2;
+        crossing_one = one;
       }
       if ((d == 4 && H == 7) || (d == 8 && H == 15)) {
         const int samples = 100000;
@@ -1016,6 +1029,34 @@ void depth_rows(report::check_report& rep, const run_settings& rs) {
     c.tolerance_rule = "certified: the vote construction's mean MSE (upper end) below the one-layer bound with residual (lower end)";
     c.result = crossing ? verdict::pass : verdict::undecided;
     rep.claims.push_back(c);
+    if (!crossing) continue;
+    // Softmax at finite scale (proofs/L4 part F): the same network with softmax at scale λ in both layers has mean MSE
+    // at most the hardmax mean plus softmax_vote_penalty(d, H, λ, λ); the smallest power of ten that keeps it below
+    // the one-layer bound.
+    int k = 0;
+    mpfi_float bound;
+    for (int e = 1; e <= max_scale_exponent; ++e) {
+      const mpfi_float lambda = pow(mpfi_float(10), e);
+      bound = mpfi_float(upper_of(crossing_e2)) + rht::softmax_vote_penalty(d, crossing, lambda, lambda);
+      if (upper_of(bound) < lower_of(crossing_one)) {
+        k = e;
+        break;
+      }
+    }
+    report::claim_row f = make_row("depth-helps-at-finite-scale",
+                                   "with softmax at scale lambda in both layers instead of hardmax, some two-layer network of H + 1 rank-one "
+                                   "heads still beats every one-layer network of H + 1 rank-one heads, for some lambda = 10^k",
+                                   "d=" + std::to_string(d) + ", N=2, r=1, H=" + std::to_string(crossing) + "+1 (the first hardmax crossing)",
+                                   "mpfi" + bits, tier::enclosure);
+    f.computed = k ? "lambda = 10^" + std::to_string(k) + ": mean MSE <= " + decimal_up(upper_of(bound), 6) + " < " +
+                         decimal_down(lower_of(crossing_one), 6) + " (one layer)"
+                   : "no lambda <= 10^" + std::to_string(max_scale_exponent);
+    f.expected = "some k <= " + std::to_string(max_scale_exponent);
+    f.tolerance = "0";
+    f.tolerance_rule = "certified: the hardmax mean (upper end) plus 8 c_d H (ln(4H)/(sqrt(2) lambda))^(1/2) + 2 e^(-2 lambda), below "
+                       "the one-layer bound with residual (lower end); side: depth helps";
+    f.result = k ? verdict::pass : verdict::undecided;
+    rep.claims.push_back(f);
   }
 }
 

@@ -453,6 +453,20 @@ BOOST_AUTO_TEST_CASE(rht_binomial_tail_and_vote_network) {
   const rht::vote_outcome t = rht::two_layer_vote_forward(a, x1, x2, {0, 1});  // a·y = 0: tie, the average
   BOOST_TEST((t.tally == 0 && t.output == std::vector<mpq_rational>{mpq_rational(1, 2), mpq_rational(1, 2)}));
   BOOST_CHECK_THROW(rht::two_layer_vote_forward(a, x1, x2, {1}), input_error);
+  // Softmax at finite scale: 8 c_d H (ln(4H)/(√2 λ))^(1/2) + 2 e^(−2μ); d = 3 (c_3 = 1/2), H = 1, λ = μ = ln(4)/√2 · 16:
+  // 4 · (1/16)^(1/2) + 2 e^(−2μ) = 1 + 2 e^(−2μ).
+  {
+    precision_guard g(128);
+    const mpfi_float lam = log(mpfi_float(4)) / sqrt(mpfi_float(2)) * 16;
+    const mpfi_float got = rht::softmax_vote_penalty(3, 1, lam, lam), want = 1 + 2 * exp(-2 * lam);
+    BOOST_TEST((lower_of(got) <= upper_of(want) && lower_of(want) <= upper_of(got) && upper_of(got) - lower_of(got) < 1e-30));
+    // λ^(-1/2): a hundred times the scale, a tenth of the first term
+    const mpfi_float far = rht::softmax_vote_penalty(8, 4095, mpfi_float(1e10), mpfi_float(1e10)),
+                     farther = rht::softmax_vote_penalty(8, 4095, mpfi_float(1e12), mpfi_float(1e12));
+    BOOST_TEST(abs(mpfr_float(upper_of(far) / lower_of(farther)) - 10) < 1e-6);
+    BOOST_CHECK_THROW(rht::softmax_vote_penalty(2, 1, lam, lam), input_error);
+    BOOST_CHECK_THROW(rht::softmax_vote_penalty(3, 1, mpfi_float(0), lam), input_error);
+  }
 }
 
 // proofs/L4 part G: the instance generator, the exact comparisons, p₂(d) and the N-key network.

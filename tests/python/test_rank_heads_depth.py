@@ -174,3 +174,87 @@ def test_the_grid_rows_count_their_inputs(claims):
     for c in got:
         pos, neg, ties, other = map(int, re.match(r"(\d+) inputs .*?, (\d+) with .*?, (\d+) ties; (\d+) outputs", c["computed"]).groups())
         assert pos + neg + ties == 300 and other == 0 and pos > neg
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Softmax at finite scale (proofs/L4 part F): E MSE_soft <= E MSE_hard + 8 c_d H (ln(4H)/(sqrt(2) lambda))^(1/2)
+# + 2 e^(-2 mu), and the rows depth-helps-at-finite-scale.
+
+FINITE = re.compile(r"lambda = 10\^(\d+): mean MSE <= ([0-9.e+-]+) < ([0-9.e+-]+) \(one layer\)$")
+
+
+def penalty(d, H, lam, mu):
+    return 8 * c_d(d) * H * mpmath.sqrt(mpmath.log(4 * H) / (mpmath.sqrt(2) * lam)) + 2 * mpmath.exp(-2 * mu)
+
+
+def test_depth_helps_at_finite_scale_recomputed(claims):
+    """For d = 6, 7, 8 the smallest power of ten lambda = mu = 10^k whose bound stays below one layer's, recomputed
+    with mpmath from the depth-helps row's printed enclosures (the hardmax mean's upper end, one layer's lower end)."""
+    mp.dps = 40
+    depth = {int(re.match(r"d=(\d+)", c["instance"]).group(1)): c for c in rows(claims, "depth-helps")}
+    got = rows(claims, "depth-helps-at-finite-scale")
+    assert sorted(int(re.match(r"d=(\d+)", c["instance"]).group(1)) for c in got) == [6, 7, 8]
+    for c in got:
+        d, H = map(int, re.match(r"d=(\d+), N=2, r=1, H=(\d+)\+1", c["instance"]).groups())
+        assert c["verdict"] == "pass"
+        assert int(re.search(r"first at H = (\d+)", depth[d]["computed"]).group(1)) == H
+        two, one = intervals(depth[d]["computed"])
+        m = FINITE.match(c["computed"])
+        assert m, c["computed"]
+        k, bound, below = int(m.group(1)), mp.mpf(m.group(2)), mp.mpf(m.group(3))
+        # the printed enclosures are rounded to 6 digits (outward), so the recomputation may differ by one power of ten
+        want = next(e for e in range(1, 201) if two[1] + penalty(d, H, mp.mpf(10) ** e, mp.mpf(10) ** e) < one[0])
+        assert abs(k - want) <= 1, (d, k, want)
+        assert two[1] + penalty(d, H, mp.mpf(10) ** k, mp.mpf(10) ** k) <= bound * (1 + mp.mpf(10) ** -5)
+        assert bound < below and below <= one[0] * (1 + mp.mpf(10) ** -5)
+        # two powers of ten less would not do (the bound falls like lambda^(-1/2); one is lost to the rounding)
+        assert two[0] + penalty(d, H, mp.mpf(10) ** (k - 2), mp.mpf(10) ** (k - 2)) > one[1], (d, k)
+
+
+def test_the_per_head_lemma_by_monte_carlo():
+    """P(|(a.y)(a.delta)| <= tau) <= 4 c_d (tau/sqrt(2))^(1/2) for a uniform on the sphere and an orthonormal pair
+    x1, x2 (delta = x1 - x2), and the finite-scale bound itself on a simulated softmax network (d = 4, H = 7): the
+    simulated soft MSE is at most the simulated hard MSE plus the penalty (a loose bound: the lemma's own Monte Carlo,
+    with its negative control, is the test that can fail)."""
+    rng = np.random.default_rng(2718)
+    for d in (3, 5, 8):
+        n = 200_000
+        a = rng.standard_normal((n, d))
+        a /= np.linalg.norm(a, axis=1, keepdims=True)
+        y = np.zeros(d)
+        y[0] = 1.0
+        e = np.zeros(d)
+        e[1] = 1.0  # delta / sqrt(2) orthogonal to y: the worst case for the product is covered by the union bound
+        g = np.abs((a @ y) * (a @ e)) * np.sqrt(2)
+        for tau in (1e-4, 1e-3, 1e-2):
+            p = float(np.mean(g <= tau))
+            se = np.sqrt(p * (1 - p) / n) + 1 / n
+            assert p <= float(4 * c_d(d) * mpmath.sqrt(tau / mpmath.sqrt(2))) + 5 * se, (d, tau, p)
+            # negative control: without its square root the bound would be false (so this comparison can fail)
+            assert p > float(4 * c_d(d) * tau / mpmath.sqrt(2)) + 5 * se, (d, tau, p)
+    d, H, n = 4, 7, 100_000
+    x1 = rng.standard_normal((n, d))
+    x1 /= np.linalg.norm(x1, axis=1, keepdims=True)
+    x2 = rng.standard_normal((n, d))
+    x2 -= np.sum(x2 * x1, axis=1, keepdims=True) * x1
+    x2 /= np.linalg.norm(x2, axis=1, keepdims=True)
+    y = rng.standard_normal((n, d))
+    y /= np.linalg.norm(y, axis=1, keepdims=True)
+    a = rng.standard_normal((n, H, d))
+    a /= np.linalg.norm(a, axis=2, keepdims=True)
+    g = np.einsum("nhd,nd->nh", a, y) * np.einsum("nhd,nd->nh", a, x1 - x2)
+    right = (np.sum(y * (x1 - x2), axis=1) > 0)
+    hard_beta = (np.sign(g).sum(axis=1) > 0).astype(float)
+    hard = 2 * np.where(right, 1 - hard_beta, hard_beta) ** 2
+    gaps = {}
+    for lam in (10.0, 1e3, 1e5):
+        z = 2 * lam * np.tanh(lam * g / 2).sum(axis=1)
+        beta = np.where(z >= 0, 1 / (1 + np.exp(-np.abs(z))), np.exp(-np.abs(z)) / (1 + np.exp(-np.abs(z))))  # sigma(z)
+        soft = 2 * np.where(right, 1 - beta, beta) ** 2
+        diff = soft - hard
+        mean, se = diff.mean(), diff.std(ddof=1) / np.sqrt(n)
+        assert mean <= float(penalty(d, H, mp.mpf(lam), mp.mpf(lam))) + 5 * se, (lam, mean)
+        gaps[lam] = (abs(mean), se)
+    # the simulation sees the scale: softmax at lambda = 10 differs measurably from hardmax (it averages the votes,
+    # and here that helps), at lambda = 1e5 ten times less
+    assert gaps[10.0][0] > 5 * gaps[10.0][1] and gaps[1e5][0] < gaps[10.0][0] / 10, gaps
