@@ -53,15 +53,7 @@ mpfi_float value_of(const density_constant& c) {
 
 namespace {
 // (1 − t²)^{(d−3)/2} for t in [0, 1] (an enclosure for the enclosure t).
-mpfi_float weight(const mpfi_float& t, int d) {
-  using boost::multiprecision::sqrt;
-  mpfi_float b = mpfi_float(1) - t * t;
-  if (lower_of(b) < 0) b = hull_of(mpfi_float(0), mpfi_float(upper_of(b)));  // t ≤ 1: 1 − t² ≥ 0
-  mpfi_float r(1);
-  for (int k = 0; k < (d - 3) / 2; ++k) r *= b;
-  if (d % 2 == 0) r *= sqrt(b);
-  return r;
-}
+mpfi_float weight(const mpfi_float& t, int d) { return rank_heads::sphere_weight(t, d); }
 mpfi_float sigma_neg_sq(const mpfi_float& s) {  // σ(−s)² = 1/(1 + e^s)²
   using boost::multiprecision::exp;
   const mpfi_float q = mpfi_float(1) / (mpfi_float(1) + exp(s));
@@ -79,7 +71,9 @@ mpfi_float mse_full_rank(int d, const mpq_rational& lambda, int panels) {
   const bool cut = certainly_le(mpfi_float(40), a) == truth::certainly_true;
   const mpfi_float end = cut ? mpfi_float(40) : a;
   const mpfi_float h = end / mpfi_float(panels);
-  mpfr_float lo = 0, hi = 0;
+  // The panel bounds are summed as intervals, so the rounding of the sums is enclosed too (a sum of lower ends in
+  // round-to-nearest could exceed the exact sum by half an ulp).
+  mpfi_float lo(0), hi(0);
   mpfi_float fa = sigma_neg_sq(mpfi_float(0)), wa = weight(mpfi_float(0), d);
   for (int k = 0; k < panels; ++k) {
     check_deadline();
@@ -87,12 +81,12 @@ mpfi_float mse_full_rank(int d, const mpq_rational& lambda, int panels) {
     const mpfi_float fb = sigma_neg_sq(b), wb = weight(mpfi_float(b / a), d);
     const mpfi_float fm = sigma_neg_sq(mpfi_float(h * (mpfi_float(k) + mpfi_float(0.5))));
     // σ(−s)² is convex on s ≥ 0 (midpoint below, trapezoid above); w is nonincreasing and >= 0.
-    lo += lower_of(mpfi_float(wb * h * fm));
-    hi += upper_of(mpfi_float(wa * h * (fa + fb) / mpfi_float(2)));
+    lo += mpfi_float(lower_of(mpfi_float(wb * h * fm)));
+    hi += mpfi_float(upper_of(mpfi_float(wa * h * (fa + fb) / mpfi_float(2))));
     fa = fb;
     wa = wb;
   }
-  mpfi_float integral = hull_of(mpfi_float(lo), mpfi_float(hi));
+  mpfi_float integral = hull_of(mpfi_float(lower_of(lo)), mpfi_float(upper_of(hi)));
   if (cut)  // ∫_{40}^{a} σ(−s)² w ds ∈ [0, ∫_{40}^∞ e^{−2s} ds] = [0, e^{−80}/2]
     integral = hull_of(mpfi_float(lower_of(integral)), mpfi_float(upper_of(mpfi_float(integral + exp(mpfi_float(-80)) / mpfi_float(2)))));
   return mpfi_float(4) * value_of(density_constant_of(d)) * integral / a;
@@ -430,95 +424,9 @@ pi2_rational rank_lower_bound_residual(int d, long heads, int max_degree) {
   return rank_heads::rank_lower_bound_residual(d, mpz_int(heads), max_degree);
 }
 
-mpfi_float binomial_lower_tail(long H, const mpfi_float& q) {
-  using boost::multiprecision::exp;
-  using boost::multiprecision::log;
-  if (H < 1 || H % 2 == 0) throw input_error("binomial_lower_tail: H must be odd and >= 1");
-  if (lower_of(q) < 0.5 || upper_of(q) > 1) throw input_error("binomial_lower_tail: q must lie in [1/2, 1]");
-  const mpfi_float p = mpfi_float(1) - q;  // probability of a wrong vote, in [0, 1/2]
-  if (upper_of(p) <= 0) return mpfi_float(0);
-  if (lower_of(p) <= 0) {  // p straddles 0: the tail is increasing in p, 0 at p = 0
-    return hull_of(mpfi_float(0), binomial_lower_tail(H, mpfi_float(1) - mpfi_float(upper_of(p))));
-  }
-  // terms t_k = C(H, k) q^k p^{H−k}, k ≤ k0 = (H − 1)/2, from k0 down; t_{k−1} = t_k · k/(H − k + 1) · p/q,
-  // and the ratio decreases with k, so Σ_{k<m} t_k ≤ t_m r_m/(1 − r_m) once r_m < 1.
-  const long k0 = (H - 1) / 2;
-  mpz_int binom;
-  mpz_bin_uiui(binom.backend().data(), static_cast<unsigned long>(H), static_cast<unsigned long>(k0));
-  mpfi_float term = mpfi_float(binom) * exp(mpfi_float(k0) * log(q) + mpfi_float(H - k0) * log(p));
-  const mpfi_float pq = p / q;
-  mpfi_float sum = term;
-  for (long k = k0; k > 0; --k) {
-    const mpfi_float r = mpfi_float(k) / mpfi_float(H - k + 1) * pq;
-    term *= r;
-    sum += term;
-    if (k == 1) break;  // t_0 added: every term summed
-    // the rest Σ_{j<k−1} t_j ≤ t_{k−1} r'/(1 − r'), r' the ratio at k − 1 (smaller than r)
-    if (upper_of(r) < 1) {
-      const mpfr_float rest = upper_of(mpfi_float(term * r / (mpfi_float(1) - r)));
-      if (rest <= upper_of(sum) * mpfr_float(1e-30)) return hull_of(mpfi_float(lower_of(sum)), mpfi_float(upper_of(sum) + rest));
-    }
-  }
-  return sum;  // every term summed (k down to 0)
-}
+mpfi_float binomial_lower_tail(long H, const mpfi_float& q) { return rank_heads::binomial_lower_tail(H, q); }
 
-mpfi_float two_layer_vote_mse(int d, long H, int panels) {
-  using boost::multiprecision::acos;
-  using boost::multiprecision::sqrt;
-  if (d < 3 || panels < 1) throw input_error("two_layer_vote_mse: d >= 3 and panels >= 1 expected");
-  // ∫₀¹ B_H(q(t)) w(t) dt, q(t) = 1 − arccos(t)/π: both factors nonincreasing in t, so each panel lies between
-  // h·f(right end) and h·f(left end).  The panels cover [0, t₀], t₀ = min(1, 12/√H); beyond, f ≤ f(t₀).
-  const mpfi_float pi = pi_enclosure();
-  const mpfi_float t0 = certainly_le(mpfi_float(144), mpfi_float(H)) == truth::certainly_true
-                            ? mpfi_float(mpfi_float(12) / sqrt(mpfi_float(H)))
-                            : mpfi_float(1);
-  const bool whole = upper_of(t0) >= 1;
-  const mpfi_float h = (whole ? mpfi_float(1) : t0) / mpfi_float(panels);
-  auto B_at = [&](const mpfi_float& t) {
-    if (lower_of(t) >= 1) return mpfi_float(0);  // q = 1: every vote right
-    mpfi_float tt = t;
-    if (upper_of(tt) > 1) tt = hull_of(mpfi_float(lower_of(tt)), mpfi_float(1));
-    mpfi_float q = mpfi_float(1) - acos(tt) / pi;
-    if (lower_of(q) < 0.5) q = hull_of(mpfi_float(0.5), mpfi_float(upper_of(q)));
-    if (upper_of(q) > 1) q = hull_of(mpfi_float(lower_of(q)), mpfi_float(1));
-    return binomial_lower_tail(H, q);
-  };
-  // B_H at the panel ends does not depend on d: kept per (H, panels, precision) for the other dimensions.
-  static std::mutex m;
-  static std::map<std::tuple<long, int, unsigned>, std::vector<mpfi_float>> cache;
-  const auto key = std::make_tuple(H, panels, static_cast<unsigned>(mpfi_float::default_precision()));
-  std::vector<mpfi_float> Bs;
-  {
-    const std::lock_guard<std::mutex> lock(m);
-    if (auto it = cache.find(key); it != cache.end()) Bs = it->second;
-  }
-  auto point = [&](int k) { return k == panels ? (whole ? mpfi_float(1) : t0) : mpfi_float(h * mpfi_float(k)); };
-  if (Bs.empty()) {
-    for (int k = 0; k <= panels; ++k) {
-      check_deadline();
-      Bs.push_back(B_at(point(k)));
-    }
-    const std::lock_guard<std::mutex> lock(m);
-    cache.emplace(key, Bs);
-  }
-  auto f = [&](int k) {
-    const mpfi_float t = point(k);
-    mpfi_float tt = t;
-    if (upper_of(tt) > 1) tt = hull_of(mpfi_float(lower_of(tt)), mpfi_float(1));
-    return mpfi_float(Bs[static_cast<std::size_t>(k)] * weight(tt, d));
-  };
-  mpfr_float lo = 0, hi = 0;
-  mpfi_float fa = f(0);
-  for (int k = 0; k < panels; ++k) {
-    const mpfi_float fb = f(k + 1);
-    lo += lower_of(mpfi_float(h * fb));
-    hi += upper_of(mpfi_float(h * fa));
-    fa = fb;
-  }
-  mpfi_float integral = hull_of(mpfi_float(lo), mpfi_float(hi));
-  if (!whole) integral = hull_of(mpfi_float(lo), mpfi_float(upper_of(mpfi_float(mpfi_float(hi) + fa * (mpfi_float(1) - t0)))));
-  return mpfi_float(4) * value_of(density_constant_of(d)) * integral;
-}
+mpfi_float two_layer_vote_mse(int d, long H, int panels) { return rank_heads::two_layer_vote_mse(d, H, panels).mse; }
 
 mpfi_float softmax_vote_penalty(int d, long H, const mpfi_float& lambda, const mpfi_float& mu) {
   if (d < 3 || H < 1 || !(lower_of(lambda) > 0) || !(lower_of(mu) > 0))

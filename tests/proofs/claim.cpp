@@ -901,3 +901,78 @@ BOOST_AUTO_TEST_CASE(rank_heads_malformed_claims) {
                     "/objects:"));
   BOOST_TEST(starts(expect_error(R"J({"quantity": {"kind": "rank_heads_lower_bound", "d": 8, "heads": 4}, "relation": ">="})J"), "/value:"));
 }
+
+// ---- rank_heads_vote_mse (proofs/L4 part F) -------------------------------------------------------------------
+
+namespace {
+std::string vote_claim(const std::string& quantity, const std::string& value, const std::string& relation = "<=") {
+  return R"J({"quantity": {"kind": "rank_heads_vote_mse", )J" + quantity + R"J(}, "relation": ")J" + relation + R"J(", "value": )J" + value + "}";
+}
+}  // namespace
+
+// Known answer: d = 3, one vote: the mean MSE is 2/π = 0.63661977… (E arccos|t| = 1 for t uniform on [0, 1]).
+// Both relations, both verdicts, every certificate re-checked; refinement of the panels where 400 do not decide.
+BOOST_AUTO_TEST_CASE(rank_heads_vote_mse_known_answers) {
+  const certify_result a = cert(vote_claim(R"J("d": 3, "heads": 1)J", "\"0.64\""));
+  BOOST_TEST_REQUIRE(a.exit_code() == 0);
+  BOOST_TEST(verify_certificate(a.certificate).exit_code() == 0);
+  BOOST_TEST(a.certificate["rank_heads_vote"]["binomial_tails"].size() == 401u);
+  const certify_result b = cert(vote_claim(R"J("d": 3, "heads": 1)J", "\"0.63\""));  // below 2/π: refuted
+  BOOST_TEST_REQUIRE(b.exit_code() == 1);
+  BOOST_TEST(verify_certificate(b.certificate).exit_code() == 0);
+  const certify_result c = cert(vote_claim(R"J("d": 3, "heads": 1)J", "\"0.63\"", ">="));
+  BOOST_TEST(c.exit_code() == 0);
+  BOOST_TEST(verify_certificate(c.certificate).exit_code() == 0);
+  // 2/π − 5·10⁻⁴: the 400-panel enclosure (about 2.5·10⁻³ wide) contains it; more panels decide it (the Riemann
+  // sums of a monotone integrand narrow like 1/panels)
+  const certify_result d = cert(vote_claim(R"J("d": 3, "heads": 1)J", "\"0.6361\"", ">="));
+  BOOST_TEST(d.exit_code() == 0);
+  BOOST_TEST(d.report["panels"].get<int>() > 400);
+  BOOST_TEST(verify_certificate(d.certificate).exit_code() == 0);
+  // 2/π itself is never decided (π is transcendental, the enclosure always contains it)
+  const certify_result e = cert(vote_claim(R"J("d": 3, "heads": 1, "panels": 3200)J", "\"0.636619772367581343\""));
+  BOOST_TEST(e.exit_code() == 3);
+  BOOST_TEST(e.certificate.is_null());
+}
+
+// The rows of the check: d = 8, 4095 vote heads below one layer's bound with a residual path (0.05, the shipped
+// L4 claim); the checker re-derives every binomial tail by another summation, and rejects any changed number.
+BOOST_AUTO_TEST_CASE(rank_heads_vote_mse_certificates_are_rechecked) {
+  const certify_result r = cert(vote_claim(R"J("d": 8, "heads": 255)J", "\"0.16\""));
+  BOOST_TEST_REQUIRE(r.exit_code() == 0);
+  BOOST_TEST(!r.certificate["rank_heads_vote"]["whole"].get<bool>());  // t0 = 12/sqrt(255) < 1
+  auto status = [](json c) { return verify_certificate(c).exit_code(); };
+  BOOST_TEST(status(r.certificate) == 0);
+  json c = r.certificate;
+  c["rank_heads_vote"]["binomial_tails"][7] = json::array({"0.5", "0.6"});
+  BOOST_TEST(status(c) == 1);
+  c = r.certificate;
+  c["rank_heads_vote"]["mean_mse"] = json::array({"0.01", "0.02"});
+  BOOST_TEST(status(c) == 1);
+  c = r.certificate;
+  c["claim"]["value"] = "0.1";  // below the mean: the stated verdict no longer follows
+  BOOST_TEST(status(c) == 1);
+  c = r.certificate;
+  c["claim"]["heads"] = 253;  // another H: other tails
+  BOOST_TEST(status(c) == 1);
+  c = r.certificate;
+  c["rank_heads_vote"]["whole"] = true;
+  BOOST_TEST(status(c) == 1);
+  c = r.certificate;
+  c["rank_heads_vote"]["binomial_tails"].erase(3);
+  BOOST_TEST(status(c) == 2);
+  c = r.certificate;
+  c["claim"]["heads"] = 254;
+  BOOST_TEST(status(c) == 2);
+}
+
+BOOST_AUTO_TEST_CASE(rank_heads_vote_mse_malformed_claims) {
+  auto starts = [](const std::string& msg, const std::string& prefix) { return msg.rfind(prefix, 0) == 0; };
+  BOOST_TEST(starts(expect_error(vote_claim(R"J("d": 8, "heads": 4)J", "0")), "/quantity/heads:"));
+  BOOST_TEST(starts(expect_error(vote_claim(R"J("d": 8, "heads": 65537)J", "0")), "/quantity/heads:"));
+  BOOST_TEST(starts(expect_error(vote_claim(R"J("d": 2, "heads": 3)J", "0")), "/quantity/d:"));
+  BOOST_TEST(starts(expect_error(vote_claim(R"J("d": 8, "heads": 3, "panels": 0)J", "0")), "/quantity/panels:"));
+  BOOST_TEST(starts(expect_error(vote_claim(R"J("d": 8, "heads": 3, "rank": 1)J", "0")), "/quantity/rank:"));
+  BOOST_TEST(starts(expect_error(vote_claim(R"J("d": 8, "heads": 3)J", "0", "=")), "/relation:"));
+  BOOST_TEST(starts(expect_error(R"J({"quantity": {"kind": "rank_heads_vote_mse", "d": 8, "heads": 3}, "relation": "<="})J"), "/value:"));
+}

@@ -10,7 +10,12 @@ recomputed here without the C++ code:
 * a NumPy simulation of the explicit network with random directions (a third witness, after the check's own
   Monte Carlo).
 """
+import glob
+import json
+import os
 import re
+import subprocess
+from fractions import Fraction
 from functools import lru_cache
 
 import numpy as np
@@ -258,3 +263,48 @@ def test_the_per_head_lemma_by_monte_carlo():
     # the simulation sees the scale: softmax at lambda = 10 differs measurably from hardmax (it averages the votes,
     # and here that helps), at lambda = 1e5 ten times less
     assert gaps[10.0][0] > 5 * gaps[10.0][1] and gaps[1e5][0] < gaps[10.0][0] / 10, gaps
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# `attncert certify` on the shipped rank_heads_vote_mse claims: the certificate's binomial tails and mean enclosure
+# against mpmath's regularized incomplete beta function and this module's quadrature.
+
+CLI = os.environ.get("ATTNCERT_CLI")
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+@pytest.mark.skipif(not CLI, reason="ATTNCERT_CLI (the attncert binary) not set")
+def test_vote_certificates_hold_mpmath_values(tmp_path):
+    mp.dps = 30
+    shipped = []
+    for f in sorted(glob.glob(os.path.join(ROOT, "proofs", "claims", "L4-*.json"))):
+        with open(f) as fh:
+            c = json.load(fh)
+        if c["quantity"]["kind"] == "rank_heads_vote_mse":
+            shipped.append((f, c))
+    assert len(shipped) >= 2
+    for i, (f, claim) in enumerate(shipped):
+        q = claim["quantity"]
+        d, H = q["d"], q["heads"]
+        out = tmp_path / ("v%d.cert.json" % i)
+        run = subprocess.run([CLI, "certify", f, "--certificate", str(out)], capture_output=True, text=True, timeout=300)
+        cert = json.loads(out.read_text())
+        lo, hi = (mp.mpf(x) for x in cert["rank_heads_vote"]["mean_mse"])
+        want = vote_mse(d, H)
+        assert lo <= want <= hi, (f, lo, want, hi)
+        value = mp.mpf(Fraction(claim["value"]).numerator) / Fraction(claim["value"]).denominator
+        holds = want <= value if claim["relation"] == "<=" else want >= value
+        assert run.returncode == (0 if holds else 1) and cert["verdict"] == ("CERTIFIED" if holds else "REFUTED"), f
+        # the shipped certificate is the one certify writes now
+        with open(os.path.join(ROOT, "proofs", "certificates", os.path.basename(f)[:-5] + ".cert.json")) as fh:
+            assert json.load(fh)["rank_heads_vote"] == cert["rank_heads_vote"], f
+        # B_H at a few panel ends: P(Bin(H, q) <= (H-1)/2) = I_{1-q}((H+1)/2, (H+1)/2) for odd H
+        n = cert["rank_heads_vote"]["panels"]
+        t0 = mp.one if cert["rank_heads_vote"]["whole"] else 12 / mpmath.sqrt(H)
+        for k in (0, 1, n // 3, n // 2, n - 1):
+            t = t0 * k / n
+            qv = 1 - mpmath.acos(t) / mpmath.pi
+            k0 = (H - 1) // 2
+            B = mpmath.betainc(H - k0, k0 + 1, 0, 1 - qv, regularized=True)
+            blo, bhi = (mp.mpf(x) for x in cert["rank_heads_vote"]["binomial_tails"][k])
+            assert blo - mp.mpf(10) ** -25 <= B <= bhi + mp.mpf(10) ** -25, (f, k, blo, B, bhi)

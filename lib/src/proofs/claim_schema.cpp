@@ -547,14 +547,44 @@ parsed_claim parse_rank_heads_claim(const nlohmann::json& claim) {
   return p;
 }
 
+// ---- rank_heads_vote_mse -------------------------------------------------------------------
+// {"quantity": {"kind": "rank_heads_vote_mse", "d": 8, "heads": 15, "panels": 400}, "relation": "<=", "value": "0.3"}
+
+parsed_claim parse_rank_heads_vote_claim(const nlohmann::json& claim) {
+  parsed_claim p;
+  p.kind = quantity_kind::rank_heads_vote_mse;
+  only_members(claim, "", {"title", "statement", "source", "quantity", "relation", "value"},
+               "not used by rank_heads_vote_mse (it takes no objects, family or tolerance: the N = 2 distribution is fixed by d)");
+  const nlohmann::json& q = claim["quantity"];
+  only_members(q, "/quantity", {"kind", "d", "heads", "panels"}, "unknown key (rank_heads_vote_mse takes d, heads, panels)");
+  rank_heads_vote_claim c;
+  c.d = bounded_int(q, "d", 3, 64, 0, "the dimension of the sphere's ambient space");
+  c.heads = bounded_int(q, "heads", 1, 65535, 0, "the number of vote heads (odd; the threshold head comes on top)");
+  if (c.heads % 2 == 0) fail("/quantity/heads", "expected an odd number of vote heads (an even tally can tie)");
+  c.panels = bounded_int(q, "panels", 1, 3200, 400, "the Riemann panels to start with");
+  const auto* rel = find_member(claim, "relation");
+  if (!rel || !rel->is_string()) fail("/relation", "missing: rank_heads_vote_mse claims are '<=' or '>='");
+  const std::string r = rel->get<std::string>();
+  if (r == "<=" || r == "≤") c.at_most = true;
+  else if (r == ">=" || r == "≥") c.at_most = false;
+  else fail("/relation", "rank_heads_vote_mse claims are '<=' or '>=' (the mean MSE is enclosed, not computed exactly)");
+  const auto* v = find_member(claim, "value");
+  if (!v) fail("/value", "missing: the claimed bound of the mean MSE (an exact number)");
+  c.value = exact_number(*v, "/value");
+  p.body = std::move(c);
+  return p;
+}
+
 // ---- the claim's frame: top-level members, objects, quantity kind -----------------------
 
 quantity_kind parse_kind(const nlohmann::json& claim) {
   if (!claim.is_object()) fail("", "a claim is a JSON object");
   only_members(claim, "", {"title", "statement", "source", "objects", "family", "quantity", "relation", "value", "tolerance"}, "unknown key");
   if (const auto* q = find_member(claim, "quantity"); q && q->is_object())
-    if (const auto* k = find_member(*q, "kind"); k && k->is_string() && k->get<std::string>() == "rank_heads_lower_bound")
-      return quantity_kind::rank_heads_lower_bound;
+    if (const auto* k = find_member(*q, "kind"); k && k->is_string()) {
+      if (k->get<std::string>() == "rank_heads_lower_bound") return quantity_kind::rank_heads_lower_bound;
+      if (k->get<std::string>() == "rank_heads_vote_mse") return quantity_kind::rank_heads_vote_mse;
+    }
   const nlohmann::json* objects = find_member(claim, "objects");
   if (!objects || !objects->is_object()) fail("/objects", "missing object with the matrices");
   const nlohmann::json* quantity = find_member(claim, "quantity");
@@ -569,7 +599,7 @@ quantity_kind parse_kind(const nlohmann::json& claim) {
   if (k == "output_bound") return quantity_kind::output_bound;
   if (k == "numerical_rank") return quantity_kind::numerical_rank;
   fail("/quantity/kind", "unknown quantity '" + k + "' (supported: rank, determinant, output_value, singular_value, output_bound, numerical_rank, "
-                                  "rank_heads_lower_bound)");
+                                  "rank_heads_lower_bound, rank_heads_vote_mse)");
 }
 
 }  // namespace
@@ -579,6 +609,7 @@ parsed_claim parse_claim(const nlohmann::json& claim, const std::string& base_di
   if (kind == quantity_kind::output_bound) return parse_output_bound_claim(claim, base_dir);
   if (kind == quantity_kind::numerical_rank) return parse_numerical_rank_claim(claim, base_dir);
   if (kind == quantity_kind::rank_heads_lower_bound) return parse_rank_heads_claim(claim);
+  if (kind == quantity_kind::rank_heads_vote_mse) return parse_rank_heads_vote_claim(claim);
   parsed_claim p;
   p.kind = kind;
   p.body = parse_layer_claim(claim, kind, base_dir);

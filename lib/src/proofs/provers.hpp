@@ -61,7 +61,7 @@ struct real_relation {
 };
 real_relation parse_real_relation(const nlohmann::json& relation, const nlohmann::json& value, const nlohmann::json* tolerance);
 
-enum class quantity_kind { rank, determinant, output_value, singular_value, output_bound, numerical_rank, rank_heads_lower_bound };
+enum class quantity_kind { rank, determinant, output_value, singular_value, output_bound, numerical_rank, rank_heads_lower_bound, rank_heads_vote_mse };
 
 /// A claim about one layer's object over the family S(a) = a·S0 (rank, determinant,
 /// output_value, singular_value).
@@ -110,13 +110,25 @@ struct rank_heads_claim {
   mpq_rational value = 0;
 };
 
+/// A rank–heads vote claim (proofs/L4 part F): the two-layer vote construction with `heads` (odd) i.i.d. uniform
+/// rank-one vote directions and one threshold head, hardmax, on the N = 2 distribution in dimension d, has MSE
+/// averaged over the directions and the inputs ≤ value (`at_most`) or ≥ value.  The mean is a definite number, so
+/// either side can be refuted.
+struct rank_heads_vote_claim {
+  int d = 3;
+  long heads = 1;
+  int panels = 400;  ///< the Riemann panels to start with (doubled up to 3200 while undecided)
+  bool at_most = true;
+  mpq_rational value = 0;
+};
+
 /// A claim file, parsed and validated once.  `not_supported` nonempty: the claim is well
 /// formed as far as it was read but asks for what the method does not cover (the prover
 /// answers UNDECIDED with this reason; the rest of the claim is then not read).
 struct parsed_claim {
   quantity_kind kind = quantity_kind::rank;
   std::string not_supported;
-  std::variant<layer_claim, output_bound_claim, numerical_rank_claim, rank_heads_claim> body;
+  std::variant<layer_claim, output_bound_claim, numerical_rank_claim, rank_heads_claim, rank_heads_vote_claim> body;
 };
 
 /// Parses and validates `claim` (matrix paths relative to `base_dir`).  Errors: input_error
@@ -172,6 +184,7 @@ certify_result prove_singular_value(const layer_claim& c, const nlohmann::json& 
 certify_result prove_output_bound(const output_bound_claim& c, const nlohmann::json& claim, unsigned max_bits);
 certify_result prove_numerical_rank(const numerical_rank_claim& c, const nlohmann::json& claim);
 certify_result prove_rank_heads(const rank_heads_claim& c, const nlohmann::json& claim, unsigned max_bits);
+certify_result prove_rank_heads_vote(const rank_heads_vote_claim& c, const nlohmann::json& claim);
 
 /// The polynomial family M(u) of a layer claim (rank/family.cpp's build_family).  Errors:
 /// family_too_large passes through (the dispatcher answers UNDECIDED); any other

@@ -1,13 +1,19 @@
 // The exact quantities of the rank–heads trade-off: see attncert/proofs/rank_heads.hpp and
-// proofs/L4-rank-heads-tradeoff.md (parts C, D, F).  Exact tier throughout.
+// proofs/L4-rank-heads-tradeoff.md (parts C, D, F).  Exact tier, except binomial_lower_tail and two_layer_vote_mse
+// (enclosure tier, MPFI).
 #include "attncert/proofs/rank_heads.hpp"
 
 #include <map>
 #include <mutex>
+#include <tuple>
 #include <utility>
+
+#include <gmp.h>
+#include <mpfi.h>
 
 #include "attncert/deadline.hpp"
 #include "attncert/error.hpp"
+#include "attncert/number/interval.hpp"
 
 namespace attncert::rank_heads {
 
@@ -120,6 +126,119 @@ pi2_rational rank_lower_bound_residual(int d, const mpz_int& heads, int max_degr
     (density_constant_of(d).over_pi ? lb.b : lb.a) -= e1;
   }
   return lb;
+}
+
+// ---- part F: the vote construction's mean MSE (enclosure tier) ----------------------------------------------------
+
+mpfi_float binomial_lower_tail(long H, const mpfi_float& q) {
+  using boost::multiprecision::exp;
+  using boost::multiprecision::log;
+  if (H < 1 || H % 2 == 0) throw input_error("binomial_lower_tail: H must be odd and >= 1");
+  if (lower_of(q) < 0.5 || upper_of(q) > 1) throw input_error("binomial_lower_tail: q must lie in [1/2, 1]");
+  const mpfi_float p = mpfi_float(1) - q;  // probability of a wrong vote, in [0, 1/2]
+  if (upper_of(p) <= 0) return mpfi_float(0);
+  if (lower_of(p) <= 0) {  // p straddles 0: the tail is increasing in p, 0 at p = 0
+    return hull_of(mpfi_float(0), binomial_lower_tail(H, mpfi_float(1) - mpfi_float(upper_of(p))));
+  }
+  // terms t_k = C(H, k) q^k p^{H−k}, k ≤ k0 = (H − 1)/2, from k0 down; t_{k−1} = t_k · k/(H − k + 1) · p/q,
+  // and the ratio decreases with k, so Σ_{k<m} t_k ≤ t_m r_m/(1 − r_m) once r_m < 1.
+  const long k0 = (H - 1) / 2;
+  mpz_int binom;
+  mpz_bin_uiui(binom.backend().data(), static_cast<unsigned long>(H), static_cast<unsigned long>(k0));
+  mpfi_float term = mpfi_float(binom) * exp(mpfi_float(k0) * log(q) + mpfi_float(H - k0) * log(p));
+  const mpfi_float pq = p / q;
+  mpfi_float sum = term;
+  for (long k = k0; k > 0; --k) {
+    const mpfi_float r = mpfi_float(k) / mpfi_float(H - k + 1) * pq;
+    term *= r;
+    sum += term;
+    if (k == 1) break;  // t_0 added: every term summed
+    // the rest Σ_{j<k−1} t_j ≤ t_{k−1} r'/(1 − r'), r' the ratio at k − 1 (smaller than r)
+    if (upper_of(r) < 1) {
+      const mpfi_float rest = term * r / (mpfi_float(1) - r);
+      if (upper_of(rest) <= upper_of(sum) * mpfr_float(1e-30)) return hull_of(sum, mpfi_float(sum + mpfi_float(upper_of(rest))));
+    }
+  }
+  return sum;  // every term summed (k down to 0)
+}
+
+namespace {
+mpfi_float pi_interval() {
+  mpfi_float p;
+  mpfi_const_pi(p.backend().data());
+  return p;
+}
+}  // namespace
+
+mpfi_float sphere_weight(const mpfi_float& t, int d) {
+  using boost::multiprecision::sqrt;
+  mpfi_float b = mpfi_float(1) - t * t;
+  if (lower_of(b) < 0) b = hull_of(mpfi_float(0), mpfi_float(upper_of(b)));  // t ≤ 1: 1 − t² ≥ 0
+  mpfi_float r(1);
+  for (int k = 0; k < (d - 3) / 2; ++k) r *= b;
+  if (d % 2 == 0) r *= sqrt(b);
+  return r;
+}
+
+vote_mse_enclosure two_layer_vote_mse(int d, long H, int panels) {
+  using boost::multiprecision::acos;
+  using boost::multiprecision::sqrt;
+  if (d < 3 || panels < 1 || H < 1 || H % 2 == 0) throw input_error("two_layer_vote_mse: d >= 3, odd H and panels >= 1 expected");
+  // ∫₀¹ B_H(q(t)) w(t) dt, q(t) = 1 − arccos(t)/π: both factors nonincreasing in t, so each panel lies between
+  // h·f(right end) and h·f(left end).  The panels cover [0, t₀], t₀ = min(1, 12/√H); beyond, f ≤ f(t₀).
+  const mpfi_float pi = pi_interval();
+  vote_mse_enclosure out;
+  out.whole = H < 144;  // 12/√H ≥ 1 exactly when H ≤ 144 (and H = 144 is even)
+  out.t0 = out.whole ? mpfi_float(1) : mpfi_float(mpfi_float(12) / sqrt(mpfi_float(H)));
+  const mpfi_float h = out.t0 / mpfi_float(panels);
+  auto point = [&](int k) { return k == panels ? out.t0 : mpfi_float(h * mpfi_float(k)); };
+  auto B_at = [&](const mpfi_float& t) {
+    if (lower_of(t) >= 1) return mpfi_float(0);  // q = 1: every vote right
+    mpfi_float tt = t;
+    if (upper_of(tt) > 1) tt = hull_of(mpfi_float(lower_of(tt)), mpfi_float(1));
+    mpfi_float q = mpfi_float(1) - acos(tt) / pi;
+    if (lower_of(q) < 0.5) q = hull_of(mpfi_float(0.5), mpfi_float(upper_of(q)));
+    if (upper_of(q) > 1) q = hull_of(mpfi_float(lower_of(q)), mpfi_float(1));
+    return binomial_lower_tail(H, q);
+  };
+  // B_H at the panel ends does not depend on d: kept per (H, panels, precision) for the other dimensions.
+  static std::mutex m;
+  static std::map<std::tuple<long, int, unsigned>, std::vector<mpfi_float>> cache;
+  const auto key = std::make_tuple(H, panels, static_cast<unsigned>(mpfi_float::default_precision()));
+  {
+    const std::lock_guard<std::mutex> lock(m);
+    if (auto it = cache.find(key); it != cache.end()) out.B = it->second;
+  }
+  if (out.B.empty()) {
+    for (int k = 0; k <= panels; ++k) {
+      check_deadline();
+      out.B.push_back(B_at(point(k)));
+    }
+    const std::lock_guard<std::mutex> lock(m);
+    cache.emplace(key, out.B);
+  }
+  auto f = [&](int k) {
+    mpfi_float tt = point(k);
+    if (upper_of(tt) > 1) tt = hull_of(mpfi_float(lower_of(tt)), mpfi_float(1));
+    return mpfi_float(out.B[static_cast<std::size_t>(k)] * sphere_weight(tt, d));
+  };
+  // The lower sum of right ends and the upper sum of left ends, each accumulated as an interval (so the rounding of
+  // the sums is enclosed too): the integral lies in [lower end of the first, upper end of the second].
+  mpfi_float lo(0), hi(0);
+  mpfi_float fa = f(0);
+  for (int k = 0; k < panels; ++k) {
+    const mpfi_float fb = f(k + 1);
+    lo += mpfi_float(lower_of(mpfi_float(h * fb)));
+    hi += mpfi_float(upper_of(mpfi_float(h * fa)));
+    fa = fb;
+  }
+  if (!out.whole) hi += fa * (mpfi_float(1) - out.t0);
+  const density_constant c = density_constant_of(d);
+  mpfi_float cd;
+  mpfi_set_q(cd.backend().data(), c.r.backend().data());  // exact up to the outward rounding of MPFI
+  if (c.over_pi) cd /= pi;
+  out.mse = mpfi_float(4) * cd * hull_of(mpfi_float(lower_of(lo)), mpfi_float(upper_of(hi)));
+  return out;
 }
 
 }  // namespace attncert::rank_heads

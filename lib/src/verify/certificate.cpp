@@ -39,6 +39,7 @@ void verify_by_quantity(const nlohmann::json& cert, const note_fn& note) {
   if (cl.is_object() && cl.value("quantity", "") == "output_bound") return verify_output_bound(cert, cl, note);
   if (cl.is_object() && cl.value("quantity", "") == "numerical_rank") return verify_numerical_rank(cert, cl, note);
   if (cl.is_object() && cl.value("quantity", "") == "rank_heads_lower_bound") return verify_rank_heads(cert, cl, note);
+  if (cl.is_object() && cl.value("quantity", "") == "rank_heads_vote_mse") return verify_rank_heads_vote(cert, cl, note);
   const rebuilt_claim rc = rebuild_claim_matrix(cert, cl, note);
   const std::string quantity = cl.value("quantity", "rank");
   if (quantity == "determinant" || quantity == "output_value") {
@@ -70,6 +71,9 @@ const std::vector<irrelevant_field>& verdict_irrelevant_fields() {
        "a row other than /claim/row: the claim bounds the error of one row, which reads only that row's scores"},
       {"/claim/S_hat0/#/#", "output_bound", "other_rows",
        "a row other than /claim/row: the claim bounds the error of one row, which reads only that row's scores"},
+      {"/rank_heads_vote/precision_bits", "rank_heads_vote_mse", "",
+       "the working precision of the enclosures: the checker re-derives every binomial tail and both sums at it, and an "
+       "enclosure at any other precision is as true (the stated ones must still meet the re-derived ones)"},
       {"/claim/point", "numerical_rank", "",
        "a label: the recipe forms the matrix from Q, K and scale, and scale already includes a (scale = a s); the certificate does "
        "not state s, so a cannot be re-derived (it must still be an exact number)"},

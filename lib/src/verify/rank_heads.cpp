@@ -11,6 +11,14 @@
 //   m(d,r,ℓ) min(C(ℓ + r − 1, r − 1), N(d, ℓ)), N(d, ℓ) when r ≥ d;
 //   LB       ½ Σ E_ℓ max(0, 1 − H m/N) (+ the rank-one tail ½(1 − Σ E_ℓ)·max(0, 1 − H/N(d, L + 2)); with a residual,
 //            the degree-1 term dropped), then LB ≥ value by the exact sign (b = 0) or MPFI enclosures of π².
+//
+// rank_heads_vote_mse certificates (part F): the mean MSE of the vote construction, 4 c_d ∫₀¹ B_H(q(t)) w(t) dt,
+// re-enclosed here in MPFI at the certificate's precision: c_d in closed form; the panel ends t_k = k·t₀/n,
+// t₀ = min(1, 12/√H); q = 1 − arccos(t)/π; B_H(q) = Σ_{k ≤ (H−1)/2} C(H, k) q^k p^{H−k} summed upward from k = 0
+// with every term (the prover sums downward from the middle and bounds the rest geometrically); w(t) =
+// (1 − t²)^{(d−3)/2}; the lower sum of right ends and the upper sum of left ends (the integrand is nonincreasing:
+// the theorem of part F, taken as given).  Every stated B_H must meet the re-derived one, and the verdict must
+// follow from the re-derived enclosure.
 #include "checker.hpp"
 
 namespace attncert::verify::checker {
@@ -35,15 +43,19 @@ Q rising(const Q& x, long n) {
   return r;
 }
 
-// c_d² without its π factor (c_d² = this for odd d, this·π⁻² for even d).
-Q density_squared(long d) {
+// c_d without its π factor (c_d = this for odd d, this·π⁻¹ for even d), in closed form.
+Q density(long d) {
   if (d % 2 == 1) {
     const long m = (d - 1) / 2;
-    const Q c(factorial(2 * m), Z(Z(1) << (2 * m)) * factorial(m) * factorial(m - 1));
-    return c * c;
+    return Q(factorial(2 * m), Z(Z(1) << (2 * m)) * factorial(m) * factorial(m - 1));
   }
   const long m = d / 2;
-  const Q c(Z(Z(1) << (2 * (m - 1))) * factorial(m - 1) * factorial(m - 1), factorial(2 * m - 2));
+  return Q(Z(Z(1) << (2 * (m - 1))) * factorial(m - 1) * factorial(m - 1), factorial(2 * m - 2));
+}
+
+// c_d² without its π factor (c_d² = this for odd d, this·π⁻² for even d).
+Q density_squared(long d) {
+  const Q c = density(d);
   return c * c;
 }
 
@@ -145,6 +157,161 @@ void verify_rank_heads(const nlohmann::json& cert, const nlohmann::json& cl, con
   check(!cert.contains("counterexample"), "/counterexample: a lower-bound certificate states none");
   check(sign > 0, "/verdict: LB is below the value; only CERTIFIED certificates exist for this quantity");
   check_verdict(cert, true, note);
+}
+
+namespace {
+
+// An MPFI interval with its lifetime.
+struct iv {
+  mpfi_t x;
+  explicit iv(mpfr_prec_t bits) { mpfi_init2(x, bits); }
+  ~iv() { mpfi_clear(x); }
+  iv(const iv&) = delete;
+  iv& operator=(const iv&) = delete;
+};
+
+// a ≤ b for the intervals' ends, exactly (a rational against an MPFR end).
+bool q_le_left(const Q& v, const mpfi_t x) { return mpfr_cmp_q(&x->left, v.backend().data()) >= 0; }    // v ≤ lower(x)
+bool q_ge_right(const Q& v, const mpfi_t x) { return mpfr_cmp_q(&x->right, v.backend().data()) <= 0; }  // v ≥ upper(x)
+
+// B_H(q) for q = 1 − p, p in the interval P ⊂ [0, ½] (p may straddle 0: B is increasing in p and 0 at p = 0).
+void binomial_tail_upward(mpfi_t out, long H, const mpfi_t P, mpfr_prec_t bits) {
+  if (mpfr_sgn(&P->right) <= 0) {
+    mpfi_set_ui(out, 0);
+    return;
+  }
+  iv p(bits), q(bits), term(bits), ratio(bits), sum(bits);
+  if (mpfr_sgn(&P->left) <= 0) mpfi_set_fr(p.x, &P->right);  // the upper end; the result then starts at 0
+  else mpfi_set(p.x, P);
+  mpfi_ui_sub(q.x, 1, p.x);
+  // term_0 = p^H by binary powers
+  iv base(bits);
+  mpfi_set(base.x, p.x);
+  mpfi_set_ui(term.x, 1);
+  for (unsigned long e = static_cast<unsigned long>(H); e > 0; e >>= 1) {
+    if (e & 1) mpfi_mul(term.x, term.x, base.x);
+    mpfi_sqr(base.x, base.x);
+  }
+  mpfi_div(ratio.x, q.x, p.x);
+  mpfi_set(sum.x, term.x);
+  for (long k = 0; k < (H - 1) / 2; ++k) {
+    if ((k & 1023) == 0) poll();
+    mpfi_mul_ui(term.x, term.x, static_cast<unsigned long>(H - k));
+    mpfi_div_ui(term.x, term.x, static_cast<unsigned long>(k + 1));
+    mpfi_mul(term.x, term.x, ratio.x);
+    mpfi_add(sum.x, sum.x, term.x);
+  }
+  if (mpfr_sgn(&P->left) <= 0) {
+    mpfi_set_ui(out, 0);
+    mpfi_put(out, sum.x);
+  } else {
+    mpfi_set(out, sum.x);
+  }
+}
+
+}  // namespace
+
+void verify_rank_heads_vote(const nlohmann::json& cert, const nlohmann::json& cl, const note_fn& note) {
+  const long d = integer<long>(field(cl, "d", "/claim"), "/claim/d");
+  if (d < 3 || d > 64) throw malformed("/claim/d: expected 3 <= d <= 64");
+  const long H = integer<long>(field(cl, "heads", "/claim"), "/claim/heads");
+  if (H < 1 || H > 65535 || H % 2 == 0) throw malformed("/claim/heads: expected an odd number of vote heads in [1, 65535]");
+  const std::string rel = text_field(cl, "relation", "/claim");
+  if (rel != "<=" && rel != ">=") throw malformed("/claim/relation: rank_heads_vote_mse is '<=' or '>='");
+  const Q value = exact_number(field(cl, "value", "/claim"), "/claim/value");
+  const nlohmann::json& rv = field(cert, "rank_heads_vote", "");
+  const long n = integer<long>(field(rv, "panels", "/rank_heads_vote"), "/rank_heads_vote/panels");
+  if (n < 1 || n > 3200) throw malformed("/rank_heads_vote/panels: expected 1 <= panels <= 3200");
+  const long bits_l = integer<long>(field(rv, "precision_bits", "/rank_heads_vote"), "/rank_heads_vote/precision_bits");
+  if (bits_l < 64 || bits_l > 4096) throw malformed("/rank_heads_vote/precision_bits: expected 64 ... 4096");
+  if (static_cast<unsigned>(bits_l) > precision_cap()) throw beyond_cap("/rank_heads_vote/precision_bits: above " + precision_cap_text());
+  const mpfr_prec_t bits = static_cast<mpfr_prec_t>(bits_l);
+  const bool whole = H < 144;  // 12/√H ≥ 1 exactly when H ≤ 144
+  const nlohmann::json& w = field(rv, "whole", "/rank_heads_vote");
+  check(w.is_boolean() && w.get<bool>() == whole, "/rank_heads_vote/whole: the panels cover [0, 1] exactly when H < 144");
+  const nlohmann::json& Bs = field(rv, "binomial_tails", "/rank_heads_vote");
+  if (!Bs.is_array() || Bs.size() != static_cast<std::size_t>(n + 1)) throw malformed("/rank_heads_vote/binomial_tails: one interval per panel end (panels + 1)");
+  iv pi(bits), t0(bits), h(bits), t(bits), qv(bits), p(bits), B(bits), wt(bits), f(bits), lo(bits), hi(bits), tmp(bits), one_minus(bits);
+  mpfi_const_pi(pi.x);
+  if (whole) {
+    mpfi_set_ui(t0.x, 1);
+  } else {
+    mpfi_set_ui(t0.x, static_cast<unsigned long>(H));
+    mpfi_sqrt(t0.x, t0.x);
+    mpfi_ui_div(t0.x, 12, t0.x);
+  }
+  mpfi_div_ui(h.x, t0.x, static_cast<unsigned long>(n));
+  mpfi_set_ui(lo.x, 0);
+  mpfi_set_ui(hi.x, 0);
+  auto f_at = [&](long k) {
+    if (k == n) mpfi_set(t.x, t0.x);
+    else mpfi_mul_ui(t.x, h.x, static_cast<unsigned long>(k));
+    if (mpfr_cmp_ui(&t.x->right, 1) > 0) mpfr_set_ui(&t.x->right, 1, MPFR_RNDU);  // t ≤ 1
+    if (mpfr_cmp_ui(&t.x->left, 1) >= 0) {
+      mpfi_set_ui(B.x, 0);  // q = 1
+    } else {
+      mpfi_acos(qv.x, t.x);
+      mpfi_div(p.x, qv.x, pi.x);  // p = arccos(t)/π ∈ [0, ½]
+      if (mpfr_sgn(&p.x->left) < 0) mpfr_set_ui(&p.x->left, 0, MPFR_RNDD);
+      if (mpfr_cmp_d(&p.x->right, 0.5) > 0) mpfr_set_d(&p.x->right, 0.5, MPFR_RNDU);
+      binomial_tail_upward(B.x, H, p.x, bits);
+    }
+    const std::string where = "/rank_heads_vote/binomial_tails/" + std::to_string(k);
+    const nlohmann::json& e = Bs[static_cast<std::size_t>(k)];
+    if (!e.is_array() || e.size() != 2) throw malformed(where + ": expected [lower, upper]");
+    const Q slo = exact_number(e[0], where + "/0"), shi = exact_number(e[1], where + "/1");
+    check(slo <= shi, where + ": an interval [lower, upper]");
+    // the stated enclosure must meet the re-derived one
+    check(mpfr_cmp_q(&B.x->left, shi.backend().data()) <= 0 && mpfr_cmp_q(&B.x->right, slo.backend().data()) >= 0,
+          where + ": B_H at this panel end is not in the stated interval (re-derived by the upward sum)");
+    // f = B·(1 − t²)^{(d−3)/2}
+    mpfi_sqr(wt.x, t.x);
+    mpfi_ui_sub(wt.x, 1, wt.x);
+    if (mpfr_sgn(&wt.x->left) < 0) mpfr_set_ui(&wt.x->left, 0, MPFR_RNDD);
+    mpfi_set_ui(tmp.x, 1);
+    for (long j = 0; j < (d - 3) / 2; ++j) mpfi_mul(tmp.x, tmp.x, wt.x);
+    if (d % 2 == 0) {
+      mpfi_sqrt(wt.x, wt.x);
+      mpfi_mul(tmp.x, tmp.x, wt.x);
+    }
+    mpfi_mul(f.x, B.x, tmp.x);
+  };
+  iv prev(bits);
+  f_at(0);
+  mpfi_set(prev.x, f.x);
+  for (long k = 0; k < n; ++k) {
+    poll();
+    f_at(k + 1);
+    mpfi_mul(tmp.x, h.x, f.x);  // right end: the lower sum
+    mpfi_add_fr(lo.x, lo.x, &tmp.x->left);
+    mpfi_mul(tmp.x, h.x, prev.x);  // left end: the upper sum
+    mpfi_add_fr(hi.x, hi.x, &tmp.x->right);
+    mpfi_set(prev.x, f.x);
+  }
+  if (!whole) {  // beyond t₀ the integrand is at most f(t₀)
+    mpfi_ui_sub(one_minus.x, 1, t0.x);
+    mpfi_mul(tmp.x, prev.x, one_minus.x);
+    mpfi_add_fr(hi.x, hi.x, &tmp.x->right);
+  }
+  iv mse(bits), cd(bits);
+  const Q c = density(d);
+  mpfi_set_q(cd.x, c.backend().data());
+  if (d % 2 == 0) mpfi_div(cd.x, cd.x, pi.x);
+  mpfi_mul_ui(cd.x, cd.x, 4);
+  mpfi_interv_fr(mse.x, &lo.x->left, &hi.x->right);
+  mpfi_mul(mse.x, mse.x, cd.x);
+  const nlohmann::json& stated = field(rv, "mean_mse", "/rank_heads_vote");
+  if (!stated.is_array() || stated.size() != 2) throw malformed("/rank_heads_vote/mean_mse: expected [lower, upper]");
+  const Q mlo = exact_number(stated[0], "/rank_heads_vote/mean_mse/0"), mhi = exact_number(stated[1], "/rank_heads_vote/mean_mse/1");
+  check(mlo <= mhi && mpfr_cmp_q(&mse.x->left, mhi.backend().data()) <= 0 && mpfr_cmp_q(&mse.x->right, mlo.backend().data()) >= 0,
+        "/rank_heads_vote/mean_mse: the stated enclosure does not meet the re-derived one");
+  note("mean MSE of the vote construction (d = " + std::to_string(d) + ", H = " + std::to_string(H) + ") re-enclosed from " +
+       std::to_string(n + 1) + " upward binomial sums at " + std::to_string(bits_l) + " bits");
+  check(!cert.contains("counterexample"), "/counterexample: a mean-MSE certificate states none");
+  const bool holds = rel == "<=" ? q_ge_right(value, mse.x) : q_le_left(value, mse.x);
+  const bool fails = rel == "<=" ? mpfr_cmp_q(&mse.x->left, value.backend().data()) > 0 : mpfr_cmp_q(&mse.x->right, value.backend().data()) < 0;
+  if (!holds && !fails) throw beyond_cap("the re-derived enclosure of the mean MSE contains the value at " + std::to_string(bits_l) + " bits and " + std::to_string(n) + " panels");
+  check_verdict(cert, holds, note);
 }
 
 }  // namespace attncert::verify::checker

@@ -1,8 +1,8 @@
 // attncert/proofs/rank_heads.hpp — the exact quantities of the rank–heads trade-off
 // (proofs/L4-rank-heads-tradeoff.md, parts C, D and F), shared by the check `rank-heads-tradeoff`
-// and the prover of `attncert certify`'s rank_heads_lower_bound claims.  Tier: exact (GMP
-// rationals and integers); nothing here rounds.  The certificate checker re-derives them by other
-// formulas (lib/src/verify/rank_heads.cpp).
+// and the prover of `attncert certify`'s rank_heads_lower_bound and rank_heads_vote_mse claims.  Tier: exact (GMP
+// rationals and integers) except the two enclosure-tier functions of part F at the end (MPFI).  The certificate
+// checker re-derives them by other formulas (lib/src/verify/rank_heads.cpp).
 #pragma once
 
 #include <vector>
@@ -50,5 +50,28 @@ pi2_rational rank_lower_bound(int d, const mpz_int& heads, int rank, int max_deg
 
 /// LB with a path from the query to the output (residual): rank one, degree 1 dropped (proofs/L4 part F).
 pi2_rational rank_lower_bound_residual(int d, const mpz_int& heads, int max_degree);
+
+/// (1 − t²)^{(d−3)/2}, the density of one coordinate of a uniform point of S^{d−1} up to c_d, for t in [0, 1] (an
+/// enclosure for the enclosure t; an upper end above 1 is read as 1).  Tier: enclosure.
+mpfi_float sphere_weight(const mpfi_float& t, int d);
+
+/// P(Bin(H, q) ≤ (H − 1)/2) for odd H and q in [1/2, 1], enclosed at the current MPFR precision: the terms from
+/// k = (H − 1)/2 downward, then a geometric bound of the rest once it is below 10⁻³⁰ of the sum (proofs/L4 part F).
+/// Tier: enclosure.  Errors: input_error for even H, H < 1 or q outside [1/2, 1].
+mpfi_float binomial_lower_tail(long H, const mpfi_float& q);
+
+/// The two-layer vote construction of proofs/L4 part F with H (odd) i.i.d. uniform rank-one vote directions, hardmax:
+/// its MSE averaged over the directions and the N = 2 inputs, 4 c_d ∫₀¹ B_H(1 − arccos(t)/π)(1 − t²)^{(d−3)/2} dt,
+/// enclosed by monotone Riemann sums (the integrand is nonincreasing): `panels` equal panels on [0, t₀],
+/// t₀ = min(1, 12/√H), and f(t₀)(1 − t₀) for the rest.  Some direction set does at least this well.  `B` holds the
+/// enclosures of B_H at the panel ends t_k = k t₀/panels (k = 0 … panels; they do not depend on d and are kept per
+/// (H, panels, precision) in the process).  Tier: enclosure.  Errors: input_error for d < 3, even H or panels < 1.
+struct vote_mse_enclosure {
+  mpfi_float mse;
+  mpfi_float t0;       ///< the end of the panels (1, or 12/√H enclosed)
+  bool whole = true;   ///< t₀ = 1 (no tail term)
+  std::vector<mpfi_float> B;
+};
+vote_mse_enclosure two_layer_vote_mse(int d, long H, int panels);
 
 }  // namespace attncert::rank_heads
