@@ -51,46 +51,7 @@ mpfi_float value_of(const density_constant& c) {
   return c.over_pi ? mpfi_float(r / pi_enclosure()) : r;
 }
 
-namespace {
-// (1 − t²)^{(d−3)/2} for t in [0, 1] (an enclosure for the enclosure t).
-mpfi_float weight(const mpfi_float& t, int d) { return rank_heads::sphere_weight(t, d); }
-mpfi_float sigma_neg_sq(const mpfi_float& s) {  // σ(−s)² = 1/(1 + e^s)²
-  using boost::multiprecision::exp;
-  const mpfi_float q = mpfi_float(1) / (mpfi_float(1) + exp(s));
-  return q * q;
-}
-}  // namespace
-
-mpfi_float mse_full_rank(int d, const mpq_rational& lambda, int panels) {
-  using boost::multiprecision::exp;
-  using boost::multiprecision::sqrt;
-  if (d < 3) throw input_error("mse_full_rank: d must be >= 3");
-  if (lambda <= 0 || panels < 1) throw input_error("mse_full_rank: lambda > 0 and panels >= 1 expected");
-  const mpfi_float a = sqrt(mpfi_float(2)) * from_rational<mpfi_float>(lambda);  // s = a t
-  // ∫₀¹ σ(−at)² w(t) dt = (1/a) ∫₀^a σ(−s)² w(s/a) ds; s beyond 40 only in the tail bound.
-  const bool cut = certainly_le(mpfi_float(40), a) == truth::certainly_true;
-  const mpfi_float end = cut ? mpfi_float(40) : a;
-  const mpfi_float h = end / mpfi_float(panels);
-  // The panel bounds are summed as intervals, so the rounding of the sums is enclosed too (a sum of lower ends in
-  // round-to-nearest could exceed the exact sum by half an ulp).
-  mpfi_float lo(0), hi(0);
-  mpfi_float fa = sigma_neg_sq(mpfi_float(0)), wa = weight(mpfi_float(0), d);
-  for (int k = 0; k < panels; ++k) {
-    check_deadline();
-    const mpfi_float b = h * mpfi_float(k + 1);
-    const mpfi_float fb = sigma_neg_sq(b), wb = weight(mpfi_float(b / a), d);
-    const mpfi_float fm = sigma_neg_sq(mpfi_float(h * (mpfi_float(k) + mpfi_float(0.5))));
-    // σ(−s)² is convex on s ≥ 0 (midpoint below, trapezoid above); w is nonincreasing and >= 0.
-    lo += mpfi_float(lower_of(mpfi_float(wb * h * fm)));
-    hi += mpfi_float(upper_of(mpfi_float(wa * h * (fa + fb) / mpfi_float(2))));
-    fa = fb;
-    wa = wb;
-  }
-  mpfi_float integral = hull_of(mpfi_float(lower_of(lo)), mpfi_float(upper_of(hi)));
-  if (cut)  // ∫_{40}^{a} σ(−s)² w ds ∈ [0, ∫_{40}^∞ e^{−2s} ds] = [0, e^{−80}/2]
-    integral = hull_of(mpfi_float(lower_of(integral)), mpfi_float(upper_of(mpfi_float(integral + exp(mpfi_float(-80)) / mpfi_float(2)))));
-  return mpfi_float(4) * value_of(density_constant_of(d)) * integral / a;
-}
+mpfi_float mse_full_rank(int d, const mpq_rational& lambda, int panels) { return rank_heads::full_rank_mse(d, lambda, panels); }
 
 mpfi_float asymptotic_constant(int d) {
   using boost::multiprecision::log;

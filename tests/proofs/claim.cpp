@@ -976,3 +976,55 @@ BOOST_AUTO_TEST_CASE(rank_heads_vote_mse_malformed_claims) {
   BOOST_TEST(starts(expect_error(vote_claim(R"J("d": 8, "heads": 3)J", "0", "=")), "/relation:"));
   BOOST_TEST(starts(expect_error(R"J({"quantity": {"kind": "rank_heads_vote_mse", "d": 8, "heads": 3}, "relation": "<="})J"), "/value:"));
 }
+
+// ---- rank_heads_full_rank_mse (proofs/L4 part A) ----------------------------------------------------------------
+
+namespace {
+std::string full_claim(const std::string& quantity, const std::string& value, const std::string& relation = "<=") {
+  return R"J({"quantity": {"kind": "rank_heads_full_rank_mse", )J" + quantity + R"J(}, "relation": ")J" + relation + R"J(", "value": )J" + value + "}";
+}
+}  // namespace
+
+// Known answers: d = 3, λ → 0 gives σ(0)² = 1/4 everywhere, MSE → 4 c_3 · ¼ = ½; at λ = 10⁻⁶ the MSE lies within 10⁻⁵
+// of ½ (below it).  At large λ, λ·MSE → K_d = 2√2 c_d (ln 2 − ½) (d = 3: √2 (ln 2 − ½) = 0.273151…, so at λ = 10⁴
+// MSE ≈ 2.73151·10⁻⁵, the gap to K_d being O(e^{−√2λ}) for d = 3).  Both relations, both verdicts; the checker re-encloses by another rule.
+BOOST_AUTO_TEST_CASE(rank_heads_full_rank_mse_known_answers) {
+  const certify_result a = cert(full_claim(R"J("d": 3, "lambda": "1e-6")J", "\"0.49999\"", ">="));
+  BOOST_TEST_REQUIRE(a.exit_code() == 0);
+  BOOST_TEST(verify_certificate(a.certificate).exit_code() == 0);
+  const certify_result b = cert(full_claim(R"J("d": 3, "lambda": "1e-6")J", "\"0.5\"", ">="));  // strictly below ½: refuted
+  BOOST_TEST_REQUIRE(b.exit_code() == 1);
+  BOOST_TEST(verify_certificate(b.certificate).exit_code() == 0);
+  const certify_result c = cert(full_claim(R"J("d": 3, "lambda": 10000)J", "\"2.7318e-5\""));
+  BOOST_TEST_REQUIRE(c.exit_code() == 0);
+  BOOST_TEST(verify_certificate(c.certificate).exit_code() == 0);
+  BOOST_TEST(cert(full_claim(R"J("d": 3, "lambda": 10000)J", "\"2.7314e-5\"")).exit_code() == 1);
+  // tampering: another λ, another enclosure, another value, another relation
+  auto status = [](json x) { return verify_certificate(x).exit_code(); };
+  json t = c.certificate;
+  t["claim"]["lambda"] = "20000";
+  BOOST_TEST(status(t) == 1);
+  t = c.certificate;
+  t["rank_heads_full_rank"]["mse"] = json::array({"0.001", "0.002"});
+  BOOST_TEST(status(t) == 1);
+  t = c.certificate;
+  t["claim"]["value"] = "2e-5";
+  BOOST_TEST(status(t) == 1);
+  t = c.certificate;
+  t["claim"]["relation"] = ">=";
+  BOOST_TEST(status(t) == 1);
+  t = c.certificate;
+  t["claim"]["lambda"] = "-1";
+  BOOST_TEST(status(t) == 2);
+}
+
+BOOST_AUTO_TEST_CASE(rank_heads_full_rank_mse_malformed_claims) {
+  auto starts = [](const std::string& msg, const std::string& prefix) { return msg.rfind(prefix, 0) == 0; };
+  BOOST_TEST(starts(expect_error(full_claim(R"J("d": 8)J", "0")), "/quantity/lambda:"));
+  BOOST_TEST(starts(expect_error(full_claim(R"J("d": 8, "lambda": 0)J", "0")), "/quantity/lambda:"));
+  BOOST_TEST(starts(expect_error(full_claim(R"J("d": 8, "lambda": "1e31")J", "0")), "/quantity/lambda:"));
+  BOOST_TEST(starts(expect_error(full_claim(R"J("d": 2, "lambda": 1)J", "0")), "/quantity/d:"));
+  BOOST_TEST(starts(expect_error(full_claim(R"J("d": 8, "lambda": 1, "panels": 100000)J", "0")), "/quantity/panels:"));
+  BOOST_TEST(starts(expect_error(full_claim(R"J("d": 8, "lambda": 1, "heads": 1)J", "0")), "/quantity/heads:"));
+  BOOST_TEST(starts(expect_error(full_claim(R"J("d": 8, "lambda": 1)J", "0", "==")), "/relation:"));
+}

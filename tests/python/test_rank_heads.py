@@ -85,3 +85,44 @@ def test_harmonic_energies_and_tails_contain_the_mpmath_values(claims):
     # sign on S^2: 3/4 of the energy in degree 1, 7/64 in degree 3 (Legendre)
     assert any(c["instance"].startswith("d=3, degree 1 ") and "E_l = 3/4 " in c["computed"] for c in rows)
     assert any(c["instance"].startswith("d=3, degree 3 ") and "E_l = 7/64 " in c["computed"] for c in rows)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# `attncert certify` on the shipped rank_heads_full_rank_mse claims: the certificate's enclosure holds mpmath's value
+# and the verdict is the one mpmath's value gives.
+
+import glob  # noqa: E402
+import json  # noqa: E402
+import os  # noqa: E402
+import subprocess  # noqa: E402
+from fractions import Fraction  # noqa: E402
+
+CLI = os.environ.get("ATTNCERT_CLI")
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+@pytest.mark.skipif(not CLI, reason="ATTNCERT_CLI (the attncert binary) not set")
+def test_full_rank_certificates_hold_mpmath_values(tmp_path):
+    mp.dps = 40
+    shipped = []
+    for f in sorted(glob.glob(os.path.join(ROOT, "proofs", "claims", "L4-*.json"))):
+        with open(f) as fh:
+            c = json.load(fh)
+        if c["quantity"]["kind"] == "rank_heads_full_rank_mse":
+            shipped.append((f, c))
+    assert len(shipped) >= 2
+    for i, (f, claim) in enumerate(shipped):
+        q = claim["quantity"]
+        lam = Fraction(q["lambda"])
+        want = mse(q["d"], mp.mpf(lam.numerator) / lam.denominator)
+        out = tmp_path / ("f%d.cert.json" % i)
+        run = subprocess.run([CLI, "certify", f, "--certificate", str(out)], capture_output=True, text=True, timeout=120)
+        cert = json.loads(out.read_text())
+        lo, hi = (mp.mpf(x) for x in cert["rank_heads_full_rank"]["mse"])
+        assert lo <= want <= hi, (f, lo, want, hi)
+        v = Fraction(claim["value"])
+        value = mp.mpf(v.numerator) / v.denominator
+        holds = want <= value if claim["relation"] == "<=" else want >= value
+        assert run.returncode == (0 if holds else 1) and cert["verdict"] == ("CERTIFIED" if holds else "REFUTED"), f
+        with open(os.path.join(ROOT, "proofs", "certificates", os.path.basename(f)[:-5] + ".cert.json")) as fh:
+            assert json.load(fh)["rank_heads_full_rank"] == cert["rank_heads_full_rank"], f

@@ -575,6 +575,37 @@ parsed_claim parse_rank_heads_vote_claim(const nlohmann::json& claim) {
   return p;
 }
 
+// ---- rank_heads_full_rank_mse ----------------------------------------------------------------
+// {"quantity": {"kind": "rank_heads_full_rank_mse", "d": 8, "lambda": "100", "panels": 2048}, "relation": "<=", "value": "0.02"}
+
+parsed_claim parse_rank_heads_full_rank_claim(const nlohmann::json& claim) {
+  parsed_claim p;
+  p.kind = quantity_kind::rank_heads_full_rank_mse;
+  only_members(claim, "", {"title", "statement", "source", "quantity", "relation", "value"},
+               "not used by rank_heads_full_rank_mse (it takes no objects, family or tolerance: the N = 2 distribution is fixed by d)");
+  const nlohmann::json& q = claim["quantity"];
+  only_members(q, "/quantity", {"kind", "d", "lambda", "panels"}, "unknown key (rank_heads_full_rank_mse takes d, lambda, panels)");
+  rank_heads_full_rank_claim c;
+  c.d = bounded_int(q, "d", 3, 64, 0, "the dimension of the sphere's ambient space");
+  const auto* l = find_member(q, "lambda");
+  if (!l) fail("/quantity/lambda", "missing: the head's scale (W_K^T W_Q = lambda I), an exact number > 0");
+  c.lambda = exact_number(*l, "/quantity/lambda");
+  if (c.lambda <= 0 || c.lambda > mpq_rational(mpz_int(("1" + std::string(30, '0')).c_str())))
+    fail("/quantity/lambda", "expected 0 < lambda <= 10^30");
+  c.panels = bounded_int(q, "panels", 1, 65536, 2048, "the quadrature panels to start with");
+  const auto* rel = find_member(claim, "relation");
+  if (!rel || !rel->is_string()) fail("/relation", "missing: rank_heads_full_rank_mse claims are '<=' or '>='");
+  const std::string r = rel->get<std::string>();
+  if (r == "<=" || r == "≤") c.at_most = true;
+  else if (r == ">=" || r == "≥") c.at_most = false;
+  else fail("/relation", "rank_heads_full_rank_mse claims are '<=' or '>=' (the MSE is enclosed, not computed exactly)");
+  const auto* v = find_member(claim, "value");
+  if (!v) fail("/value", "missing: the claimed bound of the MSE (an exact number)");
+  c.value = exact_number(*v, "/value");
+  p.body = std::move(c);
+  return p;
+}
+
 // ---- the claim's frame: top-level members, objects, quantity kind -----------------------
 
 quantity_kind parse_kind(const nlohmann::json& claim) {
@@ -584,6 +615,7 @@ quantity_kind parse_kind(const nlohmann::json& claim) {
     if (const auto* k = find_member(*q, "kind"); k && k->is_string()) {
       if (k->get<std::string>() == "rank_heads_lower_bound") return quantity_kind::rank_heads_lower_bound;
       if (k->get<std::string>() == "rank_heads_vote_mse") return quantity_kind::rank_heads_vote_mse;
+      if (k->get<std::string>() == "rank_heads_full_rank_mse") return quantity_kind::rank_heads_full_rank_mse;
     }
   const nlohmann::json* objects = find_member(claim, "objects");
   if (!objects || !objects->is_object()) fail("/objects", "missing object with the matrices");
@@ -599,7 +631,7 @@ quantity_kind parse_kind(const nlohmann::json& claim) {
   if (k == "output_bound") return quantity_kind::output_bound;
   if (k == "numerical_rank") return quantity_kind::numerical_rank;
   fail("/quantity/kind", "unknown quantity '" + k + "' (supported: rank, determinant, output_value, singular_value, output_bound, numerical_rank, "
-                                  "rank_heads_lower_bound, rank_heads_vote_mse)");
+                                  "rank_heads_lower_bound, rank_heads_vote_mse, rank_heads_full_rank_mse)");
 }
 
 }  // namespace
@@ -610,6 +642,7 @@ parsed_claim parse_claim(const nlohmann::json& claim, const std::string& base_di
   if (kind == quantity_kind::numerical_rank) return parse_numerical_rank_claim(claim, base_dir);
   if (kind == quantity_kind::rank_heads_lower_bound) return parse_rank_heads_claim(claim);
   if (kind == quantity_kind::rank_heads_vote_mse) return parse_rank_heads_vote_claim(claim);
+  if (kind == quantity_kind::rank_heads_full_rank_mse) return parse_rank_heads_full_rank_claim(claim);
   parsed_claim p;
   p.kind = kind;
   p.body = parse_layer_claim(claim, kind, base_dir);

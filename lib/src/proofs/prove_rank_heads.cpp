@@ -189,4 +189,53 @@ certify_result prove_rank_heads_vote(const rank_heads_vote_claim& c, const nlohm
   return res;
 }
 
+// rank_heads_full_rank_mse claims (part A): the full-rank head's MSE enclosed by rank_heads::full_rank_mse (the check's
+// quadrature: convexity of σ(−s)² times the monotone weight) at 128 bits, the panels doubled from the claim's up to
+// 65536 while the enclosure contains the value.  The certificate states the enclosure only; the checker re-encloses
+// the integral by another rule (monotone Riemann sums of the whole integrand, with its own panel count).
+certify_result prove_rank_heads_full_rank(const rank_heads_full_rank_claim& c, const nlohmann::json& claim) {
+  constexpr int max_panels = 65536;
+  const precision_guard guard(vote_bits);
+  mpfi_float value;
+  mpfi_set_q(value.backend().data(), c.value.backend().data());
+  int panels = c.panels;
+  mpfi_float mse = rank_heads::full_rank_mse(c.d, c.lambda, panels);
+  auto holds = [&] { return c.at_most ? upper_of(mse) <= lower_of(value) : lower_of(mse) >= upper_of(value); };
+  auto fails = [&] { return c.at_most ? lower_of(mse) > upper_of(value) : upper_of(mse) < lower_of(value); };
+  while (!holds() && !fails() && panels * 2 <= max_panels) {
+    panels *= 2;
+    mse = rank_heads::full_rank_mse(c.d, c.lambda, panels);
+  }
+  const std::string rel = c.at_most ? "<=" : ">=";
+  const std::string text = "one full-rank head (W_K^T W_Q = lambda I with lambda = " + rational_string(c.lambda) +
+                           ", W_O^T W_V = I) in dimension d = " + std::to_string(c.d) + " has MSE " + rel + " " + rational_string(c.value) +
+                           " (N = 2 keys, a random orthonormal pair; query uniform on the sphere)";
+  const std::string shown = "[" + decimal_down(lower_of(mse).backend().data(), 10) + ", " + decimal_up(upper_of(mse).backend().data(), 10) + "]";
+  certify_result res;
+  res.report = report_header(claim);
+  res.report["claim"] = text;
+  res.report["mse"] = interval_json(mse);
+  res.report["panels"] = panels;
+  res.report["proof"] = "proofs/L4-rank-heads-tradeoff.md, part A";
+  if (!holds() && !fails()) {
+    const std::string why = "the enclosure " + shown + " of the MSE still contains the value at " + std::to_string(panels) +
+                            " panels (the most this prover uses: " + std::to_string(max_panels) + ")";
+    return mark_undecided(res, "UNDECIDED: " + text + "\n  " + why + "\n", why);
+  }
+  res.verdict = holds() ? claim_verdict::certified : claim_verdict::refuted;
+  std::ostringstream os;
+  os << to_string(res.verdict) << ": " << text << ".\n  MSE in " << shown << " (quadrature bounded by convexity, " << panels << " panels, "
+     << vote_bits << "-bit intervals)" << (res.verdict == claim_verdict::certified ? "" : ": the value is on the wrong side of it") << "\n";
+  res.summary = os.str();
+  res.report["verdict"] = to_string(res.verdict);
+  res.report["summary"] = res.summary;
+  nlohmann::json cl = {{"quantity", "rank_heads_full_rank_mse"}, {"d", c.d}, {"lambda", rational_string(c.lambda)}, {"relation", rel},
+                       {"value", rational_string(c.value)}};
+  if (claim.contains("title")) cl["title"] = claim["title"];
+  nlohmann::json cert = certificate_header(cl, res.verdict);
+  cert["rank_heads_full_rank"] = {{"mse", interval_json(mse)}};
+  res.certificate = cert;
+  return res;
+}
+
 }  // namespace attncert::proofs::detail

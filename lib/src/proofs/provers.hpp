@@ -61,7 +61,8 @@ struct real_relation {
 };
 real_relation parse_real_relation(const nlohmann::json& relation, const nlohmann::json& value, const nlohmann::json* tolerance);
 
-enum class quantity_kind { rank, determinant, output_value, singular_value, output_bound, numerical_rank, rank_heads_lower_bound, rank_heads_vote_mse };
+enum class quantity_kind { rank, determinant, output_value, singular_value, output_bound, numerical_rank, rank_heads_lower_bound, rank_heads_vote_mse,
+                           rank_heads_full_rank_mse };
 
 /// A claim about one layer's object over the family S(a) = a·S0 (rank, determinant,
 /// output_value, singular_value).
@@ -122,13 +123,23 @@ struct rank_heads_vote_claim {
   mpq_rational value = 0;
 };
 
+/// A full-rank-head claim (proofs/L4 part A): the head W_KᵀW_Q = λI, W_OᵀW_V = I on the N = 2 distribution in
+/// dimension d has MSE ≤ value (`at_most`) or ≥ value.  A definite number: either side can be refuted.
+struct rank_heads_full_rank_claim {
+  int d = 3;
+  mpq_rational lambda = 1;
+  int panels = 2048;  ///< the quadrature panels to start with (doubled up to 65536 while undecided)
+  bool at_most = true;
+  mpq_rational value = 0;
+};
+
 /// A claim file, parsed and validated once.  `not_supported` nonempty: the claim is well
 /// formed as far as it was read but asks for what the method does not cover (the prover
 /// answers UNDECIDED with this reason; the rest of the claim is then not read).
 struct parsed_claim {
   quantity_kind kind = quantity_kind::rank;
   std::string not_supported;
-  std::variant<layer_claim, output_bound_claim, numerical_rank_claim, rank_heads_claim, rank_heads_vote_claim> body;
+  std::variant<layer_claim, output_bound_claim, numerical_rank_claim, rank_heads_claim, rank_heads_vote_claim, rank_heads_full_rank_claim> body;
 };
 
 /// Parses and validates `claim` (matrix paths relative to `base_dir`).  Errors: input_error
@@ -185,6 +196,7 @@ certify_result prove_output_bound(const output_bound_claim& c, const nlohmann::j
 certify_result prove_numerical_rank(const numerical_rank_claim& c, const nlohmann::json& claim);
 certify_result prove_rank_heads(const rank_heads_claim& c, const nlohmann::json& claim, unsigned max_bits);
 certify_result prove_rank_heads_vote(const rank_heads_vote_claim& c, const nlohmann::json& claim);
+certify_result prove_rank_heads_full_rank(const rank_heads_full_rank_claim& c, const nlohmann::json& claim);
 
 /// The polynomial family M(u) of a layer claim (rank/family.cpp's build_family).  Errors:
 /// family_too_large passes through (the dispatcher answers UNDECIDED); any other

@@ -180,6 +180,52 @@ mpfi_float sphere_weight(const mpfi_float& t, int d) {
   return r;
 }
 
+mpfi_float logistic_tail_squared(const mpfi_float& s) {
+  using boost::multiprecision::exp;
+  const mpfi_float q = mpfi_float(1) / (mpfi_float(1) + exp(s));
+  return q * q;
+}
+
+// ---- part A: the full-rank head's MSE (enclosure tier) ------------------------------------------------------------
+
+mpfi_float full_rank_mse(int d, const mpq_rational& lambda, int panels) {
+  using boost::multiprecision::exp;
+  using boost::multiprecision::sqrt;
+  if (d < 3) throw input_error("full_rank_mse: d must be >= 3");
+  if (lambda <= 0 || panels < 1) throw input_error("full_rank_mse: lambda > 0 and panels >= 1 expected");
+  mpfi_float lam;
+  mpfi_set_q(lam.backend().data(), lambda.backend().data());
+  const mpfi_float a = sqrt(mpfi_float(2)) * lam;  // s = a t
+  // ∫₀¹ σ(−at)² w(t) dt = (1/a) ∫₀^a σ(−s)² w(s/a) ds; s beyond 40 only in the tail bound.
+  const bool cut = certainly_le(mpfi_float(40), a) == truth::certainly_true;
+  const mpfi_float end = cut ? mpfi_float(40) : a;
+  const mpfi_float h = end / mpfi_float(panels);
+  // The panel bounds are summed as intervals, so the rounding of the sums is enclosed too (a sum of lower ends in
+  // round-to-nearest could exceed the exact sum by half an ulp).
+  mpfi_float lo(0), hi(0);
+  mpfi_float fa = logistic_tail_squared(mpfi_float(0)), wa = sphere_weight(mpfi_float(0), d);
+  for (int k = 0; k < panels; ++k) {
+    if ((k & 255) == 0) check_deadline();
+    const mpfi_float b = h * mpfi_float(k + 1);
+    const mpfi_float fb = logistic_tail_squared(b), wb = sphere_weight(mpfi_float(b / a), d);
+    const mpfi_float fm = logistic_tail_squared(mpfi_float(h * (mpfi_float(k) + mpfi_float(0.5))));
+    // σ(−s)² is convex on s ≥ 0 (midpoint below, trapezoid above); w is nonincreasing and >= 0.
+    lo += mpfi_float(lower_of(mpfi_float(wb * h * fm)));
+    hi += mpfi_float(upper_of(mpfi_float(wa * h * (fa + fb) / mpfi_float(2))));
+    fa = fb;
+    wa = wb;
+  }
+  mpfi_float integral = hull_of(mpfi_float(lower_of(lo)), mpfi_float(upper_of(hi)));
+  if (cut)  // ∫_{40}^{a} σ(−s)² w ds ∈ [0, ∫_{40}^∞ e^{−2s} ds] = [0, e^{−80}/2]
+    integral = hull_of(mpfi_float(lower_of(integral)), mpfi_float(upper_of(mpfi_float(integral + exp(mpfi_float(-80)) / mpfi_float(2)))));
+  const density_constant c = density_constant_of(d);
+  mpfi_float cd;
+  mpfi_set_q(cd.backend().data(), c.r.backend().data());
+  if (c.over_pi) cd /= pi_interval();
+  return mpfi_float(4) * cd * integral / a;
+}
+
+
 vote_mse_enclosure two_layer_vote_mse(int d, long H, int panels) {
   using boost::multiprecision::acos;
   using boost::multiprecision::sqrt;

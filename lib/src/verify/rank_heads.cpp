@@ -19,6 +19,13 @@
 // (1 − t²)^{(d−3)/2}; the lower sum of right ends and the upper sum of left ends (the integrand is nonincreasing:
 // the theorem of part F, taken as given).  Every stated B_H must meet the re-derived one, and the verdict must
 // follow from the re-derived enclosure.
+//
+// rank_heads_full_rank_mse certificates (part A): the MSE 4 c_d ∫₀¹ σ(−at)² w(t) dt (a = √2λ) of the full-rank head,
+// re-enclosed here by another rule than the prover's: with s = at the integrand F(s) = σ(−s)² w(s/a) is
+// nonincreasing (both factors are), so ∫₀^E F lies between the right-end and left-end Riemann sums; E = 40 when
+// a ≥ 40 (decided exactly: 2λ² ≥ 1600), else E = a, and ∫_E^a F ∈ [0, e^{−80}/2].  The prover bounds each panel by
+// convexity of σ(−s)² instead.  The checker's panels start at 2^15 and double (to 2^21) until the verdict is
+// decided; the stated enclosure must meet the re-derived one.
 #include "checker.hpp"
 
 namespace attncert::verify::checker {
@@ -210,6 +217,92 @@ void binomial_tail_upward(mpfi_t out, long H, const mpfi_t P, mpfr_prec_t bits) 
 }
 
 }  // namespace
+
+void verify_rank_heads_full_rank(const nlohmann::json& cert, const nlohmann::json& cl, const note_fn& note) {
+  const long d = integer<long>(field(cl, "d", "/claim"), "/claim/d");
+  if (d < 3 || d > 64) throw malformed("/claim/d: expected 3 <= d <= 64");
+  const Q lambda = exact_number(field(cl, "lambda", "/claim"), "/claim/lambda");
+  if (lambda <= 0 || lambda > Q(Z(("1" + std::string(30, '0')).c_str()))) throw malformed("/claim/lambda: expected 0 < lambda <= 10^30");
+  const std::string rel = text_field(cl, "relation", "/claim");
+  if (rel != "<=" && rel != ">=") throw malformed("/claim/relation: rank_heads_full_rank_mse is '<=' or '>='");
+  const Q value = exact_number(field(cl, "value", "/claim"), "/claim/value");
+  const nlohmann::json& body = field(cert, "rank_heads_full_rank", "");
+  const nlohmann::json& stated = field(body, "mse", "/rank_heads_full_rank");
+  if (!stated.is_array() || stated.size() != 2) throw malformed("/rank_heads_full_rank/mse: expected [lower, upper]");
+  const Q slo = exact_number(stated[0], "/rank_heads_full_rank/mse/0"), shi = exact_number(stated[1], "/rank_heads_full_rank/mse/1");
+  check(!cert.contains("counterexample"), "/counterexample: an MSE certificate states none");
+  const mpfr_prec_t bits = 128;
+  const bool cut = Q(2) * lambda * lambda >= Q(1600);  // a = √2λ ≥ 40
+  iv a(bits), E(bits), h(bits), s(bits), F(bits), wt(bits), tmp(bits), lo(bits), hi(bits), prev(bits), mse(bits), cd(bits), pi(bits);
+  mpfi_const_pi(pi.x);
+  mpfi_set_q(a.x, lambda.backend().data());
+  mpfi_set_ui(tmp.x, 2);
+  mpfi_sqrt(tmp.x, tmp.x);
+  mpfi_mul(a.x, a.x, tmp.x);
+  if (cut) mpfi_set_ui(E.x, 40);
+  else mpfi_set(E.x, a.x);
+  const Q c = density(d);
+  mpfi_set_q(cd.x, c.backend().data());
+  if (d % 2 == 0) mpfi_div(cd.x, cd.x, pi.x);
+  mpfi_mul_ui(cd.x, cd.x, 4);
+  auto F_at = [&](long k, long n) {  // F at s = k E/n (s = E at k = n)
+    if (k == n) mpfi_set(s.x, E.x);
+    else {
+      mpfi_mul_ui(s.x, E.x, static_cast<unsigned long>(k));
+      mpfi_div_ui(s.x, s.x, static_cast<unsigned long>(n));
+    }
+    mpfi_exp(F.x, s.x);  // σ(−s)² = (1 + e^s)^{−2}
+    mpfi_add_ui(F.x, F.x, 1);
+    mpfi_sqr(F.x, F.x);
+    mpfi_ui_div(F.x, 1, F.x);
+    mpfi_div(wt.x, s.x, a.x);  // t = s/a ≤ 1; w(t) = (1 − t²)^{(d−3)/2}
+    mpfi_sqr(wt.x, wt.x);
+    mpfi_ui_sub(wt.x, 1, wt.x);
+    if (mpfr_sgn(&wt.x->left) < 0) mpfr_set_ui(&wt.x->left, 0, MPFR_RNDD);
+    mpfi_set_ui(tmp.x, 1);
+    for (long j = 0; j < (d - 3) / 2; ++j) mpfi_mul(tmp.x, tmp.x, wt.x);
+    if (d % 2 == 0) {
+      mpfi_sqrt(wt.x, wt.x);
+      mpfi_mul(tmp.x, tmp.x, wt.x);
+    }
+    mpfi_mul(F.x, F.x, tmp.x);
+  };
+  for (long n = 1L << 15; n <= (1L << 21); n *= 2) {
+    mpfi_div_ui(h.x, E.x, static_cast<unsigned long>(n));
+    mpfi_set_ui(lo.x, 0);
+    mpfi_set_ui(hi.x, 0);
+    F_at(0, n);
+    mpfi_set(prev.x, F.x);
+    for (long k = 0; k < n; ++k) {
+      if ((k & 4095) == 0) poll();
+      F_at(k + 1, n);
+      mpfi_mul(tmp.x, h.x, F.x);  // right end: below
+      mpfi_add_fr(lo.x, lo.x, &tmp.x->left);
+      mpfi_mul(tmp.x, h.x, prev.x);  // left end: above
+      mpfi_add_fr(hi.x, hi.x, &tmp.x->right);
+      mpfi_set(prev.x, F.x);
+    }
+    if (cut) {  // ∫_{40}^{a} F ≤ ∫_{40}^∞ e^{−2s} ds = e^{−80}/2
+      mpfi_set_si(tmp.x, -80);
+      mpfi_exp(tmp.x, tmp.x);
+      mpfi_div_ui(tmp.x, tmp.x, 2);
+      mpfi_add_fr(hi.x, hi.x, &tmp.x->right);
+    }
+    mpfi_interv_fr(mse.x, &lo.x->left, &hi.x->right);
+    mpfi_mul(mse.x, mse.x, cd.x);
+    mpfi_div(mse.x, mse.x, a.x);
+    const bool holds = rel == "<=" ? q_ge_right(value, mse.x) : q_le_left(value, mse.x);
+    const bool fails = rel == "<=" ? mpfr_cmp_q(&mse.x->left, value.backend().data()) > 0 : mpfr_cmp_q(&mse.x->right, value.backend().data()) < 0;
+    if (!holds && !fails) continue;
+    check(slo <= shi && mpfr_cmp_q(&mse.x->left, shi.backend().data()) <= 0 && mpfr_cmp_q(&mse.x->right, slo.backend().data()) >= 0,
+          "/rank_heads_full_rank/mse: the stated enclosure does not meet the re-derived one");
+    note("MSE of the full-rank head (d = " + std::to_string(d) + ", lambda = " + lambda.str() + ") re-enclosed by monotone Riemann sums of " +
+         std::to_string(n) + " panels");
+    check_verdict(cert, holds, note);
+    return;
+  }
+  throw beyond_cap("the re-derived enclosure of the MSE contains the value at 2^21 monotone panels");
+}
 
 void verify_rank_heads_vote(const nlohmann::json& cert, const nlohmann::json& cl, const note_fn& note) {
   const long d = integer<long>(field(cl, "d", "/claim"), "/claim/d");

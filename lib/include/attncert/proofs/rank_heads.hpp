@@ -1,6 +1,6 @@
 // attncert/proofs/rank_heads.hpp — the exact quantities of the rank–heads trade-off
 // (proofs/L4-rank-heads-tradeoff.md, parts C, D and F), shared by the check `rank-heads-tradeoff`
-// and the prover of `attncert certify`'s rank_heads_lower_bound and rank_heads_vote_mse claims.  Tier: exact (GMP
+// and the prover of `attncert certify`'s rank_heads_lower_bound, rank_heads_vote_mse and rank_heads_full_rank_mse claims.  Tier: exact (GMP
 // rationals and integers) except the two enclosure-tier functions of part F at the end (MPFI).  The certificate
 // checker re-derives them by other formulas (lib/src/verify/rank_heads.cpp).
 #pragma once
@@ -54,6 +54,16 @@ pi2_rational rank_lower_bound_residual(int d, const mpz_int& heads, int max_degr
 /// (1 − t²)^{(d−3)/2}, the density of one coordinate of a uniform point of S^{d−1} up to c_d, for t in [0, 1] (an
 /// enclosure for the enclosure t; an upper end above 1 is read as 1).  Tier: enclosure.
 mpfi_float sphere_weight(const mpfi_float& t, int d);
+
+/// σ(−s)² = (1 + e^s)^{−2}, enclosed.  Tier: enclosure.
+mpfi_float logistic_tail_squared(const mpfi_float& s);
+
+/// The MSE of the full-rank head λI on the N = 2 distribution in dimension d (proofs/L4 part A),
+/// 4 c_d ∫₀¹ σ(−√2λt)² (1 − t²)^{(d−3)/2} dt, enclosed: with s = √2λt, `panels` panels on [0, min(√2λ, 40)], each
+/// bounded by convexity of σ(−s)² (midpoint below, trapezoid above) times the nonincreasing weight at its ends, and
+/// [0, e^{−80}/2] for s beyond 40.  About 10⁻³ wide relatively at 2048 panels.  Tier: enclosure.  Errors:
+/// input_error for d < 3, λ ≤ 0 or panels < 1.
+mpfi_float full_rank_mse(int d, const mpq_rational& lambda, int panels);
 
 /// P(Bin(H, q) ≤ (H − 1)/2) for odd H and q in [1/2, 1], enclosed at the current MPFR precision: the terms from
 /// k = (H − 1)/2 downward, then a geometric bound of the rest once it is below 10⁻³⁰ of the sum (proofs/L4 part F).
