@@ -124,24 +124,7 @@ pi2_rational rank_lower_bound(int d, long heads, int rank, int max_degree) {
   return rank_heads::rank_lower_bound(d, mpz_int(heads), rank, max_degree);
 }
 
-pi2_rational arcsin_moment(int d) {
-  if (d < 3) throw input_error("arcsin_moment: d >= 3 expected");
-  // I_n = ∫_{−π/2}^{π/2} θ² cos^n θ dθ = p π³ + q π (n even) or p π² + q (n odd);
-  // I_n = ((n − 1)/n) I_{n−2} − 2 C_n / n², C_n = ∫ cos^n = γ π (n even) or γ (n odd), C_n = ((n − 1)/n) C_{n−2}.
-  const int n = d - 2;
-  mpq_rational p = n % 2 == 0 ? mpq_rational(1, 12) : mpq_rational(1, 2);
-  mpq_rational q = n % 2 == 0 ? mpq_rational(0) : mpq_rational(-4);
-  mpq_rational g = n % 2 == 0 ? mpq_rational(1) : mpq_rational(2);
-  for (int k = n % 2 == 0 ? 2 : 3; k <= n; k += 2) {
-    const mpq_rational f(k - 1, k);
-    g *= f;
-    p *= f;
-    q = f * q - 2 * g / mpq_rational(k * k);
-  }
-  // E[arcsin(t)²] = c_d I_n = r (p π² + q) in both parities (c_d = r or r/π); M_d = (4/π²) of that.
-  const mpq_rational r = density_constant_of(d).r;
-  return {4 * r * p, 4 * r * q};
-}
+pi2_rational arcsin_moment(int d) { return rank_heads::arcsin_moment(d); }
 
 mpfi_float arcsin_moment_series(int d, int max_degree) {
   const energy_table t = energy_enclosures(d, max_degree);

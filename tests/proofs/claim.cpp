@@ -1028,3 +1028,62 @@ BOOST_AUTO_TEST_CASE(rank_heads_full_rank_mse_malformed_claims) {
   BOOST_TEST(starts(expect_error(full_claim(R"J("d": 8, "lambda": 1, "heads": 1)J", "0")), "/quantity/heads:"));
   BOOST_TEST(starts(expect_error(full_claim(R"J("d": 8, "lambda": 1)J", "0", "==")), "/relation:"));
 }
+
+// ---- rank_heads_hardmax_orthonormal (proofs/L4 part E) ------------------------------------------------------------
+
+namespace {
+std::string hard_claim(const std::string& quantity, const std::string& value, const std::string& relation = ">=") {
+  return R"J({"quantity": {"kind": "rank_heads_hardmax_orthonormal", )J" + quantity + R"J(}, "relation": ")J" + relation + R"J(", "value": )J" + value +
+         "}";
+}
+}  // namespace
+
+// Known answers (part E): d = 3, M_3 = 1 − 8/π²: one head ½(1 − M_3) = 4/π² = 0.40528…, three orthonormal heads
+// ½(1 − 3M_3) = 12/π² − 1 = 0.21585…; just above is UNDECIDED (a lower bound, not the least error).
+BOOST_AUTO_TEST_CASE(rank_heads_hardmax_orthonormal_known_answers) {
+  const certify_result one = cert(hard_claim(R"J("d": 3, "heads": 1)J", "\"0.4052\""));
+  BOOST_TEST_REQUIRE(one.exit_code() == 0);
+  BOOST_TEST(one.certificate["rank_heads_hardmax"]["lower_bound"]["rational"].get<std::string>() == "0");
+  BOOST_TEST(one.certificate["rank_heads_hardmax"]["lower_bound"]["over_pi_squared"].get<std::string>() == "4");
+  BOOST_TEST(verify_certificate(one.certificate).exit_code() == 0);
+  BOOST_TEST(cert(hard_claim(R"J("d": 3, "heads": 1)J", "\"0.4053\"")).exit_code() == 3);
+  const certify_result three = cert(hard_claim(R"J("d": 3, "heads": 3)J", "\"0.2158\""));
+  BOOST_TEST_REQUIRE(three.exit_code() == 0);
+  BOOST_TEST(three.certificate["rank_heads_hardmax"]["arcsin_moment"]["rational"].get<std::string>() == "1");
+  BOOST_TEST(three.certificate["rank_heads_hardmax"]["arcsin_moment"]["over_pi_squared"].get<std::string>() == "-8");
+  BOOST_TEST(three.certificate["rank_heads_hardmax"]["lower_bound"]["rational"].get<std::string>() == "-1");
+  BOOST_TEST(three.certificate["rank_heads_hardmax"]["lower_bound"]["over_pi_squared"].get<std::string>() == "12");
+  BOOST_TEST(verify_certificate(three.certificate).exit_code() == 0);
+  BOOST_TEST(cert(hard_claim(R"J("d": 3, "heads": 3)J", "\"0.2159\"")).exit_code() == 3);
+  // every dimension: the checker's Fourier formula agrees with the prover's recurrence
+  for (int d = 3; d <= 40; d += 5) {
+    const certify_result r = cert(hard_claim("\"d\": " + std::to_string(d) + ", \"heads\": 1", "0"));
+    BOOST_TEST(r.exit_code() == 0, d);
+    BOOST_TEST(verify_certificate(r.certificate).exit_code() == 0, d);
+  }
+  auto status = [](json x) { return verify_certificate(x).exit_code(); };
+  json t = three.certificate;
+  t["rank_heads_hardmax"]["arcsin_moment"]["over_pi_squared"] = "-7";
+  BOOST_TEST(status(t) == 1);
+  t = three.certificate;
+  t["rank_heads_hardmax"]["lower_bound"]["rational"] = "0";
+  BOOST_TEST(status(t) == 1);
+  t = three.certificate;
+  t["claim"]["heads"] = 2;
+  BOOST_TEST(status(t) == 1);
+  t = three.certificate;
+  t["claim"]["value"] = "0.3";
+  BOOST_TEST(status(t) == 1);
+  t = three.certificate;
+  t["claim"]["heads"] = 4;
+  BOOST_TEST(status(t) == 2);
+}
+
+BOOST_AUTO_TEST_CASE(rank_heads_hardmax_orthonormal_malformed_claims) {
+  auto starts = [](const std::string& msg, const std::string& prefix) { return msg.rfind(prefix, 0) == 0; };
+  BOOST_TEST(starts(expect_error(hard_claim(R"J("d": 3, "heads": 4)J", "0")), "/quantity/heads:"));
+  BOOST_TEST(starts(expect_error(hard_claim(R"J("d": 3, "heads": 0)J", "0")), "/quantity/heads:"));
+  BOOST_TEST(starts(expect_error(hard_claim(R"J("d": 2, "heads": 1)J", "0")), "/quantity/d:"));
+  BOOST_TEST(starts(expect_error(hard_claim(R"J("d": 3, "heads": 1)J", "0", "<=")), "/relation:"));
+  BOOST_TEST(starts(expect_error(hard_claim(R"J("d": 3, "heads": 1, "rank": 1)J", "0")), "/quantity/rank:"));
+}

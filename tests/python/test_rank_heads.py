@@ -126,3 +126,33 @@ def test_full_rank_certificates_hold_mpmath_values(tmp_path):
         assert run.returncode == (0 if holds else 1) and cert["verdict"] == ("CERTIFIED" if holds else "REFUTED"), f
         with open(os.path.join(ROOT, "proofs", "certificates", os.path.basename(f)[:-5] + ".cert.json")) as fh:
             assert json.load(fh)["rank_heads_full_rank"] == cert["rank_heads_full_rank"], f
+
+
+@pytest.mark.skipif(not CLI, reason="ATTNCERT_CLI (the attncert binary) not set")
+def test_hardmax_orthonormal_certificates_hold_the_mpmath_moment(tmp_path):
+    """M_d = (4/pi^2) c_d int theta^2 cos^(d-2) theta over [-pi/2, pi/2] by mpmath's quadrature against the certificate's
+    exact a + b/pi^2, for the shipped claims and d = 3 ... 8; the relaxed error 1/2 (1 - H M_d) decides the verdict."""
+    mp.dps = 40
+    for d in range(3, 9):
+        claim = {"quantity": {"kind": "rank_heads_hardmax_orthonormal", "d": d, "heads": d}, "relation": ">=", "value": "0"}
+        path, out = tmp_path / ("h%d.json" % d), tmp_path / ("h%d.cert.json" % d)
+        path.write_text(json.dumps(claim))
+        run = subprocess.run([CLI, "certify", str(path), "--certificate", str(out)], capture_output=True, text=True, timeout=60)
+        assert run.returncode == 0, run.stdout + run.stderr
+        cert = json.loads(out.read_text())["rank_heads_hardmax"]
+        frac = lambda s: mp.mpf(Fraction(s).numerator) / Fraction(s).denominator  # noqa: E731
+        M = frac(cert["arcsin_moment"]["rational"]) + frac(cert["arcsin_moment"]["over_pi_squared"]) / mpmath.pi ** 2
+        want = 4 / mpmath.pi ** 2 * c_d(d) * mpmath.quad(lambda t: t * t * mpmath.cos(t) ** (d - 2), [-mpmath.pi / 2, 0, mpmath.pi / 2])
+        assert abs(M - want) < mp.mpf(10) ** -30, (d, M, want)
+        lb = frac(cert["lower_bound"]["rational"]) + frac(cert["lower_bound"]["over_pi_squared"]) / mpmath.pi ** 2
+        assert abs(lb - (1 - d * want) / 2) < mp.mpf(10) ** -30
+        if d == 3:
+            assert abs(lb - (12 / mpmath.pi ** 2 - 1)) < mp.mpf(10) ** -30
+    for f in sorted(glob.glob(os.path.join(ROOT, "proofs", "claims", "L4-hardmax-*.json"))):
+        with open(f) as fh:
+            claim = json.load(fh)
+        q = claim["quantity"]
+        M = 4 / mpmath.pi ** 2 * c_d(q["d"]) * mpmath.quad(lambda t: t * t * mpmath.cos(t) ** (q["d"] - 2), [-mpmath.pi / 2, 0, mpmath.pi / 2])
+        v = Fraction(claim["value"])
+        run = subprocess.run([CLI, "certify", f], capture_output=True, text=True, timeout=60)
+        assert run.returncode == (0 if (1 - q["heads"] * M) / 2 >= mp.mpf(v.numerator) / v.denominator else 3), f

@@ -606,6 +606,32 @@ parsed_claim parse_rank_heads_full_rank_claim(const nlohmann::json& claim) {
   return p;
 }
 
+// ---- rank_heads_hardmax_orthonormal ----------------------------------------------------------
+// {"quantity": {"kind": "rank_heads_hardmax_orthonormal", "d": 8, "heads": 8}, "relation": ">=", "value": "0.1"}
+
+parsed_claim parse_rank_heads_hardmax_claim(const nlohmann::json& claim) {
+  parsed_claim p;
+  p.kind = quantity_kind::rank_heads_hardmax_orthonormal;
+  only_members(claim, "", {"title", "statement", "source", "quantity", "relation", "value"},
+               "not used by rank_heads_hardmax_orthonormal (it takes no objects, family or tolerance: the N = 2 distribution is fixed by d)");
+  const nlohmann::json& q = claim["quantity"];
+  only_members(q, "/quantity", {"kind", "d", "heads"}, "unknown key (rank_heads_hardmax_orthonormal takes d, heads)");
+  rank_heads_hardmax_claim c;
+  c.d = bounded_int(q, "d", 3, 64, 0, "the dimension of the sphere's ambient space");
+  c.heads = bounded_int(q, "heads", 1, 64, 0, "the number of heads, at most d (their query directions are orthonormal)");
+  if (c.heads > c.d) fail("/quantity/heads", "at most d heads can have orthonormal query directions");
+  const auto* rel = find_member(claim, "relation");
+  if (!rel || !rel->is_string()) fail("/relation", "missing: rank_heads_hardmax_orthonormal claims are '>='");
+  const std::string r = rel->get<std::string>();
+  if (r != ">=" && r != "≥")
+    fail("/relation", "rank_heads_hardmax_orthonormal claims are '>=' (a lower bound over every such layer; the least error is not computed)");
+  const auto* v = find_member(claim, "value");
+  if (!v) fail("/value", "missing: the claimed lower bound of the MSE (an exact number)");
+  c.value = exact_number(*v, "/value");
+  p.body = std::move(c);
+  return p;
+}
+
 // ---- the claim's frame: top-level members, objects, quantity kind -----------------------
 
 quantity_kind parse_kind(const nlohmann::json& claim) {
@@ -616,6 +642,7 @@ quantity_kind parse_kind(const nlohmann::json& claim) {
       if (k->get<std::string>() == "rank_heads_lower_bound") return quantity_kind::rank_heads_lower_bound;
       if (k->get<std::string>() == "rank_heads_vote_mse") return quantity_kind::rank_heads_vote_mse;
       if (k->get<std::string>() == "rank_heads_full_rank_mse") return quantity_kind::rank_heads_full_rank_mse;
+      if (k->get<std::string>() == "rank_heads_hardmax_orthonormal") return quantity_kind::rank_heads_hardmax_orthonormal;
     }
   const nlohmann::json* objects = find_member(claim, "objects");
   if (!objects || !objects->is_object()) fail("/objects", "missing object with the matrices");
@@ -631,7 +658,8 @@ quantity_kind parse_kind(const nlohmann::json& claim) {
   if (k == "output_bound") return quantity_kind::output_bound;
   if (k == "numerical_rank") return quantity_kind::numerical_rank;
   fail("/quantity/kind", "unknown quantity '" + k + "' (supported: rank, determinant, output_value, singular_value, output_bound, numerical_rank, "
-                                  "rank_heads_lower_bound, rank_heads_vote_mse, rank_heads_full_rank_mse)");
+                                  "rank_heads_lower_bound, rank_heads_vote_mse, rank_heads_full_rank_mse, "
+                                  "rank_heads_hardmax_orthonormal)");
 }
 
 }  // namespace
@@ -643,6 +671,7 @@ parsed_claim parse_claim(const nlohmann::json& claim, const std::string& base_di
   if (kind == quantity_kind::rank_heads_lower_bound) return parse_rank_heads_claim(claim);
   if (kind == quantity_kind::rank_heads_vote_mse) return parse_rank_heads_vote_claim(claim);
   if (kind == quantity_kind::rank_heads_full_rank_mse) return parse_rank_heads_full_rank_claim(claim);
+  if (kind == quantity_kind::rank_heads_hardmax_orthonormal) return parse_rank_heads_hardmax_claim(claim);
   parsed_claim p;
   p.kind = kind;
   p.body = parse_layer_claim(claim, kind, base_dir);

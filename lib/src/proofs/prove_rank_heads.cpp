@@ -238,4 +238,53 @@ certify_result prove_rank_heads_full_rank(const rank_heads_full_rank_claim& c, c
   return res;
 }
 
+// rank_heads_hardmax_orthonormal claims (part E): H ≤ d hardmax rank-one heads with orthonormal query directions have
+// relaxed MSE ½(1 − H·M_d) exactly (K = I, B = M_d I), a lower bound for every such layer; M_d = a + b·π⁻² by the
+// recurrence of rank_heads::arcsin_moment.  Decided as the lower-bound claims are (exact sign, or MPFI enclosures of π²);
+// a value above the bound is UNDECIDED, never REFUTED.  The checker re-derives M_d by another formula.
+certify_result prove_rank_heads_hardmax(const rank_heads_hardmax_claim& c, const nlohmann::json& claim, unsigned max_bits) {
+  const rank_heads::pi2_rational M = rank_heads::arcsin_moment(c.d);
+  const mpq_rational H(c.heads);
+  const rank_heads::pi2_rational lb{mpq_rational(1, 2) - H * M.a / 2, -H * M.b / 2};
+  const std::string lb_text = (lb.a == 0 ? "" : rational_string(lb.a) + " + ") + "(" + rational_string(lb.b) + ")/pi^2";
+  unsigned bits = 0;
+  double approx = 0;
+  if (lb.b == 0) approx = lb.a.convert_to<double>();
+  const int sign = lb.b == 0 ? (lb.a >= c.value ? 1 : -1) : sign_with_pi(lb.a, lb.b, c.value, max_bits, bits, approx);
+  const std::string text = "MSE >= " + rational_string(c.value) + " for every hardmax attention layer of " + std::to_string(c.heads) +
+                           " rank-one head" + (c.heads == 1 ? "" : "s") + " with orthonormal query directions in dimension d = " +
+                           std::to_string(c.d) + " (N = 2 keys, a random orthonormal pair; query uniform on the sphere; any key "
+                           "directions, values and output maps; no residual path)";
+  std::ostringstream approx_text;
+  approx_text.precision(9);
+  approx_text << approx;
+  certify_result res;
+  res.report = report_header(claim);
+  res.report["claim"] = text;
+  res.report["lower_bound"] = lb_text;
+  res.report["lower_bound_approx"] = approx;
+  res.report["proof"] = "proofs/L4-rank-heads-tradeoff.md, part E";
+  if (sign <= 0) {
+    const std::string why = sign < 0 ? "the relaxed error 1/2 (1 - H M_d) ~ " + approx_text.str() + " is below the value " + rational_string(c.value) +
+                                           ": the method cannot certify it (the least error of such layers is not computed, so this is not a refutation)"
+                                     : "the bound could not be separated from the value at " + std::to_string(max_bits) + " bits";
+    return mark_undecided(res, "UNDECIDED: " + text + "\n  " + why + "\n", why);
+  }
+  res.verdict = claim_verdict::certified;
+  std::ostringstream os;
+  os << "CERTIFIED: " << text << ".\n  1/2 (1 - H M_d) = " << lb_text << " ~ " << approx_text.str() << " >= " << rational_string(c.value)
+     << " (exact; M_d = (4/pi^2) E[arcsin(t)^2])\n";
+  res.summary = os.str();
+  res.report["verdict"] = "CERTIFIED";
+  res.report["summary"] = res.summary;
+  nlohmann::json cl = {{"quantity", "rank_heads_hardmax_orthonormal"}, {"d", c.d}, {"heads", c.heads}, {"relation", ">="},
+                       {"value", rational_string(c.value)}};
+  if (claim.contains("title")) cl["title"] = claim["title"];
+  nlohmann::json cert = certificate_header(cl, claim_verdict::certified);
+  cert["rank_heads_hardmax"] = {{"arcsin_moment", {{"rational", rational_string(M.a)}, {"over_pi_squared", rational_string(M.b)}}},
+                                {"lower_bound", {{"rational", rational_string(lb.a)}, {"over_pi_squared", rational_string(lb.b)}}}};
+  res.certificate = cert;
+  return res;
+}
+
 }  // namespace attncert::proofs::detail

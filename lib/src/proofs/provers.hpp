@@ -62,7 +62,7 @@ struct real_relation {
 real_relation parse_real_relation(const nlohmann::json& relation, const nlohmann::json& value, const nlohmann::json* tolerance);
 
 enum class quantity_kind { rank, determinant, output_value, singular_value, output_bound, numerical_rank, rank_heads_lower_bound, rank_heads_vote_mse,
-                           rank_heads_full_rank_mse };
+                           rank_heads_full_rank_mse, rank_heads_hardmax_orthonormal };
 
 /// A claim about one layer's object over the family S(a) = a·S0 (rank, determinant,
 /// output_value, singular_value).
@@ -133,13 +133,24 @@ struct rank_heads_full_rank_claim {
   mpq_rational value = 0;
 };
 
+/// A hardmax claim (proofs/L4 part E): every hardmax layer of `heads` rank-one heads whose query directions are
+/// orthonormal (any key directions, values and outputs; no residual path) has MSE ≥ value on the N = 2 distribution
+/// in dimension d — through the relaxed error ½(1 − H·M_d), exact in ℚ + ℚπ⁻².
+struct rank_heads_hardmax_claim {
+  int d = 3;
+  int heads = 1;
+  mpq_rational value = 0;
+};
+
 /// A claim file, parsed and validated once.  `not_supported` nonempty: the claim is well
 /// formed as far as it was read but asks for what the method does not cover (the prover
 /// answers UNDECIDED with this reason; the rest of the claim is then not read).
 struct parsed_claim {
   quantity_kind kind = quantity_kind::rank;
   std::string not_supported;
-  std::variant<layer_claim, output_bound_claim, numerical_rank_claim, rank_heads_claim, rank_heads_vote_claim, rank_heads_full_rank_claim> body;
+  std::variant<layer_claim, output_bound_claim, numerical_rank_claim, rank_heads_claim, rank_heads_vote_claim, rank_heads_full_rank_claim,
+               rank_heads_hardmax_claim>
+      body;
 };
 
 /// Parses and validates `claim` (matrix paths relative to `base_dir`).  Errors: input_error
@@ -197,6 +208,7 @@ certify_result prove_numerical_rank(const numerical_rank_claim& c, const nlohman
 certify_result prove_rank_heads(const rank_heads_claim& c, const nlohmann::json& claim, unsigned max_bits);
 certify_result prove_rank_heads_vote(const rank_heads_vote_claim& c, const nlohmann::json& claim);
 certify_result prove_rank_heads_full_rank(const rank_heads_full_rank_claim& c, const nlohmann::json& claim);
+certify_result prove_rank_heads_hardmax(const rank_heads_hardmax_claim& c, const nlohmann::json& claim, unsigned max_bits);
 
 /// The polynomial family M(u) of a layer claim (rank/family.cpp's build_family).  Errors:
 /// family_too_large passes through (the dispatcher answers UNDECIDED); any other

@@ -128,6 +128,27 @@ pi2_rational rank_lower_bound_residual(int d, const mpz_int& heads, int max_degr
   return lb;
 }
 
+// ---- part E: the arcsine moment (exact) ----------------------------------------------------------------------------
+
+pi2_rational arcsin_moment(int d) {
+  if (d < 3) throw input_error("arcsin_moment: d >= 3 expected");
+  // I_n = ∫_{−π/2}^{π/2} θ² cos^n θ dθ = p π³ + q π (n even) or p π² + q (n odd);
+  // I_n = ((n − 1)/n) I_{n−2} − 2 C_n / n², C_n = ∫ cos^n = γ π (n even) or γ (n odd), C_n = ((n − 1)/n) C_{n−2}.
+  const int n = d - 2;
+  mpq_rational p = n % 2 == 0 ? mpq_rational(1, 12) : mpq_rational(1, 2);
+  mpq_rational q = n % 2 == 0 ? mpq_rational(0) : mpq_rational(-4);
+  mpq_rational g = n % 2 == 0 ? mpq_rational(1) : mpq_rational(2);
+  for (int k = n % 2 == 0 ? 2 : 3; k <= n; k += 2) {
+    const mpq_rational f(k - 1, k);
+    g *= f;
+    p *= f;
+    q = f * q - 2 * g / mpq_rational(k * k);
+  }
+  // E[arcsin(t)²] = c_d I_n = r (p π² + q) in both parities (c_d = r or r/π); M_d = (4/π²) of that.
+  const mpq_rational r = density_constant_of(d).r;
+  return {4 * r * p, 4 * r * q};
+}
+
 // ---- part F: the vote construction's mean MSE (enclosure tier) ----------------------------------------------------
 
 mpfi_float binomial_lower_tail(long H, const mpfi_float& q) {

@@ -224,6 +224,8 @@ void verify_rank_heads(const nlohmann::json& cert, const nlohmann::json& claim, 
 void verify_rank_heads_vote(const nlohmann::json& cert, const nlohmann::json& claim, const note_fn& note);
 /// Full-rank-head MSE certificates (proofs/L4 part A; rank_heads.cpp).
 void verify_rank_heads_full_rank(const nlohmann::json& cert, const nlohmann::json& claim, const note_fn& note);
+/// Orthonormal hardmax heads' relaxed-error certificates (proofs/L4 part E; rank_heads.cpp).
+void verify_rank_heads_hardmax(const nlohmann::json& cert, const nlohmann::json& claim, const note_fn& note);
 /// The stated /verdict must be the re-derived one (ok: CERTIFIED, else REFUTED); notes it.
 void check_verdict(const nlohmann::json& cert, bool ok, const note_fn& note);
 

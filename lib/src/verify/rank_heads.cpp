@@ -20,6 +20,11 @@
 // the theorem of part F, taken as given).  Every stated B_H must meet the re-derived one, and the verdict must
 // follow from the re-derived enclosure.
 //
+// rank_heads_hardmax_orthonormal certificates (part E): M_d = (4/π²) c_d I_{d−2}, I_n = ∫_{−π/2}^{π/2} θ² cos^n θ dθ,
+// re-derived here from the Fourier expansion cos^n θ = 2^{−n} Σ_k C(n, k) cos((n − 2k)θ) and
+// ∫ θ² cos(mθ) = π³/12 (m = 0), (π²/2) s/m + 2π c/m² − 4 s/m³ (s = sin(mπ/2), c = cos(mπ/2)), with c_d in closed form
+// (the prover integrates by parts: I_n = ((n − 1)/n) I_{n−2} − 2C_n/n²); then ½(1 − H·M_d) ≥ value as for LB.
+//
 // rank_heads_full_rank_mse certificates (part A): the MSE 4 c_d ∫₀¹ σ(−at)² w(t) dt (a = √2λ) of the full-rank head,
 // re-enclosed here by another rule than the prover's: with s = at the integrand F(s) = σ(−s)² w(s/a) is
 // nonincreasing (both factors are), so ∫₀^E F lies between the right-end and left-end Riemann sums; E = 40 when
@@ -217,6 +222,61 @@ void binomial_tail_upward(mpfi_t out, long H, const mpfi_t P, mpfr_prec_t bits) 
 }
 
 }  // namespace
+
+void verify_rank_heads_hardmax(const nlohmann::json& cert, const nlohmann::json& cl, const note_fn& note) {
+  const long d = integer<long>(field(cl, "d", "/claim"), "/claim/d");
+  if (d < 3 || d > 64) throw malformed("/claim/d: expected 3 <= d <= 64");
+  const long H = integer<long>(field(cl, "heads", "/claim"), "/claim/heads");
+  if (H < 1 || H > d) throw malformed("/claim/heads: expected 1 <= heads <= d (orthonormal query directions)");
+  if (text_field(cl, "relation", "/claim") != ">=") throw malformed("/claim/relation: rank_heads_hardmax_orthonormal is '>='");
+  const Q value = exact_number(field(cl, "value", "/claim"), "/claim/value");
+  const nlohmann::json& body = field(cert, "rank_heads_hardmax", "");
+  // I_n as A3 π³ + A2 π² + A1 π + A0
+  const long n = d - 2;
+  Q A3 = 0, A2 = 0, A1 = 0, A0 = 0;
+  for (long k = 0; k <= n; ++k) {
+    poll();
+    const long m = std::labs(n - 2 * k);
+    const Q w = Q(binom(n, k)) / Q(Z(Z(1) << n));
+    if (m == 0) {
+      A3 += w / 12;
+      continue;
+    }
+    const int s = m % 2 == 0 ? 0 : ((m / 2) % 2 == 0 ? 1 : -1);  // sin(mπ/2)
+    const int c = m % 2 == 1 ? 0 : ((m / 2) % 2 == 0 ? 1 : -1);  // cos(mπ/2)
+    A2 += w * Q(s) / Q(2 * m);
+    A1 += w * Q(2 * c) / Q(m * m);
+    A0 -= w * Q(4 * s) / Q(m * m * m);
+  }
+  // c_d = ρ (odd d) or ρ/π (even d): M_d = (4/π²) c_d I_n lies in ℚ + ℚπ⁻² exactly when the other parts vanish.
+  const Q rho = density(d);
+  Q a, b;
+  if (d % 2 == 1) {
+    check(A3 == 0 && A1 == 0, "/rank_heads_hardmax: internal: I_n for odd n has no pi^3 or pi part");
+    a = 4 * rho * A2;
+    b = 4 * rho * A0;
+  } else {
+    check(A2 == 0 && A0 == 0, "/rank_heads_hardmax: internal: I_n for even n has no pi^2 or rational part");
+    a = 4 * rho * A3;
+    b = 4 * rho * A1;
+  }
+  const nlohmann::json& M = field(body, "arcsin_moment", "/rank_heads_hardmax");
+  check(exact_number(field(M, "rational", "/rank_heads_hardmax/arcsin_moment"), "/rank_heads_hardmax/arcsin_moment/rational") == a,
+        "/rank_heads_hardmax/arcsin_moment/rational: the rational part of M_d is " + a.str());
+  check(exact_number(field(M, "over_pi_squared", "/rank_heads_hardmax/arcsin_moment"), "/rank_heads_hardmax/arcsin_moment/over_pi_squared") == b,
+        "/rank_heads_hardmax/arcsin_moment/over_pi_squared: the pi^-2 part of M_d is " + b.str());
+  const Q la = Q(1, 2) - Q(H) * a / 2, lb = -Q(H) * b / 2;
+  const nlohmann::json& L = field(body, "lower_bound", "/rank_heads_hardmax");
+  check(exact_number(field(L, "rational", "/rank_heads_hardmax/lower_bound"), "/rank_heads_hardmax/lower_bound/rational") == la,
+        "/rank_heads_hardmax/lower_bound/rational: the rational part of 1/2 (1 - H M_d) is " + la.str());
+  check(exact_number(field(L, "over_pi_squared", "/rank_heads_hardmax/lower_bound"), "/rank_heads_hardmax/lower_bound/over_pi_squared") == lb,
+        "/rank_heads_hardmax/lower_bound/over_pi_squared: the pi^-2 part of 1/2 (1 - H M_d) is " + lb.str());
+  note("M_" + std::to_string(d) + " = " + a.str() + " + (" + b.str() + ")/pi^2 re-derived from the Fourier expansion of cos^" + std::to_string(n));
+  const int sign = lb == 0 ? (la >= value ? 1 : -1) : sign_with_pi(la, lb, value);
+  check(!cert.contains("counterexample"), "/counterexample: a lower-bound certificate states none");
+  check(sign > 0, "/verdict: the bound is below the value; only CERTIFIED certificates exist for this quantity");
+  check_verdict(cert, true, note);
+}
 
 void verify_rank_heads_full_rank(const nlohmann::json& cert, const nlohmann::json& cl, const note_fn& note) {
   const long d = integer<long>(field(cl, "d", "/claim"), "/claim/d");

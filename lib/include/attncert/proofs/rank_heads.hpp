@@ -51,6 +51,12 @@ pi2_rational rank_lower_bound(int d, const mpz_int& heads, int rank, int max_deg
 /// LB with a path from the query to the output (residual): rank one, degree 1 dropped (proofs/L4 part F).
 pi2_rational rank_lower_bound_residual(int d, const mpz_int& heads, int max_degree);
 
+/// M_d = (4/π²) E[arcsin(t)²] (t one coordinate of a uniform point of S^{d−1}) = a + b·π⁻², exactly, by the
+/// recurrence I_n = ((n − 1)/n) I_{n−2} − 2C_n/n² of I_n = ∫ θ² cos^n θ dθ over [−π/2, π/2] (proofs/L4 part E).
+/// H orthonormal hardmax rank-one heads have relaxed MSE ½(1 − H·M_d), a lower bound for every hardmax layer with
+/// those query directions.  Exact tier.  Errors: input_error for d < 3.
+pi2_rational arcsin_moment(int d);
+
 /// (1 − t²)^{(d−3)/2}, the density of one coordinate of a uniform point of S^{d−1} up to c_d, for t in [0, 1] (an
 /// enclosure for the enclosure t; an upper end above 1 is read as 1).  Tier: enclosure.
 mpfi_float sphere_weight(const mpfi_float& t, int d);
