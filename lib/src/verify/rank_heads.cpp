@@ -186,6 +186,19 @@ struct iv {
 bool q_le_left(const Q& v, const mpfi_t x) { return mpfr_cmp_q(&x->left, v.backend().data()) >= 0; }    // v ≤ lower(x)
 bool q_ge_right(const Q& v, const mpfi_t x) { return mpfr_cmp_q(&x->right, v.backend().data()) <= 0; }  // v ≥ upper(x)
 
+// out = (1 − t²)^{(d−3)/2} for t in [0, 1] (1 − t² clamped at 0 below); `scratch` is overwritten.
+void sphere_weight_into(mpfi_t out, const mpfi_t t, long d, mpfi_t scratch) {
+  mpfi_sqr(scratch, t);
+  mpfi_ui_sub(scratch, 1, scratch);
+  if (mpfr_sgn(&scratch->left) < 0) mpfr_set_ui(&scratch->left, 0, MPFR_RNDD);
+  mpfi_set_ui(out, 1);
+  for (long j = 0; j < (d - 3) / 2; ++j) mpfi_mul(out, out, scratch);
+  if (d % 2 == 0) {
+    mpfi_sqrt(scratch, scratch);
+    mpfi_mul(out, out, scratch);
+  }
+}
+
 // B_H(q) for q = 1 − p, p in the interval P ⊂ [0, ½] (p may straddle 0: B is increasing in p and 0 at p = 0).
 void binomial_tail_upward(mpfi_t out, long H, const mpfi_t P, mpfr_prec_t bits) {
   if (mpfr_sgn(&P->right) <= 0) {
@@ -293,7 +306,7 @@ void verify_rank_heads_full_rank(const nlohmann::json& cert, const nlohmann::jso
   check(!cert.contains("counterexample"), "/counterexample: an MSE certificate states none");
   const mpfr_prec_t bits = 128;
   const bool cut = Q(2) * lambda * lambda >= Q(1600);  // a = √2λ ≥ 40
-  iv a(bits), E(bits), h(bits), s(bits), F(bits), wt(bits), tmp(bits), lo(bits), hi(bits), prev(bits), mse(bits), cd(bits), pi(bits);
+  iv a(bits), E(bits), h(bits), s(bits), t(bits), F(bits), wt(bits), tmp(bits), lo(bits), hi(bits), prev(bits), mse(bits), cd(bits), pi(bits);
   mpfi_const_pi(pi.x);
   mpfi_set_q(a.x, lambda.backend().data());
   mpfi_set_ui(tmp.x, 2);
@@ -315,16 +328,8 @@ void verify_rank_heads_full_rank(const nlohmann::json& cert, const nlohmann::jso
     mpfi_add_ui(F.x, F.x, 1);
     mpfi_sqr(F.x, F.x);
     mpfi_ui_div(F.x, 1, F.x);
-    mpfi_div(wt.x, s.x, a.x);  // t = s/a ≤ 1; w(t) = (1 − t²)^{(d−3)/2}
-    mpfi_sqr(wt.x, wt.x);
-    mpfi_ui_sub(wt.x, 1, wt.x);
-    if (mpfr_sgn(&wt.x->left) < 0) mpfr_set_ui(&wt.x->left, 0, MPFR_RNDD);
-    mpfi_set_ui(tmp.x, 1);
-    for (long j = 0; j < (d - 3) / 2; ++j) mpfi_mul(tmp.x, tmp.x, wt.x);
-    if (d % 2 == 0) {
-      mpfi_sqrt(wt.x, wt.x);
-      mpfi_mul(tmp.x, tmp.x, wt.x);
-    }
+    mpfi_div(t.x, s.x, a.x);  // t = s/a ≤ 1
+    sphere_weight_into(tmp.x, t.x, d, wt.x);
     mpfi_mul(F.x, F.x, tmp.x);
   };
   for (long n = 1L << 15; n <= (1L << 21); n *= 2) {
@@ -418,15 +423,7 @@ void verify_rank_heads_vote(const nlohmann::json& cert, const nlohmann::json& cl
     check(mpfr_cmp_q(&B.x->left, shi.backend().data()) <= 0 && mpfr_cmp_q(&B.x->right, slo.backend().data()) >= 0,
           where + ": B_H at this panel end is not in the stated interval (re-derived by the upward sum)");
     // f = B·(1 − t²)^{(d−3)/2}
-    mpfi_sqr(wt.x, t.x);
-    mpfi_ui_sub(wt.x, 1, wt.x);
-    if (mpfr_sgn(&wt.x->left) < 0) mpfr_set_ui(&wt.x->left, 0, MPFR_RNDD);
-    mpfi_set_ui(tmp.x, 1);
-    for (long j = 0; j < (d - 3) / 2; ++j) mpfi_mul(tmp.x, tmp.x, wt.x);
-    if (d % 2 == 0) {
-      mpfi_sqrt(wt.x, wt.x);
-      mpfi_mul(tmp.x, tmp.x, wt.x);
-    }
+    sphere_weight_into(tmp.x, t.x, d, wt.x);
     mpfi_mul(f.x, B.x, tmp.x);
   };
   iv prev(bits);
