@@ -547,6 +547,22 @@ parsed_claim parse_rank_heads_claim(const nlohmann::json& claim) {
   return p;
 }
 
+// The relation '<=' (true) or '>=' (false) and the exact value of a claim on an enclosed quantity (the vote's mean MSE,
+// the full-rank head's MSE): either side can be decided.
+bool parse_bound_relation(const nlohmann::json& claim, const std::string& kind, const std::string& noun, mpq_rational& value) {
+  const auto* rel = find_member(claim, "relation");
+  if (!rel || !rel->is_string()) fail("/relation", "missing: " + kind + " claims are '<=' or '>='");
+  const std::string r = rel->get<std::string>();
+  bool at_most = true;
+  if (r == "<=" || r == "≤") at_most = true;
+  else if (r == ">=" || r == "≥") at_most = false;
+  else fail("/relation", kind + " claims are '<=' or '>=' (the " + noun + " is enclosed, not computed exactly)");
+  const auto* v = find_member(claim, "value");
+  if (!v) fail("/value", "missing: the claimed bound of the " + noun + " (an exact number)");
+  value = exact_number(*v, "/value");
+  return at_most;
+}
+
 // ---- rank_heads_vote_mse -------------------------------------------------------------------
 // {"quantity": {"kind": "rank_heads_vote_mse", "d": 8, "heads": 15, "panels": 400}, "relation": "<=", "value": "0.3"}
 
@@ -562,15 +578,7 @@ parsed_claim parse_rank_heads_vote_claim(const nlohmann::json& claim) {
   c.heads = bounded_int(q, "heads", 1, 65535, 0, "the number of vote heads (odd; the threshold head comes on top)");
   if (c.heads % 2 == 0) fail("/quantity/heads", "expected an odd number of vote heads (an even tally can tie)");
   c.panels = bounded_int(q, "panels", 1, 3200, 400, "the Riemann panels to start with");
-  const auto* rel = find_member(claim, "relation");
-  if (!rel || !rel->is_string()) fail("/relation", "missing: rank_heads_vote_mse claims are '<=' or '>='");
-  const std::string r = rel->get<std::string>();
-  if (r == "<=" || r == "≤") c.at_most = true;
-  else if (r == ">=" || r == "≥") c.at_most = false;
-  else fail("/relation", "rank_heads_vote_mse claims are '<=' or '>=' (the mean MSE is enclosed, not computed exactly)");
-  const auto* v = find_member(claim, "value");
-  if (!v) fail("/value", "missing: the claimed bound of the mean MSE (an exact number)");
-  c.value = exact_number(*v, "/value");
+  c.at_most = parse_bound_relation(claim, "rank_heads_vote_mse", "mean MSE", c.value);
   p.body = std::move(c);
   return p;
 }
@@ -593,15 +601,7 @@ parsed_claim parse_rank_heads_full_rank_claim(const nlohmann::json& claim) {
   if (c.lambda <= 0 || c.lambda > mpq_rational(mpz_int(("1" + std::string(30, '0')).c_str())))
     fail("/quantity/lambda", "expected 0 < lambda <= 10^30");
   c.panels = bounded_int(q, "panels", 1, 65536, 2048, "the quadrature panels to start with");
-  const auto* rel = find_member(claim, "relation");
-  if (!rel || !rel->is_string()) fail("/relation", "missing: rank_heads_full_rank_mse claims are '<=' or '>='");
-  const std::string r = rel->get<std::string>();
-  if (r == "<=" || r == "≤") c.at_most = true;
-  else if (r == ">=" || r == "≥") c.at_most = false;
-  else fail("/relation", "rank_heads_full_rank_mse claims are '<=' or '>=' (the MSE is enclosed, not computed exactly)");
-  const auto* v = find_member(claim, "value");
-  if (!v) fail("/value", "missing: the claimed bound of the MSE (an exact number)");
-  c.value = exact_number(*v, "/value");
+  c.at_most = parse_bound_relation(claim, "rank_heads_full_rank_mse", "MSE", c.value);
   p.body = std::move(c);
   return p;
 }
