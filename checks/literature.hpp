@@ -133,14 +133,9 @@ mpfi_float arcsin_moment_series(int d, int max_degree);
 /// The relaxed hardmax bound of proofs/L4 part E for rank-one heads whose query directions are the rows of A:
 /// every layer of hardmax heads with scores (a_h·y)(b_h·x_i) (any b_h, any value and output maps) has MSE
 /// ≥ ½(1 − tr(K⁻¹B)), K_hg = (2/π) arcsin⟨â_h, â_g⟩, B_hg = Σ_ℓ E_ℓ² P_ℓ(⟨â_h, â_g⟩)/N(d, ℓ).
-struct hardmax_bound {
-  mpfi_float bound;        ///< encloses a lower bound of the MSE (its lower end is the certified bound)
-  bool certified = false;  ///< false: the verification failed (K too ill-conditioned); nothing is claimed
-  double approx = 0;       ///< ½(1 − tr(K⁻¹B)) in binary64 (approx tier, for display)
-  double rho = 0;          ///< upper bound of ‖I − K·X‖_F (X ≈ K⁻¹)
-  int degree = 0;          ///< series truncation L
-};
-/// Tier: enclosure.  Guarantee: if certified, the exact relaxed error of part E is >= lower(bound).
+using hardmax_bound = rank_heads::hardmax_relaxed_enclosure;  // bound, certified, approx, rho, degree, distinct
+/// Tier: enclosure.  Guarantee: if certified, the exact relaxed error of part E is in bound (rank_heads::hardmax_relaxed_mse
+/// on the binary64 rows read exactly as rationals).
 hardmax_bound hardmax_rank_one_bound(int d, const matrix<double>& A, int max_degree);
 /// Query directions for H rank-one heads in dimension d that maximise tr(K⁻¹B) (the captured energy), by
 /// projected gradient ascent from `restarts` seeded random starts.  approx_: any result is then certified by

@@ -1087,3 +1087,103 @@ BOOST_AUTO_TEST_CASE(rank_heads_hardmax_orthonormal_malformed_claims) {
   BOOST_TEST(starts(expect_error(hard_claim(R"J("d": 3, "heads": 1)J", "0", "<=")), "/relation:"));
   BOOST_TEST(starts(expect_error(hard_claim(R"J("d": 3, "heads": 1, "rank": 1)J", "0")), "/quantity/rank:"));
 }
+
+// ---- rank_heads_hardmax_directions (proofs/L4 part E, verified solve) ----------------------------------------------
+
+namespace {
+std::string dir_claim(const std::string& quantity, const std::string& value, const std::string& relation = ">=") {
+  return R"J({"quantity": {"kind": "rank_heads_hardmax_directions", )J" + quantity + R"J(}, "relation": ")J" + relation + R"J(", "value": )J" + value +
+         "}";
+}
+double end_of(const json& cert, int i) {
+  return std::stod(cert["rank_heads_hardmax_directions"]["relaxed_mse"][static_cast<std::size_t>(i)].get<std::string>());
+}
+}  // namespace
+
+// Known answers (part E): orthonormal directions give ½(1 − H·M_3) in d = 3, M_3 = 1 − 8/π² (three heads: 12/π² − 1,
+// two: 8/π² − 1/2); a row parallel or antiparallel to an earlier one is dropped; just above the value is UNDECIDED.
+BOOST_AUTO_TEST_CASE(rank_heads_hardmax_directions_known_answers) {
+  const double pi2 = M_PI * M_PI;
+  const certify_result three = cert(dir_claim(R"J("d": 3, "max_degree": 201, "directions": [[1, 0, 0], [0, 1, 0], [0, 0, 1]])J", "\"0.2158\""));
+  BOOST_TEST_REQUIRE(three.exit_code() == 0);
+  BOOST_TEST(end_of(three.certificate, 0) <= 12 / pi2 - 1 + 1e-15);
+  BOOST_TEST(end_of(three.certificate, 1) >= 12 / pi2 - 1 - 1e-15);
+  BOOST_TEST(end_of(three.certificate, 1) - end_of(three.certificate, 0) < 1e-5);
+  BOOST_TEST(three.certificate["rank_heads_hardmax_directions"]["distinct"].get<long>() == 3);
+  BOOST_TEST(verify_certificate(three.certificate).exit_code() == 0);
+  BOOST_TEST(cert(dir_claim(R"J("d": 3, "max_degree": 201, "directions": [[1, 0, 0], [0, 1, 0], [0, 0, 1]])J", "\"0.2159\"")).exit_code() == 3);
+  // the same heads with a rotated, rescaled copy and an antiparallel duplicate: two distinct directions
+  const certify_result two = cert(dir_claim(R"J("d": 3, "max_degree": 201, "directions": [["3/5", "4/5", 0], [0, 0, 2], ["-0.3", "-0.4", 0]])J", "\"0.31\""));
+  BOOST_TEST_REQUIRE(two.exit_code() == 0);
+  BOOST_TEST(two.certificate["rank_heads_hardmax_directions"]["distinct"].get<long>() == 2);
+  BOOST_TEST(end_of(two.certificate, 0) <= 8 / pi2 - 0.5 + 1e-15);
+  BOOST_TEST(end_of(two.certificate, 1) >= 8 / pi2 - 0.5 - 1e-15);
+  BOOST_TEST(verify_certificate(two.certificate).exit_code() == 0);
+  // d = 8, orthonormal: the closed form ½(1 − 8 M_8) = 98/(9π²) − 5/6 of rank_heads_hardmax_orthonormal
+  std::string eye;
+  for (int i = 0; i < 8; ++i) {
+    eye += i ? ", [" : "[";
+    for (int j = 0; j < 8; ++j) eye += std::string(j ? ", " : "") + (i == j ? "1" : "0");
+    eye += "]";
+  }
+  const certify_result eight = cert(dir_claim("\"d\": 8, \"directions\": [" + eye + "]", "\"0.2699\""));
+  BOOST_TEST_REQUIRE(eight.exit_code() == 0);
+  BOOST_TEST(end_of(eight.certificate, 0) <= 98 / (9 * pi2) - 5.0 / 6 + 1e-15);
+  BOOST_TEST(end_of(eight.certificate, 1) >= 98 / (9 * pi2) - 5.0 / 6 - 1e-15);
+  BOOST_TEST(verify_certificate(eight.certificate).exit_code() == 0);
+  // a value above the relaxed error is UNDECIDED (a lower bound, never a refutation)
+  BOOST_TEST(cert(dir_claim(R"J("d": 3, "directions": [[1, 2, 3]])J", "\"0.5\"")).exit_code() == 3);
+}
+
+// Soundness of the pair prover/checker: every stated fact is re-derived, so a changed enclosure, direction, count or
+// value is rejected; a nearly parallel pair is either certified (and re-checked) or UNDECIDED, never wrong.
+BOOST_AUTO_TEST_CASE(rank_heads_hardmax_directions_tampering_and_near_duplicates) {
+  const certify_result r = cert(dir_claim(R"J("d": 4, "directions": [[1, 2, 0, -1], [0, 1, 1, 3], ["1/2", 0, -2, 1], [3, -1, 1, 0], [1, 1, 1, 1]])J", "\"0.2\""));
+  BOOST_TEST_REQUIRE(r.exit_code() == 0);
+  BOOST_TEST_REQUIRE(verify_certificate(r.certificate).exit_code() == 0);
+  auto status = [](const json& x) { return verify_certificate(x).exit_code(); };
+  const double lo = end_of(r.certificate, 0);
+  BOOST_TEST_MESSAGE("5 directions in d = 4: relaxed MSE >= " << lo);
+  json t = r.certificate;
+  t["rank_heads_hardmax_directions"]["relaxed_mse"] = json::array({"0.9", "0.95"});
+  BOOST_TEST(status(t) == 1);
+  t = r.certificate;
+  t["claim"]["directions"][2][1] = "1";
+  BOOST_TEST(status(t) == 1);
+  t = r.certificate;
+  t["rank_heads_hardmax_directions"]["distinct"] = 4;
+  BOOST_TEST(status(t) == 1);
+  t = r.certificate;
+  t["claim"]["value"] = "0.9";
+  BOOST_TEST(status(t) == 1);
+  t = r.certificate;
+  t["claim"]["directions"][0] = json::array({"0", "0", "0", "0"});
+  BOOST_TEST(status(t) == 2);
+  t = r.certificate;
+  t["rank_heads_hardmax_directions"]["max_degree"] = 40;
+  BOOST_TEST(status(t) == 2);
+  int certified = 0;
+  for (const std::string eps : {"0", "1e-15", "1e-9", "1e-3"}) {
+    const certify_result n = cert(dir_claim(R"J("d": 4, "directions": [[1, 2, 0, -1], [0, 1, 1, 3], [1, 2, ")J" + eps + R"J(", -1]])J", "\"0.1\""));
+    BOOST_TEST((n.exit_code() == 0 || n.exit_code() == 3), eps);
+    if (n.exit_code() != 0) continue;
+    ++certified;
+    BOOST_TEST(verify_certificate(n.certificate).exit_code() == 0, eps);
+  }
+  BOOST_TEST(certified >= 2);  // "0" is an exact duplicate (dropped) and 1e-3 is well conditioned
+}
+
+BOOST_AUTO_TEST_CASE(rank_heads_hardmax_directions_malformed_claims) {
+  auto starts = [](const std::string& msg, const std::string& prefix) { return msg.rfind(prefix, 0) == 0; };
+  BOOST_TEST(starts(expect_error(dir_claim(R"J("d": 3, "directions": [[1, 0, 0], [0, 0, 0]])J", "0")), "/quantity/directions/1:"));
+  BOOST_TEST(starts(expect_error(dir_claim(R"J("d": 3, "directions": [[1, 0, 0], [0, 1]])J", "0")), "/quantity/directions/1:"));
+  BOOST_TEST(starts(expect_error(dir_claim(R"J("d": 3, "directions": [[1, 0, "x"]])J", "0")), "/quantity/directions/0/2:"));
+  BOOST_TEST(starts(expect_error(dir_claim(R"J("d": 3, "directions": [])J", "0")), "/quantity/directions:"));
+  BOOST_TEST(starts(expect_error(dir_claim(R"J("d": 3, "max_degree": 40, "directions": [[1, 0, 0]])J", "0")), "/quantity/max_degree:"));
+  BOOST_TEST(starts(expect_error(dir_claim(R"J("d": 2, "directions": [[1, 0]])J", "0")), "/quantity/d:"));
+  BOOST_TEST(starts(expect_error(dir_claim(R"J("d": 3, "directions": [[1, 0, 0]])J", "0", "<=")), "/relation:"));
+  BOOST_TEST(starts(expect_error(dir_claim(R"J("d": 3, "heads": 1, "directions": [[1, 0, 0]])J", "0")), "/quantity/heads:"));
+  std::string many;
+  for (int i = 0; i < 257; ++i) many += std::string(i ? ", " : "") + "[1, " + std::to_string(i) + ", 0]";
+  BOOST_TEST(starts(expect_error(dir_claim("\"d\": 3, \"directions\": [" + many + "]", "0")), "/quantity/directions:"));
+}

@@ -632,6 +632,52 @@ parsed_claim parse_rank_heads_hardmax_claim(const nlohmann::json& claim) {
   return p;
 }
 
+// ---- rank_heads_hardmax_directions ------------------------------------------------------------
+// {"quantity": {"kind": "rank_heads_hardmax_directions", "d": 3, "directions": [[1, 0, 0], ["1/2", "0.5", 0]]},
+//  "relation": ">=", "value": "0.2"}
+
+parsed_claim parse_rank_heads_directions_claim(const nlohmann::json& claim) {
+  parsed_claim p;
+  p.kind = quantity_kind::rank_heads_hardmax_directions;
+  only_members(claim, "", {"title", "statement", "source", "quantity", "relation", "value"},
+               "not used by rank_heads_hardmax_directions (it takes no objects, family or tolerance: the N = 2 distribution is fixed by d)");
+  const nlohmann::json& q = claim["quantity"];
+  only_members(q, "/quantity", {"kind", "d", "directions", "max_degree"},
+               "unknown key (rank_heads_hardmax_directions takes d, directions, max_degree)");
+  rank_heads_directions_claim c;
+  c.d = bounded_int(q, "d", 3, 64, 0, "the dimension of the sphere's ambient space");
+  c.max_degree = bounded_int(q, "max_degree", 1, 201, 41, "the degree at which the series of B is cut (its tail is enclosed)");
+  if (c.max_degree % 2 == 0) fail("/quantity/max_degree", "expected an odd degree (the even energies are 0)");
+  const auto* dirs = find_member(q, "directions");
+  if (!dirs || !dirs->is_array() || dirs->empty())
+    fail("/quantity/directions", "missing: the heads' query directions, an array of H rows of d exact numbers");
+  if (dirs->size() > 256) fail("/quantity/directions", "at most 256 directions (" + std::to_string(dirs->size()) + " given)");
+  c.directions = matrix<mpq_rational>(static_cast<Eigen::Index>(dirs->size()), c.d);
+  for (std::size_t i = 0; i < dirs->size(); ++i) {
+    const std::string row = "/quantity/directions/" + std::to_string(i);
+    const nlohmann::json& r = (*dirs)[i];
+    if (!r.is_array() || r.size() != static_cast<std::size_t>(c.d))
+      fail(row, "expected an array of d = " + std::to_string(c.d) + " exact numbers");
+    bool nonzero = false;
+    for (std::size_t j = 0; j < r.size(); ++j) {
+      const mpq_rational x = exact_number(r[j], row + "/" + std::to_string(j));
+      nonzero = nonzero || x != 0;
+      c.directions(static_cast<Eigen::Index>(i), static_cast<Eigen::Index>(j)) = x;
+    }
+    if (!nonzero) fail(row, "a query direction must be nonzero");
+  }
+  const auto* rel = find_member(claim, "relation");
+  if (!rel || !rel->is_string()) fail("/relation", "missing: rank_heads_hardmax_directions claims are '>='");
+  const std::string r = rel->get<std::string>();
+  if (r != ">=" && r != "≥")
+    fail("/relation", "rank_heads_hardmax_directions claims are '>=' (a lower bound over every such layer; the least error is not computed)");
+  const auto* v = find_member(claim, "value");
+  if (!v) fail("/value", "missing: the claimed lower bound of the MSE (an exact number)");
+  c.value = exact_number(*v, "/value");
+  p.body = std::move(c);
+  return p;
+}
+
 // ---- the claim's frame: top-level members, objects, quantity kind -----------------------
 
 quantity_kind parse_kind(const nlohmann::json& claim) {
@@ -643,6 +689,7 @@ quantity_kind parse_kind(const nlohmann::json& claim) {
       if (k->get<std::string>() == "rank_heads_vote_mse") return quantity_kind::rank_heads_vote_mse;
       if (k->get<std::string>() == "rank_heads_full_rank_mse") return quantity_kind::rank_heads_full_rank_mse;
       if (k->get<std::string>() == "rank_heads_hardmax_orthonormal") return quantity_kind::rank_heads_hardmax_orthonormal;
+      if (k->get<std::string>() == "rank_heads_hardmax_directions") return quantity_kind::rank_heads_hardmax_directions;
     }
   const nlohmann::json* objects = find_member(claim, "objects");
   if (!objects || !objects->is_object()) fail("/objects", "missing object with the matrices");
@@ -659,7 +706,7 @@ quantity_kind parse_kind(const nlohmann::json& claim) {
   if (k == "numerical_rank") return quantity_kind::numerical_rank;
   fail("/quantity/kind", "unknown quantity '" + k + "' (supported: rank, determinant, output_value, singular_value, output_bound, numerical_rank, "
                                   "rank_heads_lower_bound, rank_heads_vote_mse, rank_heads_full_rank_mse, "
-                                  "rank_heads_hardmax_orthonormal)");
+                                  "rank_heads_hardmax_orthonormal, rank_heads_hardmax_directions)");
 }
 
 }  // namespace
@@ -672,6 +719,7 @@ parsed_claim parse_claim(const nlohmann::json& claim, const std::string& base_di
   if (kind == quantity_kind::rank_heads_vote_mse) return parse_rank_heads_vote_claim(claim);
   if (kind == quantity_kind::rank_heads_full_rank_mse) return parse_rank_heads_full_rank_claim(claim);
   if (kind == quantity_kind::rank_heads_hardmax_orthonormal) return parse_rank_heads_hardmax_claim(claim);
+  if (kind == quantity_kind::rank_heads_hardmax_directions) return parse_rank_heads_directions_claim(claim);
   parsed_claim p;
   p.kind = kind;
   p.body = parse_layer_claim(claim, kind, base_dir);

@@ -288,3 +288,70 @@ certify_result prove_rank_heads_hardmax(const rank_heads_hardmax_claim& c, const
 }
 
 }  // namespace attncert::proofs::detail
+
+namespace attncert::proofs::detail {
+
+// rank_heads_hardmax_directions claims (part E, "verified solve"): the relaxed error ½(1 − tr(K⁻¹B)) of hardmax rank-one
+// heads with the claim's query directions, enclosed by rank_heads::hardmax_relaxed_mse at 128 bits (K and B in MPFI,
+// a binary64 approximate inverse and a Frobenius residual bound).  It bounds every such layer's MSE from below, so the
+// claim is CERTIFIED when the enclosure's lower end is ≥ value; an enclosure below the value, or one that contains it,
+// or a Gram matrix too ill-conditioned to verify, is UNDECIDED, never REFUTED.  The checker re-derives the enclosure by
+// an interval Cholesky factorization and explicit Gegenbauer sums.
+certify_result prove_rank_heads_directions(const rank_heads_directions_claim& c, const nlohmann::json& claim) {
+  const precision_guard guard(128);
+  const rank_heads::hardmax_relaxed_enclosure e = rank_heads::hardmax_relaxed_mse(c.d, c.directions, c.max_degree);
+  const long H = static_cast<long>(c.directions.rows());
+  const std::string text = "MSE >= " + rational_string(c.value) + " for every hardmax attention layer of " + std::to_string(H) +
+                           " rank-one head" + (H == 1 ? "" : "s") + " with the claim's query directions in dimension d = " +
+                           std::to_string(c.d) + " (N = 2 keys, a random orthonormal pair; query uniform on the sphere; any key "
+                           "directions, values and output maps; no residual path)";
+  std::ostringstream approx_text;
+  approx_text.precision(9);
+  approx_text << e.approx;
+  certify_result res;
+  res.report = report_header(claim);
+  res.report["claim"] = text;
+  res.report["distinct_directions"] = e.distinct;
+  res.report["relaxed_mse_approx"] = e.approx;
+  res.report["residual_bound"] = e.rho;
+  res.report["proof"] = "proofs/L4-rank-heads-tradeoff.md, part E";
+  if (!e.certified) {
+    const std::string why = "the arcsine Gram matrix K of the " + std::to_string(e.distinct) +
+                            " distinct directions is too ill-conditioned for the verified solve (||I - K X||_F <= " + std::to_string(e.rho) +
+                            " is not below 1): nothing is claimed";
+    return mark_undecided(res, "UNDECIDED: " + text + "\n  " + why + "\n", why);
+  }
+  res.report["relaxed_mse"] = interval_json(e.bound);
+  const mpfi_float value = from_rational<mpfi_float>(c.value);
+  if (!(lower_of(e.bound) >= upper_of(value))) {
+    const std::string why = upper_of(e.bound) < lower_of(value)
+                                ? "the relaxed error ~ " + approx_text.str() + " is below the value " + rational_string(c.value) +
+                                      ": the method cannot certify it (the least error of such layers is not computed, so this is not a refutation)"
+                                : "the relaxed error's enclosure [" + decimal_down(lower_of(e.bound), 10, decimal_layout::general) + ", " +
+                                      decimal_up(upper_of(e.bound), 10, decimal_layout::general) + "] contains the value at 128 bits";
+    return mark_undecided(res, "UNDECIDED: " + text + "\n  " + why + "\n", why);
+  }
+  res.verdict = claim_verdict::certified;
+  std::ostringstream os;
+  os << "CERTIFIED: " << text << ".\n  relaxed error 1/2 (1 - tr(K^-1 B)) in [" << decimal_down(lower_of(e.bound), 10, decimal_layout::general) << ", "
+     << decimal_up(upper_of(e.bound), 10, decimal_layout::general) << "] >= " << rational_string(c.value) << " (" << e.distinct << " distinct directions; "
+     << "verified solve, ||I - K X||_F <= " << e.rho << ")\n";
+  res.summary = os.str();
+  res.report["verdict"] = "CERTIFIED";
+  res.report["summary"] = res.summary;
+  nlohmann::json rows = nlohmann::json::array();
+  for (Eigen::Index i = 0; i < c.directions.rows(); ++i) {
+    nlohmann::json row = nlohmann::json::array();
+    for (Eigen::Index j = 0; j < c.directions.cols(); ++j) row.push_back(rational_string(c.directions(i, j)));
+    rows.push_back(row);
+  }
+  nlohmann::json cl = {{"quantity", "rank_heads_hardmax_directions"}, {"d", c.d}, {"directions", rows}, {"relation", ">="},
+                       {"value", rational_string(c.value)}};
+  if (claim.contains("title")) cl["title"] = claim["title"];
+  nlohmann::json cert = certificate_header(cl, claim_verdict::certified);
+  cert["rank_heads_hardmax_directions"] = {{"max_degree", c.max_degree}, {"distinct", e.distinct}, {"relaxed_mse", interval_json(e.bound)}};
+  res.certificate = cert;
+  return res;
+}
+
+}  // namespace attncert::proofs::detail

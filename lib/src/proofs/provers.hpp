@@ -62,7 +62,7 @@ struct real_relation {
 real_relation parse_real_relation(const nlohmann::json& relation, const nlohmann::json& value, const nlohmann::json* tolerance);
 
 enum class quantity_kind { rank, determinant, output_value, singular_value, output_bound, numerical_rank, rank_heads_lower_bound, rank_heads_vote_mse,
-                           rank_heads_full_rank_mse, rank_heads_hardmax_orthonormal };
+                           rank_heads_full_rank_mse, rank_heads_hardmax_orthonormal, rank_heads_hardmax_directions };
 
 /// A claim about one layer's object over the family S(a) = a·S0 (rank, determinant,
 /// output_value, singular_value).
@@ -142,6 +142,17 @@ struct rank_heads_hardmax_claim {
   mpq_rational value = 0;
 };
 
+/// A hardmax claim with given query directions (proofs/L4 part E, "verified solve"): every hardmax layer of rank-one
+/// heads whose query directions are the rows of `directions` (H × d, exact, nonzero; any key directions, values and
+/// outputs; no residual path) has MSE ≥ value on the N = 2 distribution — through the relaxed error ½(1 − tr(K⁻¹B)),
+/// enclosed by rank_heads::hardmax_relaxed_mse.
+struct rank_heads_directions_claim {
+  int d = 3;
+  matrix<mpq_rational> directions;
+  int max_degree = 41;  ///< the series truncation of B (the tail is enclosed)
+  mpq_rational value = 0;
+};
+
 /// A claim file, parsed and validated once.  `not_supported` nonempty: the claim is well
 /// formed as far as it was read but asks for what the method does not cover (the prover
 /// answers UNDECIDED with this reason; the rest of the claim is then not read).
@@ -149,7 +160,7 @@ struct parsed_claim {
   quantity_kind kind = quantity_kind::rank;
   std::string not_supported;
   std::variant<layer_claim, output_bound_claim, numerical_rank_claim, rank_heads_claim, rank_heads_vote_claim, rank_heads_full_rank_claim,
-               rank_heads_hardmax_claim>
+               rank_heads_hardmax_claim, rank_heads_directions_claim>
       body;
 };
 
@@ -209,6 +220,7 @@ certify_result prove_rank_heads(const rank_heads_claim& c, const nlohmann::json&
 certify_result prove_rank_heads_vote(const rank_heads_vote_claim& c, const nlohmann::json& claim);
 certify_result prove_rank_heads_full_rank(const rank_heads_full_rank_claim& c, const nlohmann::json& claim);
 certify_result prove_rank_heads_hardmax(const rank_heads_hardmax_claim& c, const nlohmann::json& claim, unsigned max_bits);
+certify_result prove_rank_heads_directions(const rank_heads_directions_claim& c, const nlohmann::json& claim);
 
 /// The polynomial family M(u) of a layer claim (rank/family.cpp's build_family).  Errors:
 /// family_too_large passes through (the dispatcher answers UNDECIDED); any other

@@ -1,10 +1,12 @@
 // The exact quantities of the rank–heads trade-off: see attncert/proofs/rank_heads.hpp and
-// proofs/L4-rank-heads-tradeoff.md (parts C, D, F).  Exact tier, except binomial_lower_tail and two_layer_vote_mse
-// (enclosure tier, MPFI).
+// proofs/L4-rank-heads-tradeoff.md (parts A, C, D, E, F).  Exact tier, except the enclosure-tier (MPFI) functions:
+// binomial_lower_tail, two_layer_vote_mse, full_rank_mse, arcsin_moment_series and hardmax_relaxed_mse.
 #include "attncert/proofs/rank_heads.hpp"
 
+#include <cmath>
 #include <map>
 #include <mutex>
+#include <string>
 #include <tuple>
 #include <utility>
 
@@ -13,7 +15,10 @@
 
 #include "attncert/deadline.hpp"
 #include "attncert/error.hpp"
+#include "attncert/number/decimal.hpp"
 #include "attncert/number/interval.hpp"
+
+#include <Eigen/Cholesky>
 
 namespace attncert::rank_heads {
 
@@ -305,6 +310,198 @@ vote_mse_enclosure two_layer_vote_mse(int d, long H, int panels) {
   mpfi_set_q(cd.backend().data(), c.r.backend().data());  // exact up to the outward rounding of MPFI
   if (c.over_pi) cd /= pi;
   out.mse = mpfi_float(4) * cd * hull_of(mpfi_float(lower_of(lo)), mpfi_float(upper_of(hi)));
+  return out;
+}
+
+}  // namespace attncert::rank_heads
+
+// ---- part E: hardmax rank-one heads with given query directions (enclosure tier) -----------------------------------
+
+namespace attncert::rank_heads {
+
+namespace {
+// The energies as enclosures (π⁻² applied for even d) and the exact tail T_L = 1 − Σ_{ℓ ≤ L} E_ℓ, enclosed.
+struct energy_table {
+  std::vector<mpfi_float> E;
+  mpfi_float tail;
+};
+energy_table energy_enclosures(int d, int L) {
+  const auto& e = energy_coefficients(d, L);
+  const bool over = density_constant_of(d).over_pi;
+  const mpfi_float pi = pi_interval(), pi2 = pi * pi;
+  energy_table t;
+  mpq_rational sum = 0;
+  for (const auto& x : e) {
+    sum += x;
+    t.E.push_back(over ? mpfi_float(from_rational<mpfi_float>(x) / pi2) : from_rational<mpfi_float>(x));
+  }
+  t.tail = over ? mpfi_float(mpfi_float(1) - from_rational<mpfi_float>(sum) / pi2) : from_rational<mpfi_float>(1 - sum);
+  return t;
+}
+
+// P_ℓ(t) for ℓ = 0 … L (P_ℓ(1) = 1; the three-term recurrence of part C), enclosed.
+void legendre_values(int d, int L, const mpfi_float& t, std::vector<mpfi_float>& P) {
+  P.assign(static_cast<std::size_t>(L + 1), mpfi_float(0));
+  P[0] = mpfi_float(1);
+  if (L >= 1) P[1] = t;
+  for (int k = 1; k < L; ++k)
+    P[static_cast<std::size_t>(k + 1)] = mpfi_float(mpfi_float(mpfi_float(2 * k + d - 2) * t * P[static_cast<std::size_t>(k)]) -
+                                                    mpfi_float(k) * P[static_cast<std::size_t>(k - 1)]) /
+                                         mpfi_float(k + d - 2);
+}
+
+// t_hg = ⟨a_h, a_g⟩/(|a_h| |a_g|) from the exact inner products, enclosed and clipped to [−1, 1].
+mpfi_float cosine_enclosure(const mpq_rational& ab, const mpq_rational& aa, const mpq_rational& bb) {
+  using boost::multiprecision::sqrt;
+  const mpfi_float t = from_rational<mpfi_float>(ab) / sqrt(from_rational<mpfi_float>(aa * bb));
+  const mpfr_float lo = lower_of(t) < -1 ? mpfr_float(-1) : lower_of(t), hi = upper_of(t) > 1 ? mpfr_float(1) : upper_of(t);
+  return hull_of(mpfi_float(lo), mpfi_float(hi));
+}
+
+// A binary64 midpoint–radius enclosure of an exact matrix: every exact entry within rad of mid.
+struct mid_rad {
+  matrix<double> mid, rad;
+};
+
+// Encloses M·X for every M inside `m` and the point matrix X (n × n): M·X ∈ Ŷ ± E entrywise, Ŷ = fl(mid·X).
+// |Ŷ − mid·X| ≤ γ_n |mid||X| + (n + 2)η for any order of summation, FMA or not (γ_n = nu/(1 − nu), u = 2⁻⁵³,
+// η = 2⁻¹⁰⁷⁴ for underflow), and |(M − mid)X| ≤ rad|X|.  The nonnegative products are themselves computed in
+// binary64, so |mid||X| ≤ (fl(|mid||X|) + nη)/(1 − γ_n) (likewise rad|X|); E sums the three terms and is
+// inflated by (1 + 64u) for its own roundings (about a dozen operations on nonnegative numbers, each within a
+// relative u; proofs/L4 part E, "verified solve").
+mid_rad enclose_times_point(const mid_rad& m, const matrix<double>& X) {
+  const double n = static_cast<double>(X.rows()), u = std::ldexp(1.0, -53), eta = std::ldexp(1.0, -1074);
+  const double gamma = n * u / (1 - n * u);
+  mid_rad out;
+  out.mid = m.mid * X;
+  const matrix<double> absX = X.cwiseAbs();
+  const matrix<double> S = m.mid.cwiseAbs() * absX, R = m.rad * absX;
+  const double allow = (n + 2) * eta;
+  out.rad = ((gamma * (S.array() + n * eta) / (1 - gamma) + (R.array() + n * eta) / (1 - gamma) + allow) * (1 + 64 * u)).matrix();
+  return out;
+}
+
+// An MPFI interval for mid ± rad.
+mpfi_float interval_of(double mid, double rad) {
+  return hull_of(mpfi_float(mpfi_float(mid) - mpfi_float(rad)), mpfi_float(mpfi_float(mid) + mpfi_float(rad)));
+}
+}  // namespace
+
+mpfi_float arcsin_moment_series(int d, int max_degree) {
+  if (d < 3 || max_degree < 1) throw input_error("arcsin_moment_series: d must be >= 3 and max_degree >= 1");
+  const energy_table t = energy_enclosures(d, max_degree);
+  mpfi_float s(0);
+  for (int l = 1; l <= max_degree; l += 2) {
+    const mpfi_float& E = t.E[static_cast<std::size_t>(l)];
+    s += E * E / from_rational<mpfi_float>(mpq_rational(harmonic_dimension(d, l)));
+  }
+  // Σ_{ℓ > L} E_ℓ²/N(d, ℓ) ≤ (max_{ℓ>L} E_ℓ) Σ_{ℓ>L} E_ℓ / N(d, L + 1) ≤ T_L² / N(d, L + 1).
+  const mpfi_float tail = t.tail * t.tail / from_rational<mpfi_float>(mpq_rational(harmonic_dimension(d, max_degree + 1)));
+  return hull_of(s, mpfi_float(s + mpfi_float(upper_of(tail))));
+}
+
+hardmax_relaxed_enclosure hardmax_relaxed_mse(int d, const matrix<mpq_rational>& directions, int max_degree) {
+  using boost::multiprecision::asin;
+  using boost::multiprecision::sqrt;
+  if (d < 3 || max_degree < 1) throw input_error("hardmax_relaxed_mse: d must be >= 3 and max_degree >= 1");
+  if (directions.cols() != d || directions.rows() < 1) throw input_error("hardmax_relaxed_mse: the directions must be H x d with H >= 1");
+  // Exact inner products; a row parallel or antiparallel to a kept one is dropped (its sign profile is ± a kept one's).
+  std::vector<Eigen::Index> kept;
+  std::vector<mpq_rational> norm2;
+  auto dot = [&](Eigen::Index i, Eigen::Index j) {
+    mpq_rational s = 0;
+    for (Eigen::Index k = 0; k < d; ++k) s += directions(i, k) * directions(j, k);
+    return s;
+  };
+  for (Eigen::Index h = 0; h < directions.rows(); ++h) {
+    const mpq_rational n2 = dot(h, h);
+    if (n2 == 0) throw input_error("hardmax_relaxed_mse: every direction must be nonzero (row " + std::to_string(h) + " is 0)");
+    bool parallel = false;
+    for (std::size_t k = 0; k < kept.size() && !parallel; ++k) {
+      const mpq_rational ab = dot(h, kept[k]);
+      parallel = ab * ab == n2 * norm2[k];
+    }
+    if (parallel) continue;
+    kept.push_back(h);
+    norm2.push_back(n2);
+  }
+  const Eigen::Index H = static_cast<Eigen::Index>(kept.size());
+  const energy_table et = energy_enclosures(d, max_degree);
+  std::vector<mpfi_float> w(static_cast<std::size_t>(max_degree + 1), mpfi_float(0));  // E_ℓ²/N(d, ℓ)
+  for (int l = 1; l <= max_degree; l += 2)
+    w[static_cast<std::size_t>(l)] = et.E[static_cast<std::size_t>(l)] * et.E[static_cast<std::size_t>(l)] /
+                                     from_rational<mpfi_float>(mpq_rational(harmonic_dimension(d, l)));
+  const mpfr_float tau =
+      upper_of(mpfi_float(et.tail * et.tail / from_rational<mpfi_float>(mpq_rational(harmonic_dimension(d, max_degree + 1)))));
+  const pi2_rational M = arcsin_moment(d);
+  const mpfi_float pi = pi_interval();
+  const mpfi_float diag_B = from_rational<mpfi_float>(M.a) + from_rational<mpfi_float>(M.b) / (pi * pi);
+  const mpfi_float two_over_pi = mpfi_float(2) / pi;
+
+  // K and B enclosed entrywise in MPFI, then as binary64 midpoint and radius.
+  mid_rad K{matrix<double>(H, H), matrix<double>(H, H)}, B{matrix<double>(H, H), matrix<double>(H, H)};
+  auto store = [](mid_rad& m, Eigen::Index i, Eigen::Index j, const mpfi_float& v) {
+    const double c = static_cast<double>(approx_mid(v));
+    const mpfi_float dev = v - mpfi_float(c);
+    const mpfr_float r = upper_of(dev) > -lower_of(dev) ? upper_of(dev) : mpfr_float(-lower_of(dev));
+    m.mid(i, j) = m.mid(j, i) = c;
+    m.rad(i, j) = m.rad(j, i) = double_up(r);
+  };
+  std::vector<mpfi_float> P;
+  for (Eigen::Index h = 0; h < H; ++h) {
+    check_deadline();
+    store(K, h, h, mpfi_float(1));
+    store(B, h, h, diag_B);
+    for (Eigen::Index g = h + 1; g < H; ++g) {
+      const auto sh = static_cast<std::size_t>(h), sg = static_cast<std::size_t>(g);
+      const mpfi_float t = cosine_enclosure(dot(kept[sh], kept[sg]), norm2[sh], norm2[sg]);
+      legendre_values(d, max_degree, t, P);
+      mpfi_float b(0);
+      for (int l = 1; l <= max_degree; l += 2) b += w[static_cast<std::size_t>(l)] * P[static_cast<std::size_t>(l)];
+      store(K, h, g, mpfi_float(two_over_pi * asin(t)));
+      store(B, h, g, hull_of(mpfi_float(lower_of(b) - tau), mpfi_float(upper_of(b) + tau)));  // |P_ℓ| ≤ 1 beyond L
+    }
+  }
+  hardmax_relaxed_enclosure out;
+  out.degree = max_degree;
+  out.distinct = static_cast<long>(H);
+  // X ≈ K⁻¹ (approx part; any symmetric X keeps the bound rigorous).
+  Eigen::LLT<matrix<double>> llt(K.mid);
+  if (llt.info() != Eigen::Success) return out;
+  matrix<double> X = llt.solve(matrix<double>::Identity(H, H));
+  X = ((X + X.transpose()) / 2).eval();
+  if (!X.allFinite()) return out;
+  out.approx = 0.5 * (1 - (X.cwiseProduct(B.mid)).sum());
+
+  const mid_rad Y = enclose_times_point(K, X), Z = enclose_times_point(B, X);  // K X and B X
+  if (!Y.rad.allFinite() || !Z.rad.allFinite()) return out;
+  // ρ ≥ ‖K X − I‖_F, ‖X‖_F, ‖B‖_F, T1 = tr(XB) = Σ X_ij B_ij, T2 = tr(XKXB) = Σ (KX)_ji (BX)_ij (X, K, B symmetric).
+  mpfi_float rho2(0), b2(0), x2(0), T1(0), T2(0);
+  for (Eigen::Index i = 0; i < H; ++i) {
+    check_deadline();
+    for (Eigen::Index j = 0; j < H; ++j) {
+      const mpfi_float res = mpfi_float(interval_of(Y.mid(i, j), Y.rad(i, j)) - mpfi_float(i == j ? 1 : 0));
+      rho2 += res * res;
+      const mpfi_float bij = interval_of(B.mid(i, j), B.rad(i, j));
+      b2 += bij * bij;
+      x2 += mpfi_float(X(i, j)) * mpfi_float(X(i, j));
+      T1 += mpfi_float(X(i, j)) * bij;
+      T2 += interval_of(Y.mid(j, i), Y.rad(j, i)) * interval_of(Z.mid(i, j), Z.rad(i, j));
+    }
+  }
+  const mpfi_float rho = sqrt(mpfi_float(upper_of(rho2)));
+  out.rho = double_up(upper_of(rho));
+  if (!(upper_of(rho) < 1)) return out;
+  // λ_min(K) ≥ μ = (1 − ρ)/‖X‖_F: K is a Gram matrix (symmetric positive semidefinite) and ‖I − KX‖₂ ≤ ρ < 1
+  // makes it invertible with ‖K⁻¹‖₂ ≤ ‖X‖₂/(1 − ρ).  E‖(KX − I)c‖² ≤ ρ² λ_max(B) ≤ ρ² ‖B‖_F.
+  const mpfr_float mu = lower_of(mpfi_float(mpfi_float(1) - mpfi_float(upper_of(rho))) / sqrt(mpfi_float(upper_of(x2))));
+  const mpfr_float resid = upper_of(mpfi_float(mpfi_float(upper_of(rho2)) * sqrt(mpfi_float(upper_of(b2))) / mpfi_float(mu)));
+  // min_w q ≥ q(w₀) − ‖Kw₀ − c‖²/μ with w₀ = Xc; E q(w₀) = tr(XKXB) − 2 tr(XB).  The relaxed error is
+  // ½(1 + min q) averaged over e: at least ½(1 + T2 − 2T1 − resid) and at most ½(1 + T2 − 2T1).
+  const mpfi_float upper_side = (mpfi_float(1) + T2 - mpfi_float(2) * T1) / mpfi_float(2);
+  const mpfi_float lower_side = (mpfi_float(1) + T2 - mpfi_float(2) * T1 - mpfi_float(resid)) / mpfi_float(2);
+  out.bound = hull_of(mpfi_float(lower_of(lower_side)), mpfi_float(upper_of(upper_side)));
+  out.certified = true;
   return out;
 }
 

@@ -4,7 +4,8 @@
 //   polynomial.cpp       exact polynomial arithmetic over ℤ and ℚ, Sturm sequences, minors of M(u)
 //   enclosure.cpp        MPFI enclosures of e^{a/q} and q·log u, the range of a, signs at a point
 //   polynomial_matrix.cpp  M(u) rebuilt from the claim (S0, mask, V, X)
-//   rank.cpp, ratio.cpp, singular_value.cpp, output_bound.cpp, numerical_rank.cpp, rank_heads.cpp
+//   rank.cpp, ratio.cpp, singular_value.cpp, output_bound.cpp, numerical_rank.cpp, rank_heads.cpp,
+//   rank_heads_directions.cpp
 //                        one checker per claim quantity
 //   certificate.cpp      the public entry points (attncert/verify/certificate.hpp)
 // Only the number libraries (GMP through Boost.Multiprecision, MPFR, MPFI) and the JSON parser:
@@ -226,6 +227,29 @@ void verify_rank_heads_vote(const nlohmann::json& cert, const nlohmann::json& cl
 void verify_rank_heads_full_rank(const nlohmann::json& cert, const nlohmann::json& claim, const note_fn& note);
 /// Orthonormal hardmax heads' relaxed-error certificates (proofs/L4 part E; rank_heads.cpp).
 void verify_rank_heads_hardmax(const nlohmann::json& cert, const nlohmann::json& claim, const note_fn& note);
+/// Hardmax heads' relaxed-error certificates for given query directions (proofs/L4 part E; rank_heads_directions.cpp).
+void verify_rank_heads_directions(const nlohmann::json& cert, const nlohmann::json& claim, const note_fn& note);
+
+// ---- rank_heads.cpp helpers shared with rank_heads_directions.cpp ---------------------------
+/// N(d, ℓ), the dimension of the degree-ℓ spherical harmonics on S^{d−1} (exact).
+Z dimension(long d, long l);
+/// E_ℓ for odd ℓ, exact: the energy itself for odd d, its coefficient of π⁻² for even d (E_ℓ = this·π⁻²).
+Q energy(long d, long l);
+/// M_d = a + b·π⁻² (exact a, b), the arcsin moment (4/π²) E[arcsin(t)²], from the Fourier expansion of cos^{d−2}.
+void arcsin_moment_fourier(long d, Q& a, Q& b);
+/// An MPFI interval with its lifetime.
+struct iv {
+  mpfi_t x;
+  explicit iv(mpfr_prec_t bits) { mpfi_init2(x, bits); }
+  ~iv() { mpfi_clear(x); }
+  iv(const iv&) = delete;
+  iv& operator=(const iv&) = delete;
+};
+/// v ≤ lower(x), exactly (a rational against an MPFR end).
+bool q_le_left(const Q& v, const mpfi_t x);
+/// v ≥ upper(x), exactly.
+bool q_ge_right(const Q& v, const mpfi_t x);
+
 /// The stated /verdict must be the re-derived one (ok: CERTIFIED, else REFUTED); notes it.
 void check_verdict(const nlohmann::json& cert, bool ok, const note_fn& note);
 

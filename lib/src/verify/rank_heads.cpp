@@ -71,9 +71,10 @@ Q density_squared(long d) {
   return c * c;
 }
 
+}  // namespace
+
 Z dimension(long d, long l) { return Z(2 * l + d - 2) * factorial(l + d - 3) / (factorial(l) * factorial(d - 2)); }
 
-// E_ℓ for odd ℓ (the coefficient of 1 or π⁻²).
 Q energy(long d, long l) {
   const Q lambda(d - 2, 2);
   const long k = (l - 1) / 2;
@@ -82,6 +83,8 @@ Q energy(long d, long l) {
   const Q f = dp / Q(Z(l) * Z(l + d - 2));
   return Q(dimension(d, l)) * Q(4) * density_squared(d) * f * f;
 }
+
+namespace {
 
 // The sign of a − v + b/π² (b ≠ 0) at doubling precision up to the cap; beyond_cap when undecided.
 int sign_with_pi(const Q& a, const Q& b, const Q& v) {
@@ -171,20 +174,10 @@ void verify_rank_heads(const nlohmann::json& cert, const nlohmann::json& cl, con
   check_verdict(cert, true, note);
 }
 
-namespace {
-
-// An MPFI interval with its lifetime.
-struct iv {
-  mpfi_t x;
-  explicit iv(mpfr_prec_t bits) { mpfi_init2(x, bits); }
-  ~iv() { mpfi_clear(x); }
-  iv(const iv&) = delete;
-  iv& operator=(const iv&) = delete;
-};
-
-// a ≤ b for the intervals' ends, exactly (a rational against an MPFR end).
 bool q_le_left(const Q& v, const mpfi_t x) { return mpfr_cmp_q(&x->left, v.backend().data()) >= 0; }    // v ≤ lower(x)
 bool q_ge_right(const Q& v, const mpfi_t x) { return mpfr_cmp_q(&x->right, v.backend().data()) <= 0; }  // v ≥ upper(x)
+
+namespace {
 
 // out = (1 − t²)^{(d−3)/2} for t in [0, 1] (1 − t² clamped at 0 below); `scratch` is overwritten.
 void sphere_weight_into(mpfi_t out, const mpfi_t t, long d, mpfi_t scratch) {
@@ -236,14 +229,7 @@ void binomial_tail_upward(mpfi_t out, long H, const mpfi_t P, mpfr_prec_t bits) 
 
 }  // namespace
 
-void verify_rank_heads_hardmax(const nlohmann::json& cert, const nlohmann::json& cl, const note_fn& note) {
-  const long d = integer<long>(field(cl, "d", "/claim"), "/claim/d");
-  if (d < 3 || d > 64) throw malformed("/claim/d: expected 3 <= d <= 64");
-  const long H = integer<long>(field(cl, "heads", "/claim"), "/claim/heads");
-  if (H < 1 || H > d) throw malformed("/claim/heads: expected 1 <= heads <= d (orthonormal query directions)");
-  if (text_field(cl, "relation", "/claim") != ">=") throw malformed("/claim/relation: rank_heads_hardmax_orthonormal is '>='");
-  const Q value = exact_number(field(cl, "value", "/claim"), "/claim/value");
-  const nlohmann::json& body = field(cert, "rank_heads_hardmax", "");
+void arcsin_moment_fourier(long d, Q& a, Q& b) {
   // I_n as A3 π³ + A2 π² + A1 π + A0
   const long n = d - 2;
   Q A3 = 0, A2 = 0, A1 = 0, A0 = 0;
@@ -263,7 +249,6 @@ void verify_rank_heads_hardmax(const nlohmann::json& cert, const nlohmann::json&
   }
   // c_d = ρ (odd d) or ρ/π (even d): M_d = (4/π²) c_d I_n lies in ℚ + ℚπ⁻² exactly when the other parts vanish.
   const Q rho = density(d);
-  Q a, b;
   if (d % 2 == 1) {
     check(A3 == 0 && A1 == 0, "/rank_heads_hardmax: internal: I_n for odd n has no pi^3 or pi part");
     a = 4 * rho * A2;
@@ -273,6 +258,18 @@ void verify_rank_heads_hardmax(const nlohmann::json& cert, const nlohmann::json&
     a = 4 * rho * A3;
     b = 4 * rho * A1;
   }
+}
+
+void verify_rank_heads_hardmax(const nlohmann::json& cert, const nlohmann::json& cl, const note_fn& note) {
+  const long d = integer<long>(field(cl, "d", "/claim"), "/claim/d");
+  if (d < 3 || d > 64) throw malformed("/claim/d: expected 3 <= d <= 64");
+  const long H = integer<long>(field(cl, "heads", "/claim"), "/claim/heads");
+  if (H < 1 || H > d) throw malformed("/claim/heads: expected 1 <= heads <= d (orthonormal query directions)");
+  if (text_field(cl, "relation", "/claim") != ">=") throw malformed("/claim/relation: rank_heads_hardmax_orthonormal is '>='");
+  const Q value = exact_number(field(cl, "value", "/claim"), "/claim/value");
+  const nlohmann::json& body = field(cert, "rank_heads_hardmax", "");
+  Q a, b;
+  arcsin_moment_fourier(d, a, b);
   const nlohmann::json& M = field(body, "arcsin_moment", "/rank_heads_hardmax");
   check(exact_number(field(M, "rational", "/rank_heads_hardmax/arcsin_moment"), "/rank_heads_hardmax/arcsin_moment/rational") == a,
         "/rank_heads_hardmax/arcsin_moment/rational: the rational part of M_d is " + a.str());
@@ -284,7 +281,7 @@ void verify_rank_heads_hardmax(const nlohmann::json& cert, const nlohmann::json&
         "/rank_heads_hardmax/lower_bound/rational: the rational part of 1/2 (1 - H M_d) is " + la.str());
   check(exact_number(field(L, "over_pi_squared", "/rank_heads_hardmax/lower_bound"), "/rank_heads_hardmax/lower_bound/over_pi_squared") == lb,
         "/rank_heads_hardmax/lower_bound/over_pi_squared: the pi^-2 part of 1/2 (1 - H M_d) is " + lb.str());
-  note("M_" + std::to_string(d) + " = " + a.str() + " + (" + b.str() + ")/pi^2 re-derived from the Fourier expansion of cos^" + std::to_string(n));
+  note("M_" + std::to_string(d) + " = " + a.str() + " + (" + b.str() + ")/pi^2 re-derived from the Fourier expansion of cos^" + std::to_string(d - 2));
   const int sign = lb == 0 ? (la >= value ? 1 : -1) : sign_with_pi(la, lb, value);
   check(!cert.contains("counterexample"), "/counterexample: a lower-bound certificate states none");
   check(sign > 0, "/verdict: the bound is below the value; only CERTIFIED certificates exist for this quantity");

@@ -7,6 +7,7 @@
 
 #include <vector>
 
+#include "attncert/linalg/matrix.hpp"
 #include "attncert/number/types.hpp"
 
 namespace attncert {
@@ -56,6 +57,29 @@ pi2_rational rank_lower_bound_residual(int d, const mpz_int& heads, int max_degr
 /// H orthonormal hardmax rank-one heads have relaxed MSE ½(1 − H·M_d), a lower bound for every hardmax layer with
 /// those query directions.  Exact tier.  Errors: input_error for d < 3.
 pi2_rational arcsin_moment(int d);
+
+/// Σ_{ℓ odd ≤ L} E_ℓ²/N(d, ℓ) + [0, T_L²/N(d, L + 1)] (T_L = 1 − Σ_{ℓ ≤ L} E_ℓ): the harmonic series of M_d,
+/// enclosed at the current MPFR precision — an independent witness of arcsin_moment.  Tier: enclosure.
+mpfi_float arcsin_moment_series(int d, int max_degree);
+
+/// Part E's verified solve (proofs/L4 part E, "verified solve"): for hardmax rank-one heads whose query directions
+/// are the rows of `directions` (exact, nonzero; a row parallel or antiparallel to an earlier one is dropped, it adds
+/// nothing), every layer of hardmax heads with scores (a_h·y)(b_h·x_i) (any b_h, any value and output maps; no
+/// residual) on the N = 2 distribution has MSE ≥ the relaxed error ½(1 − tr(K⁻¹B)), K_hg = (2/π) arcsin⟨â_h, â_g⟩,
+/// B_hg = Σ_ℓ E_ℓ² P_ℓ(⟨â_h, â_g⟩)/N(d, ℓ) (series cut at `max_degree`, tail enclosed).  K and B are enclosed in
+/// MPFI at the current precision, then held as binary64 midpoint and radius; X ≈ K⁻¹ from a binary64 Cholesky
+/// (approx part) and a Frobenius residual bound make the result rigorous.  Tier: enclosure.  Guarantee: when
+/// `certified`, the exact relaxed error lies in `bound`.  Errors: input_error for d < 3, no rows, a row of the
+/// wrong length or a zero row, max_degree < 1.
+struct hardmax_relaxed_enclosure {
+  mpfi_float bound;        ///< encloses the relaxed error (its lower end bounds every such layer's MSE from below)
+  bool certified = false;  ///< false: the verification failed (K too ill-conditioned); nothing is claimed
+  double approx = 0;       ///< ½(1 − tr(K⁻¹B)) in binary64 (approx tier, for display)
+  double rho = 0;          ///< upper bound of ‖I − K·X‖_F (X ≈ K⁻¹)
+  int degree = 0;          ///< series truncation L
+  long distinct = 0;       ///< rows kept (no two parallel)
+};
+hardmax_relaxed_enclosure hardmax_relaxed_mse(int d, const matrix<mpq_rational>& directions, int max_degree);
 
 /// (1 − t²)^{(d−3)/2}, the density of one coordinate of a uniform point of S^{d−1} up to c_d, for t in [0, 1] (an
 /// enclosure for the enclosure t; an upper end above 1 is read as 1).  Tier: enclosure.
