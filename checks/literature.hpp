@@ -172,64 +172,18 @@ vote_outcome two_layer_vote_forward(const matrix<mpq_rational>& directions, cons
                                     const std::vector<mpq_rational>& x2, const std::vector<mpq_rational>& y);
 
 // ---- context length N (checks/rank_heads_context.cpp, proofs/L4 part G) ----
-/// The numbers of keys the context rows use; an input's key set for N is the first N of its 16 keys.
-inline const std::vector<int> context_sizes = {2, 4, 8, 16};
-/// Largest lattice radius: keeps every exact comparison of compare_scaled within 128-bit integers.
-constexpr long lattice_radius_max = 4096;
-/// SplitMix64 (Steele, Lea, Flood): the instance generator, simple enough to be re-implemented by a test.
-struct splitmix64 {
-  std::uint64_t state;
-  std::uint64_t next();
-};
-/// An integer point z of the ball |z| ≤ K, z ≠ 0, standing for the unit vector z/|z|.
-struct lattice_point {
-  std::vector<std::int64_t> z;
-  std::int64_t norm2 = 0;  ///< |z|²
-};
-/// Draws coordinates (next() >> 32) mod (2K + 1) − K until 0 < |z|² ≤ K² (rejection: the direction of a uniform
-/// point of the lattice ball).  Errors: input_error for d < 1 or K outside [1, 4096].
-lattice_point lattice_ball_point(splitmix64& g, int d, long K);
-/// ⟨a, b⟩ of two points (exact; |⟨a, b⟩| ≤ K²).
-std::int64_t dot(const lattice_point& a, const lattice_point& b);
-/// sign(A/√B − C/√D) for B, D > 0, |A|, |C|, B, D ≤ 2²⁴: exact (128-bit integers).
-int compare_scaled(std::int64_t A, std::int64_t B, std::int64_t C, std::int64_t D);
-/// Indices i < n maximising numerators[i]/|z_i| (all ties).  Exact.
-std::vector<int> hardmax_set(const std::vector<std::int64_t>& numerators, const std::vector<lattice_point>& keys, int n);
-
-/// The exact counts of one context instance (proofs/L4 part G): `inputs` inputs (a query and 16 keys each, from
-/// splitmix64{seed}; an input whose nearest key is tied for some N is redrawn) and `heads` rank-one hardmax heads
-/// (directions from splitmix64{seed ^ 0x4EAD}), all lattice points of radius 4096 in dimension d.  A head's vote
-/// for N is the key maximising sign(a·y)(a·x_i) over the first N keys, a tie splitting it equally.  The two-layer
-/// vote construction's output after the first H heads is the plurality of the tally (a tie averages the tied keys).
-struct context_instance {
-  struct per_n_counts {
-    std::vector<std::int64_t> input_credit;  ///< per input: the right votes of all heads, in units of 1/720720
-    std::vector<std::int64_t> head_credit;   ///< per head: its right votes over all inputs, same units
-    long head_ties = 0;                      ///< (input, head) pairs whose selection was a tie
-    std::vector<long> vote_wrong;            ///< per vote size: inputs where the construction's output is not the target
-    std::vector<mpfi_float> vote_mse;        ///< per vote size: the construction's MSE on the instance, enclosed
-    /// The fraction of (input, head) pairs in which the head selects the nearest key, exactly.
-    mpq_rational hit_rate(int inputs, int heads) const;
-    /// approx_: the standard error of hit_rate as an estimate of the continuum probability (binary64).
-    double approx_standard_error() const;
-  };
-  int d = 0, inputs = 0, heads = 0;
-  std::uint64_t seed = 0;
-  std::vector<int> vote_sizes;
-  long redrawn = 0;                 ///< inputs redrawn for a tied nearest key
-  std::vector<per_n_counts> per_n;  ///< indexed like context_sizes
-};
-/// Tier: exact (counts and rates); enclosure (vote_mse).  Errors: input_error for d outside [2, 8], fewer than two
-/// inputs or heads, a vote size outside [1, heads], vote sizes not increasing.
-context_instance context_counts(int d, int inputs, int heads, std::uint64_t seed, const std::vector<int>& vote_sizes);
-
-/// p₂(d) = A + B·π^{−k}: the probability that a rank-one hardmax head with a uniform direction selects the nearer
-/// of two keys, for independent uniform keys and query on S^{d−1} (proofs/L4 part G).  Exact tier.
-struct pair_hit_probability {
-  mpq_rational a, b;
-  int pi_power = 1;
-};
-pair_hit_probability pair_hit_probability_of(int d);
+using rank_heads::compare_scaled;
+using rank_heads::context_counts;
+using rank_heads::context_instance;
+using rank_heads::context_sizes;
+using rank_heads::dot;
+using rank_heads::hardmax_set;
+using rank_heads::lattice_ball_point;
+using rank_heads::lattice_point;
+using rank_heads::lattice_radius_max;
+using rank_heads::pair_hit_probability;
+using rank_heads::pair_hit_probability_of;
+using rank_heads::splitmix64;
 mpfi_float value_of(const pair_hit_probability& p);
 std::string text_of(const pair_hit_probability& p);
 

@@ -1187,3 +1187,106 @@ BOOST_AUTO_TEST_CASE(rank_heads_hardmax_directions_malformed_claims) {
   for (int i = 0; i < 257; ++i) many += std::string(i ? ", " : "") + "[1, " + std::to_string(i) + ", 0]";
   BOOST_TEST(starts(expect_error(dir_claim("\"d\": 3, \"directions\": [" + many + "]", "0")), "/quantity/directions:"));
 }
+
+// ---- rank_heads_context_hit_rate and rank_heads_pair_hit_probability (proofs/L4 part G) -----------------------------
+
+namespace {
+std::string context_claim(const std::string& quantity, const std::string& relation, const std::string& value) {
+  return R"J({"quantity": {"kind": "rank_heads_context_hit_rate", )J" + quantity + R"J(}, "relation": ")J" + relation + R"J(", "value": )J" + value + "}";
+}
+std::string pair_claim(const std::string& quantity, const std::string& relation, const std::string& value) {
+  return R"J({"quantity": {"kind": "rank_heads_pair_hit_probability", )J" + quantity + R"J(}, "relation": ")J" + relation + R"J(", "value": )J" + value +
+         "}";
+}
+}  // namespace
+
+// The exact rate of a small instance: "=" the stated rate is CERTIFIED, "=" anything else REFUTED, and the checker
+// (which regenerates the instance and re-counts) accepts both certificates and rejects a changed count.
+BOOST_AUTO_TEST_CASE(rank_heads_context_hit_rate_exact_verdicts) {
+  const std::string q = R"J("d": 3, "keys": 4, "inputs": 50, "heads": 15, "seed": "12345")J";
+  const certify_result first = cert(context_claim(q, "<=", "1"));
+  BOOST_TEST_REQUIRE(first.exit_code() == 0);
+  const std::string rate = first.certificate["rank_heads_context"]["rate"].get<std::string>();
+  const mpq_rational r(rate);
+  BOOST_TEST(r > 0);
+  BOOST_TEST(r < 1);
+  BOOST_TEST_MESSAGE("d = 3, N = 4, 50 inputs x 15 heads, seed 12345: rate " << rate);
+  const certify_result same = cert(context_claim(q, "=", "\"" + rate + "\""));
+  BOOST_TEST_REQUIRE(same.exit_code() == 0);
+  BOOST_TEST(verify_certificate(same.certificate).exit_code() == 0);
+  const mpq_rational off = r + mpq_rational(1, 1000000);
+  const certify_result other = cert(context_claim(q, "=", "\"" + off.str() + "\""));
+  BOOST_TEST_REQUIRE(other.exit_code() == 1);
+  BOOST_TEST(verify_certificate(other.certificate).exit_code() == 0);
+  BOOST_TEST(cert(context_claim(q, ">=", "\"" + off.str() + "\"")).exit_code() == 1);
+  // the JSON integer seed is the same instance as the decimal string
+  BOOST_TEST(cert(context_claim(R"J("d": 3, "keys": 4, "inputs": 50, "heads": 15, "seed": 12345)J", "=", "\"" + rate + "\"")).exit_code() == 0);
+  // more keys, a lower rate on the same instance (N = 4 -> 16)
+  const certify_result sixteen = cert(context_claim(R"J("d": 3, "keys": 16, "inputs": 50, "heads": 15, "seed": "12345")J", "<=", "\"" + rate + "\""));
+  BOOST_TEST(sixteen.exit_code() == 0);
+  auto status = [](const json& x) { return verify_certificate(x).exit_code(); };
+  json t = same.certificate;
+  t["rank_heads_context"]["rate"] = off.str();
+  BOOST_TEST(status(t) == 1);
+  t = same.certificate;
+  t["rank_heads_context"]["redrawn"] = same.certificate["rank_heads_context"]["redrawn"].get<long>() + 1;
+  BOOST_TEST(status(t) == 1);
+  t = same.certificate;
+  t["claim"]["seed"] = "12346";
+  BOOST_TEST(status(t) == 1);
+  t = same.certificate;
+  t["verdict"] = "REFUTED";
+  BOOST_TEST(status(t) == 1);
+}
+
+BOOST_AUTO_TEST_CASE(rank_heads_pair_hit_probability_known_answers) {
+  // p2(3) = 1 - 1/pi = 0.68169, p2(4) = 3/4 - 1/pi^2 = 0.64868
+  const certify_result three = cert(pair_claim(R"J("d": 3)J", "<=", "\"0.6817\""));
+  BOOST_TEST_REQUIRE(three.exit_code() == 0);
+  BOOST_TEST(three.certificate["rank_heads_pair_hit"]["rational"].get<std::string>() == "1");
+  BOOST_TEST(three.certificate["rank_heads_pair_hit"]["over_pi_power"].get<std::string>() == "-1");
+  BOOST_TEST(three.certificate["rank_heads_pair_hit"]["pi_power"].get<int>() == 1);
+  BOOST_TEST(verify_certificate(three.certificate).exit_code() == 0);
+  const certify_result low = cert(pair_claim(R"J("d": 3)J", "<=", "\"0.6816\""));
+  BOOST_TEST_REQUIRE(low.exit_code() == 1);
+  BOOST_TEST(verify_certificate(low.certificate).exit_code() == 0);
+  const certify_result four = cert(pair_claim(R"J("d": 4)J", ">=", "\"0.6486\""));
+  BOOST_TEST_REQUIRE(four.exit_code() == 0);
+  BOOST_TEST(four.certificate["rank_heads_pair_hit"]["rational"].get<std::string>() == "3/4");
+  BOOST_TEST(four.certificate["rank_heads_pair_hit"]["over_pi_power"].get<std::string>() == "-1");
+  BOOST_TEST(four.certificate["rank_heads_pair_hit"]["pi_power"].get<int>() == 2);
+  BOOST_TEST(verify_certificate(four.certificate).exit_code() == 0);
+  // every dimension: the checker's Fourier formula agrees with the prover's recurrence, and p2 > 1/2
+  for (int d = 3; d <= 60; d += 7) {
+    const certify_result r = cert(pair_claim("\"d\": " + std::to_string(d), ">=", "\"0.5\""));
+    BOOST_TEST(r.exit_code() == 0, d);
+    BOOST_TEST(verify_certificate(r.certificate).exit_code() == 0, d);
+  }
+  auto status = [](const json& x) { return verify_certificate(x).exit_code(); };
+  json t = four.certificate;
+  t["rank_heads_pair_hit"]["over_pi_power"] = "-2";
+  BOOST_TEST(status(t) == 1);
+  t = four.certificate;
+  t["rank_heads_pair_hit"]["pi_power"] = 1;
+  BOOST_TEST(status(t) != 0);
+  t = four.certificate;
+  t["claim"]["d"] = 5;
+  BOOST_TEST(status(t) == 1);
+}
+
+BOOST_AUTO_TEST_CASE(rank_heads_context_and_pair_hit_malformed_claims) {
+  auto starts = [](const std::string& msg, const std::string& prefix) { return msg.rfind(prefix, 0) == 0; };
+  const std::string ok = R"J("d": 3, "inputs": 50, "heads": 15, "seed": "1")J";
+  BOOST_TEST(starts(expect_error(context_claim(ok + R"J(, "keys": 3)J", "=", "0")), "/quantity/keys:"));
+  BOOST_TEST(starts(expect_error(context_claim(R"J("d": 3, "keys": 4, "inputs": 1, "heads": 15, "seed": "1")J", "=", "0")), "/quantity/inputs:"));
+  BOOST_TEST(starts(expect_error(context_claim(R"J("d": 9, "keys": 4, "inputs": 50, "heads": 15, "seed": "1")J", "=", "0")), "/quantity/d:"));
+  BOOST_TEST(starts(expect_error(context_claim(R"J("d": 3, "keys": 4, "inputs": 50, "heads": 15, "seed": "18446744073709551616")J", "=", "0")),
+                    "/quantity/seed:"));
+  BOOST_TEST(starts(expect_error(context_claim(R"J("d": 3, "keys": 4, "inputs": 50, "heads": 15, "seed": -1)J", "=", "0")), "/quantity/seed:"));
+  BOOST_TEST(starts(expect_error(context_claim(R"J("d": 3, "keys": 4, "inputs": 50, "heads": 15, "seed": "0x10")J", "=", "0")), "/quantity/seed:"));
+  BOOST_TEST(starts(expect_error(context_claim(R"J("d": 3, "keys": 4, "inputs": 50, "heads": 15)J", "=", "0")), "/quantity/seed:"));
+  BOOST_TEST(starts(expect_error(context_claim(ok + R"J(, "keys": 4)J", "within", "0")), "/relation:"));
+  BOOST_TEST(starts(expect_error(pair_claim(R"J("d": 2)J", "<=", "0")), "/quantity/d:"));
+  BOOST_TEST(starts(expect_error(pair_claim(R"J("d": 3)J", "=", "0")), "/relation:"));
+  BOOST_TEST(starts(expect_error(pair_claim(R"J("d": 3, "keys": 2)J", "<=", "0")), "/quantity/keys:"));
+}

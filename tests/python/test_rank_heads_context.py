@@ -350,3 +350,73 @@ def test_network_grid_rows(claims):
         assert unique + tied == samples and unique > 0
         assert other == 0 and rank == n - 1
         assert c["expected"] == f"0 outputs or tallies otherwise; rank {n - 1}"
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# `attncert certify` on the shipped part G claims: the certificates' exact rates are this module's re-implementation's,
+# and the closed form p2(d) = A + B/pi^k is mpmath's quadrature of the arcsine mean.
+
+import glob  # noqa: E402
+import json  # noqa: E402
+import os  # noqa: E402
+import subprocess  # noqa: E402
+
+CLI = os.environ.get("ATTNCERT_CLI")
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def shipped(kind):
+    out = []
+    for f in sorted(glob.glob(os.path.join(ROOT, "proofs", "claims", "L4-*.json"))):
+        with open(f) as fh:
+            c = json.load(fh)
+        if c["quantity"]["kind"] == kind:
+            out.append((f, c))
+    return out
+
+
+def certified(path, tmp_path):
+    out = tmp_path / (os.path.basename(path) + ".cert.json")
+    run = subprocess.run([CLI, "certify", path, "--certificate", str(out)], capture_output=True, text=True, timeout=120)
+    assert run.returncode in (0, 1), run.stdout + run.stderr
+    with open(out) as fh:
+        cert = json.load(fh)
+    with open(os.path.join(ROOT, "proofs", "certificates", os.path.basename(path)[:-5] + ".cert.json")) as fh:
+        assert json.load(fh) == cert, "the shipped certificate differs from certify's: regenerate it"
+    return run.returncode, cert
+
+
+@pytest.mark.skipif(not CLI, reason="ATTNCERT_CLI (the attncert binary) not set")
+def test_context_hit_rate_certificates_are_the_reimplementation(tmp_path):
+    claims = shipped("rank_heads_context_hit_rate")
+    assert len(claims) >= 2
+    for path, c in claims:
+        q = c["quantity"]
+        rc, cert = certified(path, tmp_path)
+        mine = reproduce(q["d"], int(q["seed"]), q["inputs"], q["heads"])
+        body = cert["rank_heads_context"]
+        assert Fraction(body["rate"]) == mine[q["keys"]]["rate"], (path, body["rate"], mine[q["keys"]]["rate"])
+        assert body["redrawn"] == mine["redrawn"] and body["head_ties"] == mine[q["keys"]]["ties"], path
+        value, rate = Fraction(str(c["value"])), mine[q["keys"]]["rate"]
+        holds = {"=": rate == value, "<=": rate <= value, ">=": rate >= value}[c["relation"]]
+        assert rc == (0 if holds else 1), path
+
+
+@pytest.mark.skipif(not CLI, reason="ATTNCERT_CLI (the attncert binary) not set")
+def test_pair_hit_certificates_hold_the_mpmath_probability(tmp_path):
+    mp.dps = 40
+    claims = shipped("rank_heads_pair_hit_probability")
+    assert len(claims) >= 1
+    for path, c in claims:
+        d = c["quantity"]["d"]
+        rc, cert = certified(path, tmp_path)
+        body = cert["rank_heads_pair_hit"]
+        A, B = Fraction(body["rational"]), Fraction(body["over_pi_power"])
+        stated = mp.mpf(A.numerator) / A.denominator + mp.mpf(B.numerator) / B.denominator / mpmath.pi ** body["pi_power"]
+        mean = 2 * c_d(d) * mpmath.quad(lambda t: mpmath.asin(t) * (1 - t * t) ** (mp.mpf(d - 3) / 2), [0, 1])
+        want = mp.mpf(1) / 2 + mean / mpmath.pi
+        assert abs(stated - want) <= mp.mpf(10) ** -25, (path, stated, want)
+        value = Fraction(str(c["value"]))
+        v = mp.mpf(value.numerator) / value.denominator
+        holds = want <= v if c["relation"] == "<=" else want >= v
+        assert rc == (0 if holds else 1), (path, want, value)

@@ -606,6 +606,17 @@ parsed_claim parse_rank_heads_full_rank_claim(const nlohmann::json& claim) {
   return p;
 }
 
+// The '>=' relation and value of the hardmax claims (a lower bound over every such layer; the least error is not computed).
+mpq_rational parse_hardmax_lower_bound(const nlohmann::json& claim, const std::string& kind) {
+  const auto* rel = find_member(claim, "relation");
+  if (!rel || !rel->is_string()) fail("/relation", "missing: " + kind + " claims are '>='");
+  const std::string r = rel->get<std::string>();
+  if (r != ">=" && r != "≥") fail("/relation", kind + " claims are '>=' (a lower bound over every such layer; the least error is not computed)");
+  const auto* v = find_member(claim, "value");
+  if (!v) fail("/value", "missing: the claimed lower bound of the MSE (an exact number)");
+  return exact_number(*v, "/value");
+}
+
 // ---- rank_heads_hardmax_orthonormal ----------------------------------------------------------
 // {"quantity": {"kind": "rank_heads_hardmax_orthonormal", "d": 8, "heads": 8}, "relation": ">=", "value": "0.1"}
 
@@ -620,14 +631,7 @@ parsed_claim parse_rank_heads_hardmax_claim(const nlohmann::json& claim) {
   c.d = bounded_int(q, "d", 3, 64, 0, "the dimension of the sphere's ambient space");
   c.heads = bounded_int(q, "heads", 1, 64, 0, "the number of heads, at most d (their query directions are orthonormal)");
   if (c.heads > c.d) fail("/quantity/heads", "at most d heads can have orthonormal query directions");
-  const auto* rel = find_member(claim, "relation");
-  if (!rel || !rel->is_string()) fail("/relation", "missing: rank_heads_hardmax_orthonormal claims are '>='");
-  const std::string r = rel->get<std::string>();
-  if (r != ">=" && r != "≥")
-    fail("/relation", "rank_heads_hardmax_orthonormal claims are '>=' (a lower bound over every such layer; the least error is not computed)");
-  const auto* v = find_member(claim, "value");
-  if (!v) fail("/value", "missing: the claimed lower bound of the MSE (an exact number)");
-  c.value = exact_number(*v, "/value");
+  c.value = parse_hardmax_lower_bound(claim, "rank_heads_hardmax_orthonormal");
   p.body = std::move(c);
   return p;
 }
@@ -666,14 +670,67 @@ parsed_claim parse_rank_heads_directions_claim(const nlohmann::json& claim) {
     }
     if (!nonzero) fail(row, "a query direction must be nonzero");
   }
+  c.value = parse_hardmax_lower_bound(claim, "rank_heads_hardmax_directions");
+  p.body = std::move(c);
+  return p;
+}
+
+// ---- rank_heads_context_hit_rate ---------------------------------------------------------------
+// {"quantity": {"kind": "rank_heads_context_hit_rate", "d": 8, "keys": 16, "inputs": 1000, "heads": 255, "seed": "3229547720"},
+//  "relation": "<=", "value": "0.2"}
+
+parsed_claim parse_rank_heads_context_claim(const nlohmann::json& claim) {
+  parsed_claim p;
+  p.kind = quantity_kind::rank_heads_context_hit_rate;
+  only_members(claim, "", {"title", "statement", "source", "quantity", "relation", "value"},
+               "not used by rank_heads_context_hit_rate (it takes no objects, family or tolerance: the instance is fixed by its seed)");
+  const nlohmann::json& q = claim["quantity"];
+  only_members(q, "/quantity", {"kind", "d", "keys", "inputs", "heads", "seed"},
+               "unknown key (rank_heads_context_hit_rate takes d, keys, inputs, heads, seed)");
+  rank_heads_context_claim c;
+  c.d = bounded_int(q, "d", 2, 8, 0, "the dimension of the lattice points");
+  c.keys = bounded_int(q, "keys", 2, 16, 0, "the number of keys N: 2, 4, 8 or 16");
+  if (c.keys != 2 && c.keys != 4 && c.keys != 8 && c.keys != 16) fail("/quantity/keys", "expected 2, 4, 8 or 16 (the instance's key sets)");
+  c.inputs = bounded_int(q, "inputs", 2, 10000, 0, "the number of inputs (a query and 16 keys each)");
+  c.heads = bounded_int(q, "heads", 2, 4095, 0, "the number of rank-one heads in the pool");
+  const auto* seed = find_member(q, "seed");
+  if (!seed) fail("/quantity/seed", "missing: the instance seed S (an integer in [0, 2^64), as a JSON integer or a decimal string)");
+  const mpz_int S = seed->is_number_unsigned() ? mpz_int(seed->get<std::uint64_t>())
+                    : seed->is_number_integer() ? mpz_int(seed->get<std::int64_t>())
+                    : seed->is_string() && !seed->get<std::string>().empty() &&
+                              seed->get<std::string>().find_first_not_of("0123456789") == std::string::npos &&
+                              seed->get<std::string>().size() <= 20
+                        ? mpz_int(seed->get<std::string>().c_str())
+                        : mpz_int(-1);
+  if (S < 0 || S >= (mpz_int(1) << 64)) fail("/quantity/seed", "expected an integer in [0, 2^64) (a JSON integer or a decimal string)");
+  c.seed = S.convert_to<std::uint64_t>();
   const auto* rel = find_member(claim, "relation");
-  if (!rel || !rel->is_string()) fail("/relation", "missing: rank_heads_hardmax_directions claims are '>='");
+  if (!rel || !rel->is_string()) fail("/relation", "missing: rank_heads_context_hit_rate claims are '=', '<=' or '>='");
   const std::string r = rel->get<std::string>();
-  if (r != ">=" && r != "≥")
-    fail("/relation", "rank_heads_hardmax_directions claims are '>=' (a lower bound over every such layer; the least error is not computed)");
+  if (r == "=" || r == "<=" || r == ">=") c.relation = r;
+  else if (r == "≤") c.relation = "<=";
+  else if (r == "≥") c.relation = ">=";
+  else fail("/relation", "rank_heads_context_hit_rate claims are '=', '<=' or '>=' (the rate is an exact rational)");
   const auto* v = find_member(claim, "value");
-  if (!v) fail("/value", "missing: the claimed lower bound of the MSE (an exact number)");
+  if (!v) fail("/value", "missing: the claimed rate (an exact number)");
   c.value = exact_number(*v, "/value");
+  p.body = std::move(c);
+  return p;
+}
+
+// ---- rank_heads_pair_hit_probability -------------------------------------------------------------
+// {"quantity": {"kind": "rank_heads_pair_hit_probability", "d": 8}, "relation": ">=", "value": "0.6"}
+
+parsed_claim parse_rank_heads_pair_hit_claim(const nlohmann::json& claim) {
+  parsed_claim p;
+  p.kind = quantity_kind::rank_heads_pair_hit_probability;
+  only_members(claim, "", {"title", "statement", "source", "quantity", "relation", "value"},
+               "not used by rank_heads_pair_hit_probability (it takes no objects, family or tolerance: the distribution is fixed by d)");
+  const nlohmann::json& q = claim["quantity"];
+  only_members(q, "/quantity", {"kind", "d"}, "unknown key (rank_heads_pair_hit_probability takes d)");
+  rank_heads_pair_hit_claim c;
+  c.d = bounded_int(q, "d", 3, 64, 0, "the dimension of the sphere's ambient space");
+  c.at_most = parse_bound_relation(claim, "rank_heads_pair_hit_probability", "probability", c.value);
   p.body = std::move(c);
   return p;
 }
@@ -690,6 +747,8 @@ quantity_kind parse_kind(const nlohmann::json& claim) {
       if (k->get<std::string>() == "rank_heads_full_rank_mse") return quantity_kind::rank_heads_full_rank_mse;
       if (k->get<std::string>() == "rank_heads_hardmax_orthonormal") return quantity_kind::rank_heads_hardmax_orthonormal;
       if (k->get<std::string>() == "rank_heads_hardmax_directions") return quantity_kind::rank_heads_hardmax_directions;
+      if (k->get<std::string>() == "rank_heads_context_hit_rate") return quantity_kind::rank_heads_context_hit_rate;
+      if (k->get<std::string>() == "rank_heads_pair_hit_probability") return quantity_kind::rank_heads_pair_hit_probability;
     }
   const nlohmann::json* objects = find_member(claim, "objects");
   if (!objects || !objects->is_object()) fail("/objects", "missing object with the matrices");
@@ -706,7 +765,8 @@ quantity_kind parse_kind(const nlohmann::json& claim) {
   if (k == "numerical_rank") return quantity_kind::numerical_rank;
   fail("/quantity/kind", "unknown quantity '" + k + "' (supported: rank, determinant, output_value, singular_value, output_bound, numerical_rank, "
                                   "rank_heads_lower_bound, rank_heads_vote_mse, rank_heads_full_rank_mse, "
-                                  "rank_heads_hardmax_orthonormal, rank_heads_hardmax_directions)");
+                                  "rank_heads_hardmax_orthonormal, rank_heads_hardmax_directions, rank_heads_context_hit_rate, "
+                                  "rank_heads_pair_hit_probability)");
 }
 
 }  // namespace
@@ -720,6 +780,8 @@ parsed_claim parse_claim(const nlohmann::json& claim, const std::string& base_di
   if (kind == quantity_kind::rank_heads_full_rank_mse) return parse_rank_heads_full_rank_claim(claim);
   if (kind == quantity_kind::rank_heads_hardmax_orthonormal) return parse_rank_heads_hardmax_claim(claim);
   if (kind == quantity_kind::rank_heads_hardmax_directions) return parse_rank_heads_directions_claim(claim);
+  if (kind == quantity_kind::rank_heads_context_hit_rate) return parse_rank_heads_context_claim(claim);
+  if (kind == quantity_kind::rank_heads_pair_hit_probability) return parse_rank_heads_pair_hit_claim(claim);
   parsed_claim p;
   p.kind = kind;
   p.body = parse_layer_claim(claim, kind, base_dir);

@@ -23,9 +23,10 @@ namespace attncert::proofs::detail {
 
 namespace {
 
-// The sign of a − v + b/π² (b ≠ 0), or 0 when undecided at max_bits; `bits_used` the precision that decided it,
-// `approx` the midpoint of the last enclosure of LB = a + b/π².
-int sign_with_pi(const mpq_rational& a, const mpq_rational& b, const mpq_rational& v, unsigned max_bits, unsigned& bits_used, double& approx) {
+// The sign of a − v + b/π^k (b ≠ 0, k = pi_power: 1 or 2), or 0 when undecided at max_bits; `bits_used` the precision
+// that decided it, `approx` the midpoint of the last enclosure of a + b/π^k.
+int sign_with_pi(const mpq_rational& a, const mpq_rational& b, const mpq_rational& v, unsigned max_bits, unsigned& bits_used, double& approx,
+                 int pi_power = 2) {
   const mpq_rational av = a - v;
   int sign = 0;
   for (unsigned bits = 128; sign == 0 && bits <= std::max(128u, max_bits); bits *= 2) {
@@ -34,8 +35,8 @@ int sign_with_pi(const mpq_rational& a, const mpq_rational& b, const mpq_rationa
     mpfi_init2(x, bits);
     mpfi_init2(lb, bits);
     mpfi_const_pi(pi2);
-    mpfi_sqr(pi2, pi2);
-    mpfi_q_div(x, b.backend().data(), pi2);  // b/π²
+    if (pi_power == 2) mpfi_sqr(pi2, pi2);
+    mpfi_q_div(x, b.backend().data(), pi2);  // b/π^k
     mpfi_add_q(lb, x, a.backend().data());   // LB
     mpfi_add_q(x, x, av.backend().data());   // LB − v
     if (mpfi_is_strictly_pos(x)) sign = 1;
@@ -350,6 +351,92 @@ certify_result prove_rank_heads_directions(const rank_heads_directions_claim& c,
   if (claim.contains("title")) cl["title"] = claim["title"];
   nlohmann::json cert = certificate_header(cl, claim_verdict::certified);
   cert["rank_heads_hardmax_directions"] = {{"max_degree", c.max_degree}, {"distinct", e.distinct}, {"relaxed_mse", interval_json(e.bound)}};
+  res.certificate = cert;
+  return res;
+}
+
+}  // namespace attncert::proofs::detail
+
+namespace attncert::proofs::detail {
+
+// rank_heads_context_hit_rate claims (part G): the exact hit rate of the lattice instance (rank_heads::context_counts,
+// every comparison decided in integers), compared with the value exactly: CERTIFIED or REFUTED.  The certificate states
+// the rate, the summed credit, the inputs redrawn for a tie and the tied selections; the checker re-generates the
+// instance and re-counts with its own exact comparisons.
+certify_result prove_rank_heads_context(const rank_heads_context_claim& c, const nlohmann::json& claim) {
+  const rank_heads::context_instance inst = rank_heads::context_counts(c.d, c.inputs, c.heads, c.seed, {});
+  std::size_t k = 0;
+  while (rank_heads::context_sizes[k] != c.keys) ++k;
+  const auto& r = inst.per_n[k];
+  const mpq_rational rate = r.hit_rate(c.inputs, c.heads);
+  mpz_int credit = 0;
+  for (std::int64_t x : r.input_credit) credit += x;
+  const bool holds = c.relation == "=" ? rate == c.value : c.relation == "<=" ? rate <= c.value : rate >= c.value;
+  const std::string text = "on the lattice instance with seed " + std::to_string(c.seed) + " in dimension d = " + std::to_string(c.d) + " (" +
+                           std::to_string(c.inputs) + " inputs of a query and 16 keys, " + std::to_string(c.heads) +
+                           " rank-one hardmax heads), the rate at which a head picks the nearest of the first " + std::to_string(c.keys) +
+                           " keys is " + c.relation + " " + rational_string(c.value);
+  const std::string shown = rational_string(rate) + " ~ " + decimal_down(from_rational<mpfr_float>(rate), 8, decimal_layout::general);
+  certify_result res;
+  res.report = report_header(claim);
+  res.report["claim"] = text;
+  res.report["rate"] = rational_string(rate);
+  res.report["redrawn"] = inst.redrawn;
+  res.report["head_ties"] = r.head_ties;
+  res.report["proof"] = "proofs/L4-rank-heads-tradeoff.md, part G";
+  res.verdict = holds ? claim_verdict::certified : claim_verdict::refuted;
+  std::ostringstream os;
+  os << to_string(res.verdict) << ": " << text << ".\n  rate = " << shown << " (exact: credits in units of 1/720720; " << inst.redrawn
+     << " inputs redrawn for a tied nearest key, " << r.head_ties << " tied selections split)\n";
+  res.summary = os.str();
+  res.report["verdict"] = to_string(res.verdict);
+  res.report["summary"] = res.summary;
+  nlohmann::json cl = {{"quantity", "rank_heads_context_hit_rate"}, {"d", c.d}, {"keys", c.keys}, {"inputs", c.inputs}, {"heads", c.heads},
+                       {"seed", std::to_string(c.seed)}, {"relation", c.relation}, {"value", rational_string(c.value)}};
+  if (claim.contains("title")) cl["title"] = claim["title"];
+  nlohmann::json cert = certificate_header(cl, res.verdict);
+  cert["rank_heads_context"] = {{"rate", rational_string(rate)}, {"credit", credit.str()}, {"redrawn", inst.redrawn}, {"head_ties", r.head_ties}};
+  res.certificate = cert;
+  return res;
+}
+
+// rank_heads_pair_hit_probability claims (part G): p₂(d) = A + B·π^{−k} exactly (rank_heads::pair_hit_probability_of,
+// the recurrence of J_n), compared with the value by MPFI enclosures at doubling precision (never equal: B ≠ 0 and π
+// is transcendental).  The checker re-derives A and B from the Fourier expansion of cos^{d−2}.
+certify_result prove_rank_heads_pair_hit(const rank_heads_pair_hit_claim& c, const nlohmann::json& claim, unsigned max_bits) {
+  const rank_heads::pair_hit_probability p = rank_heads::pair_hit_probability_of(c.d);
+  unsigned bits = 0;
+  double approx = 0;
+  const int sign = p.b == 0 ? (p.a > c.value ? 1 : p.a < c.value ? -1 : 0) : sign_with_pi(p.a, p.b, c.value, max_bits, bits, approx, p.pi_power);
+  if (p.b == 0) approx = p.a.convert_to<double>();
+  const std::string rel = c.at_most ? "<=" : ">=";
+  const std::string exact_text = rational_string(p.a) + " + (" + rational_string(p.b) + ")/pi" + (p.pi_power == 2 ? "^2" : "");
+  const std::string text = "the probability that a rank-one hardmax head with a uniform direction picks the nearer of two keys (keys and "
+                           "query independent and uniform on the sphere, d = " + std::to_string(c.d) + ") is " + rel + " " + rational_string(c.value);
+  std::ostringstream approx_text;
+  approx_text.precision(12);
+  approx_text << approx;
+  certify_result res;
+  res.report = report_header(claim);
+  res.report["claim"] = text;
+  res.report["probability"] = exact_text;
+  res.report["probability_approx"] = approx;
+  res.report["proof"] = "proofs/L4-rank-heads-tradeoff.md, part G";
+  if (sign == 0 && p.b != 0) {
+    const std::string why = "p2(d) could not be separated from the value at " + std::to_string(max_bits) + " bits";
+    return mark_undecided(res, "UNDECIDED: " + text + "\n  " + why + "\n", why);
+  }
+  const bool holds = c.at_most ? sign <= 0 : sign >= 0;
+  res.verdict = holds ? claim_verdict::certified : claim_verdict::refuted;
+  std::ostringstream os;
+  os << to_string(res.verdict) << ": " << text << ".\n  p2(" << c.d << ") = " << exact_text << " ~ " << approx_text.str() << " (exact)\n";
+  res.summary = os.str();
+  res.report["verdict"] = to_string(res.verdict);
+  res.report["summary"] = res.summary;
+  nlohmann::json cl = {{"quantity", "rank_heads_pair_hit_probability"}, {"d", c.d}, {"relation", rel}, {"value", rational_string(c.value)}};
+  if (claim.contains("title")) cl["title"] = claim["title"];
+  nlohmann::json cert = certificate_header(cl, res.verdict);
+  cert["rank_heads_pair_hit"] = {{"rational", rational_string(p.a)}, {"over_pi_power", rational_string(p.b)}, {"pi_power", p.pi_power}};
   res.certificate = cert;
   return res;
 }

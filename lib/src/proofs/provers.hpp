@@ -62,7 +62,8 @@ struct real_relation {
 real_relation parse_real_relation(const nlohmann::json& relation, const nlohmann::json& value, const nlohmann::json* tolerance);
 
 enum class quantity_kind { rank, determinant, output_value, singular_value, output_bound, numerical_rank, rank_heads_lower_bound, rank_heads_vote_mse,
-                           rank_heads_full_rank_mse, rank_heads_hardmax_orthonormal, rank_heads_hardmax_directions };
+                           rank_heads_full_rank_mse, rank_heads_hardmax_orthonormal, rank_heads_hardmax_directions,
+                           rank_heads_context_hit_rate, rank_heads_pair_hit_probability };
 
 /// A claim about one layer's object over the family S(a) = a·S0 (rank, determinant,
 /// output_value, singular_value).
@@ -153,6 +154,25 @@ struct rank_heads_directions_claim {
   mpq_rational value = 0;
 };
 
+/// A context-length claim (proofs/L4 part G): on the lattice instance of rank_heads::context_counts with instance seed
+/// `seed`, the exact rate at which a rank-one hardmax head from the pool of `heads` selects the nearest of the first
+/// `keys` keys, over `inputs` inputs, relates to value by `relation` ("=", "<=", ">=").  Exact: CERTIFIED or REFUTED.
+struct rank_heads_context_claim {
+  int d = 3, keys = 2, inputs = 2, heads = 2;
+  std::uint64_t seed = 0;
+  std::string relation = "=";
+  mpq_rational value = 0;
+};
+
+/// A pair-hit claim (proofs/L4 part G): p₂(d), the probability that a rank-one hardmax head with a uniform direction
+/// selects the nearer of two uniform keys for a uniform query, is ≤ value (`at_most`) or ≥ value.  p₂(d) = A + B·π^{−k}
+/// exactly, so either side can be refuted.
+struct rank_heads_pair_hit_claim {
+  int d = 3;
+  bool at_most = true;
+  mpq_rational value = 0;
+};
+
 /// A claim file, parsed and validated once.  `not_supported` nonempty: the claim is well
 /// formed as far as it was read but asks for what the method does not cover (the prover
 /// answers UNDECIDED with this reason; the rest of the claim is then not read).
@@ -160,7 +180,7 @@ struct parsed_claim {
   quantity_kind kind = quantity_kind::rank;
   std::string not_supported;
   std::variant<layer_claim, output_bound_claim, numerical_rank_claim, rank_heads_claim, rank_heads_vote_claim, rank_heads_full_rank_claim,
-               rank_heads_hardmax_claim, rank_heads_directions_claim>
+               rank_heads_hardmax_claim, rank_heads_directions_claim, rank_heads_context_claim, rank_heads_pair_hit_claim>
       body;
 };
 
@@ -221,6 +241,8 @@ certify_result prove_rank_heads_vote(const rank_heads_vote_claim& c, const nlohm
 certify_result prove_rank_heads_full_rank(const rank_heads_full_rank_claim& c, const nlohmann::json& claim);
 certify_result prove_rank_heads_hardmax(const rank_heads_hardmax_claim& c, const nlohmann::json& claim, unsigned max_bits);
 certify_result prove_rank_heads_directions(const rank_heads_directions_claim& c, const nlohmann::json& claim);
+certify_result prove_rank_heads_context(const rank_heads_context_claim& c, const nlohmann::json& claim);
+certify_result prove_rank_heads_pair_hit(const rank_heads_pair_hit_claim& c, const nlohmann::json& claim, unsigned max_bits);
 
 /// The polynomial family M(u) of a layer claim (rank/family.cpp's build_family).  Errors:
 /// family_too_large passes through (the dispatcher answers UNDECIDED); any other

@@ -43,6 +43,8 @@ void verify_by_quantity(const nlohmann::json& cert, const note_fn& note) {
   if (cl.is_object() && cl.value("quantity", "") == "rank_heads_full_rank_mse") return verify_rank_heads_full_rank(cert, cl, note);
   if (cl.is_object() && cl.value("quantity", "") == "rank_heads_hardmax_orthonormal") return verify_rank_heads_hardmax(cert, cl, note);
   if (cl.is_object() && cl.value("quantity", "") == "rank_heads_hardmax_directions") return verify_rank_heads_directions(cert, cl, note);
+  if (cl.is_object() && cl.value("quantity", "") == "rank_heads_context_hit_rate") return verify_rank_heads_context(cert, cl, note);
+  if (cl.is_object() && cl.value("quantity", "") == "rank_heads_pair_hit_probability") return verify_rank_heads_pair_hit(cert, cl, note);
   const rebuilt_claim rc = rebuild_claim_matrix(cert, cl, note);
   const std::string quantity = cl.value("quantity", "rank");
   if (quantity == "determinant" || quantity == "output_value") {

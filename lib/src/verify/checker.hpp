@@ -5,7 +5,7 @@
 //   enclosure.cpp        MPFI enclosures of e^{a/q} and q·log u, the range of a, signs at a point
 //   polynomial_matrix.cpp  M(u) rebuilt from the claim (S0, mask, V, X)
 //   rank.cpp, ratio.cpp, singular_value.cpp, output_bound.cpp, numerical_rank.cpp, rank_heads.cpp,
-//   rank_heads_directions.cpp
+//   rank_heads_directions.cpp, rank_heads_context.cpp
 //                        one checker per claim quantity
 //   certificate.cpp      the public entry points (attncert/verify/certificate.hpp)
 // Only the number libraries (GMP through Boost.Multiprecision, MPFR, MPFI) and the JSON parser:
@@ -229,6 +229,10 @@ void verify_rank_heads_full_rank(const nlohmann::json& cert, const nlohmann::jso
 void verify_rank_heads_hardmax(const nlohmann::json& cert, const nlohmann::json& claim, const note_fn& note);
 /// Hardmax heads' relaxed-error certificates for given query directions (proofs/L4 part E; rank_heads_directions.cpp).
 void verify_rank_heads_directions(const nlohmann::json& cert, const nlohmann::json& claim, const note_fn& note);
+/// Exact hit-rate certificates of the context-length lattice instance (proofs/L4 part G; rank_heads_context.cpp).
+void verify_rank_heads_context(const nlohmann::json& cert, const nlohmann::json& claim, const note_fn& note);
+/// Closed-form p₂(d) certificates, the pair-hit probability of a rank-one hardmax head (proofs/L4 part G; rank_heads_context.cpp).
+void verify_rank_heads_pair_hit(const nlohmann::json& cert, const nlohmann::json& claim, const note_fn& note);
 
 // ---- rank_heads.cpp helpers shared with rank_heads_directions.cpp ---------------------------
 /// N(d, ℓ), the dimension of the degree-ℓ spherical harmonics on S^{d−1} (exact).
