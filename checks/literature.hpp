@@ -203,56 +203,18 @@ vote_outcome_n vote_forward_n(const matrix<mpq_rational>& directions, const matr
 matrix<mpq_rational> small_integer_directions(std::mt19937_64& rng, int H, int d);
 
 // ---- trained models (checks/rank_heads_trained.cpp, proofs/L4 part H) ----
-/// How a trained model's tokens carry positions: none (part H), or learned positions added to the content or
-/// concatenated in scratch coordinates (part I).
-enum class trained_encoding { none = 0, additive = 1, concatenated = 2 };
-/// One trained model of checks/data/rank_heads_trained.inc or rank_heads_positions.inc
-/// (experiments/rank_heads_train.py): d = 8; width D = 9 (content and a query flag; encoding none) or 10 + N (and
-/// N + 1 scratch coordinates; encodings with positions); `layers` layers of H heads with Wq, Wk (D × r) and Wv (D × D),
-/// a readout Wr (D × 8).  Weights float32: the N + 1 positions (D each; encodings with positions only), then per
-/// layer and head Wq, Wk, Wv row-major, then Wr.  The tokens are [x_i, 0…] + P_i for the keys, [y, 1, 0…] + P_N for
-/// the query.
-struct trained_model_info {
-  int N, H, r, layers, seed, steps;
-  double train_loss;        ///< mean training loss of the last 100 steps (float32, approx)
-  double float32_test_mse;  ///< torch's float32 MSE on the test set rounded to float32 (approx, at training)
-  double seconds;           ///< training time
-  const float* weights;
-  trained_encoding encoding = trained_encoding::none;
-  int width = 9;
-};
+using rank_heads::trained_encoding;
+using rank_heads::trained_error;
+using rank_heads::trained_error_of;
+using rank_heads::trained_forward;
+using rank_heads::trained_forward_binary64_intervals;
+using rank_heads::trained_model_info;
+using rank_heads::trained_test_set;
+using rank_heads::trained_test_set_of;
 /// The models of part H (no positions).
 const std::vector<trained_model_info>& trained_models_info();
 /// The models of part I (learned positions, additive or concatenated).
 const std::vector<trained_model_info>& positions_models_info();
-/// The fixed test set for N keys: `inputs` inputs of a query and N keys, lattice points of radius 4096 in dimension 8
-/// from splitmix64{20261205 + N}, each rounded to binary64 as z_i / sqrt(|z|²) (correctly rounded operations); an
-/// input whose nearest key is tied (exactly) is redrawn.
-struct trained_test_set {
-  std::vector<std::vector<double>> y;
-  std::vector<std::vector<std::vector<double>>> x;
-  std::vector<int> target;  ///< the nearest key, decided exactly
-  long redrawn = 0;
-};
-trained_test_set trained_test_set_of(int N, int inputs);
-/// The model's prediction for one input, evaluated in T (mpfi_float: an enclosure of the exact value; double: approx).
-template <class T>
-std::vector<T> trained_forward(const trained_model_info& m, const std::vector<double>& y, const std::vector<std::vector<double>>& keys);
-/// The filter of trained_error_of: the prediction in binary64 intervals rounded outward (every operation; the
-/// exponential from exp_with_bound).  False (out empty) when an operation overflows or an exponent leaves the
-/// domain.  Tier: enclosure.
-bool trained_forward_binary64_intervals(const trained_model_info& m, const std::vector<double>& y, const std::vector<std::vector<double>>& keys,
-                                        std::vector<mpfi_float>& out);
-/// The model's MSE on the test set, enclosed; and where the prediction's nearest key is the target, decided by the
-/// enclosures.  Each input is evaluated in binary64 intervals rounded outward (exponential: exp_with_bound) and in
-/// MPFI when those are wider than 2^-30 or fail.  Tier: enclosure (approx_binary64_mse: approx).
-struct trained_error {
-  mpfi_float mse;
-  long nearest_right = 0, nearest_wrong = 0, nearest_undecided = 0;
-  double approx_binary64_mse = 0;
-  long escalated = 0;  ///< inputs whose binary64-interval evaluation was too wide or failed (then MPFI)
-};
-trained_error trained_error_of(const trained_model_info& m, const trained_test_set& t);
 /// The trained-model rows of the check (proofs/L4 part H), and the positional-encoding rows (part I).
 void trained_rows(report::check_report& rep, const run_settings& rs);
 

@@ -1290,3 +1290,71 @@ BOOST_AUTO_TEST_CASE(rank_heads_context_and_pair_hit_malformed_claims) {
   BOOST_TEST(starts(expect_error(pair_claim(R"J("d": 3)J", "=", "0")), "/relation:"));
   BOOST_TEST(starts(expect_error(pair_claim(R"J("d": 3, "keys": 2)J", "<=", "0")), "/quantity/keys:"));
 }
+
+// ---- nearest_neighbour_model_mse (proofs/L4 parts H and I) --------------------------------------------------------
+
+namespace {
+// A model of `layers` layers of `heads` heads of rank r with every weight `fill`, and readout Wr = `readout` on the
+// content block (Wr[k][k] for k < 8; width 9, no positions).
+std::string model_claim(int N, int heads, int r, int layers, const std::string& fill, const std::string& readout, const std::string& relation,
+                        const std::string& value, int inputs = 20) {
+  const int D = 9;
+  std::string w;
+  auto add = [&](const std::string& x) { w += (w.empty() ? "\"" : ", \"") + x + "\""; };
+  for (int l = 0; l < layers; ++l)
+    for (int h = 0; h < heads; ++h)
+      for (int k = 0; k < 2 * D * r + D * D; ++k) add(fill);
+  for (int i = 0; i < D; ++i)
+    for (int j = 0; j < 8; ++j) add(i == j ? readout : "0");
+  return R"J({"quantity": {"kind": "nearest_neighbour_model_mse", "keys": )J" + std::to_string(N) + R"J(, "inputs": )J" + std::to_string(inputs) +
+         R"J(, "model": {"width": 9, "heads": )J" + std::to_string(heads) + R"J(, "rank": )J" + std::to_string(r) + R"J(, "layers": )J" +
+         std::to_string(layers) + R"J(, "encoding": "none", "weights": [)J" + w + R"J(]}}, "relation": ")J" + relation + R"J(", "value": )J" + value + "}";
+}
+}  // namespace
+
+// Known answers: with every attention weight 0 the layers add nothing (softmax of zeros averages V = 0), so a zero
+// readout predicts 0 and the MSE is the mean of ‖x_target‖² = 1 up to the test points' rounding to binary64 (|‖x‖² − 1|
+// < 2^-49); the readout Wr = I predicts the query y, an MSE of 2 − 2⟨y, x_t⟩ on average, strictly between 0 and 2.
+BOOST_AUTO_TEST_CASE(nearest_neighbour_model_mse_known_answers) {
+  const certify_result zero = cert(model_claim(4, 1, 1, 1, "0", "0", "<=", "\"1.000000000001\""));
+  BOOST_TEST_REQUIRE(zero.exit_code() == 0);
+  BOOST_TEST(verify_certificate(zero.certificate).exit_code() == 0);
+  BOOST_TEST(cert(model_claim(4, 1, 1, 1, "0", "0", ">=", "\"0.999999999999\"")).exit_code() == 0);
+  const certify_result below = cert(model_claim(4, 1, 1, 1, "0", "0", "<=", "\"0.999\""));
+  BOOST_TEST_REQUIRE(below.exit_code() == 1);
+  BOOST_TEST(verify_certificate(below.certificate).exit_code() == 0);
+  // identity readout, two layers of two heads with weights 1/8 (softmax of equal-looking scores, values mixing the keys)
+  const certify_result mixed = cert(model_claim(16, 2, 2, 2, "1/8", "1", "<=", "2"));
+  BOOST_TEST_REQUIRE(mixed.exit_code() == 0);
+  BOOST_TEST(verify_certificate(mixed.certificate).exit_code() == 0);
+  const auto& mse = mixed.certificate["nearest_neighbour_model"]["mse"];
+  const double lo = std::stod(mse[0].get<std::string>()), hi = std::stod(mse[1].get<std::string>());
+  BOOST_TEST(lo > 0);
+  BOOST_TEST(hi - lo < 1e-9);
+  BOOST_TEST_MESSAGE("2 layers x 2 heads of rank 2, weights 1/8, N = 16: MSE in [" << lo << ", " << hi << "]");
+  auto status = [](const json& x) { return verify_certificate(x).exit_code(); };
+  json t = mixed.certificate;
+  t["claim"]["model"]["weights"][0] = "1/4";
+  BOOST_TEST(status(t) == 1);
+  t = mixed.certificate;
+  t["nearest_neighbour_model"]["mse"] = json::array({"0.9", "0.95"});
+  BOOST_TEST(status(t) == 1);
+  t = mixed.certificate;
+  t["nearest_neighbour_model"]["redrawn"] = 1;
+  BOOST_TEST(status(t) == 1);
+  t = mixed.certificate;
+  t["claim"]["keys"] = 8;
+  BOOST_TEST(status(t) != 0);
+}
+
+BOOST_AUTO_TEST_CASE(nearest_neighbour_model_mse_malformed_claims) {
+  auto starts = [](const std::string& msg, const std::string& prefix) { return msg.rfind(prefix, 0) == 0; };
+  BOOST_TEST(starts(expect_error(model_claim(4, 1, 1, 1, "0.1", "0", "<=", "1")), "/quantity/model/weights/0:"));  // 0.1 is not a binary64
+  BOOST_TEST(starts(expect_error(model_claim(17, 1, 1, 1, "0", "0", "<=", "1")), "/quantity/keys:"));
+  BOOST_TEST(starts(expect_error(model_claim(4, 1, 1, 1, "0", "0", "=", "1")), "/relation:"));
+  BOOST_TEST(starts(expect_error(model_claim(4, 1, 1, 1, "0", "0", "<=", "1", 1001)), "/quantity/inputs:"));
+  std::string c = model_claim(4, 1, 1, 1, "0", "0", "<=", "1");
+  BOOST_TEST(starts(expect_error(std::string(c).replace(c.find("\"width\": 9"), 10, "\"width\": 8")), "/quantity/model/width:"));
+  BOOST_TEST(starts(expect_error(std::string(c).replace(c.find("\"none\""), 6, "\"rotary\"")), "/quantity/model/encoding:"));
+  BOOST_TEST(starts(expect_error(std::string(c).replace(c.find("\"weights\": [\"0\", "), 17, "\"weights\": [")), "/quantity/model/weights:"));
+}

@@ -69,6 +69,7 @@ certify_result prove_claim(const nlohmann::json& claim, const std::string& base_
     if (const auto* c = std::get_if<rank_heads_directions_claim>(&parsed.body)) return prove_rank_heads_directions(*c, claim);
     if (const auto* c = std::get_if<rank_heads_context_claim>(&parsed.body)) return prove_rank_heads_context(*c, claim);
     if (const auto* c = std::get_if<rank_heads_pair_hit_claim>(&parsed.body)) return prove_rank_heads_pair_hit(*c, claim, max_bits);
+    if (const auto* c = std::get_if<nearest_neighbour_model_claim>(&parsed.body)) return prove_nearest_neighbour_model(*c, claim);
     return prove_layer_claim(std::get<layer_claim>(parsed.body), claim, max_bits);
   } catch (const family_too_large& e) {
     return undecided_result(claim, e.what());  // a valid claim whose polynomials would be too large

@@ -735,6 +735,73 @@ parsed_claim parse_rank_heads_pair_hit_claim(const nlohmann::json& claim) {
   return p;
 }
 
+// ---- nearest_neighbour_model_mse ---------------------------------------------------------------
+// {"quantity": {"kind": "nearest_neighbour_model_mse", "keys": 4, "inputs": 200,
+//               "model": {"width": 9, "heads": 8, "rank": 1, "layers": 2, "encoding": "none", "weights": [...] or "w.npy"}},
+//  "relation": "<=", "value": "0.4"}
+
+parsed_claim parse_nearest_neighbour_model_claim(const nlohmann::json& claim, const std::string& base_dir) {
+  parsed_claim p;
+  p.kind = quantity_kind::nearest_neighbour_model_mse;
+  only_members(claim, "", {"title", "statement", "source", "quantity", "relation", "value"},
+               "not used by nearest_neighbour_model_mse (the model is under /quantity/model; the test set is fixed by keys and inputs)");
+  const nlohmann::json& q = claim["quantity"];
+  only_members(q, "/quantity", {"kind", "keys", "inputs", "model"}, "unknown key (nearest_neighbour_model_mse takes keys, inputs, model)");
+  nearest_neighbour_model_claim c;
+  auto& m = c.model;
+  m.N = bounded_int(q, "keys", 2, 16, 0, "the number of keys N of the test set");
+  c.inputs = bounded_int(q, "inputs", 1, 1000, 200, "the number of test inputs (the fixed set of proofs/L4 part H)");
+  const auto* model = find_member(q, "model");
+  if (!model || !model->is_object()) fail("/quantity/model", "missing: {width, heads, rank, layers, encoding, weights}");
+  only_members(*model, "/quantity/model", {"width", "heads", "rank", "layers", "encoding", "weights"},
+               "unknown key (a model has width, heads, rank, layers, encoding, weights)");
+  const auto* enc = find_member(*model, "encoding");
+  const std::string e = enc && enc->is_string() ? enc->get<std::string>() : std::string(enc ? "?" : "none");
+  if (e == "none") m.encoding = rank_heads::trained_encoding::none;
+  else if (e == "additive") m.encoding = rank_heads::trained_encoding::additive;
+  else if (e == "concatenated") m.encoding = rank_heads::trained_encoding::concatenated;
+  else fail("/quantity/model/encoding", "expected \"none\", \"additive\" or \"concatenated\"");
+  auto model_int = [&](const std::string& key, int lo, int hi, const std::string& what) {
+    const auto* j = find_member(*model, key);
+    if (!j || !j->is_number_integer() || j->get<long long>() < lo || j->get<long long>() > hi)
+      fail("/quantity/model/" + key, "expected an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]: " + what);
+    return static_cast<int>(j->get<long long>());
+  };
+  const int D = m.encoding == rank_heads::trained_encoding::none ? 9 : 10 + m.N;
+  m.width = model_int("width", D, D, "the token width: 9 (content, query flag) without positions, 10 + N with them");
+  m.H = model_int("heads", 1, 16, "heads per layer");
+  m.r = model_int("rank", 1, D, "the rank r of every head (Wq, Wk are width x r)");
+  m.layers = model_int("layers", 1, 4, "attention layers");
+  const long count = (m.encoding == rank_heads::trained_encoding::none ? 0L : static_cast<long>(m.N + 1) * D) +
+                     static_cast<long>(m.layers) * m.H * (2L * D * m.r + static_cast<long>(D) * D) + 8L * D;
+  const auto* w = find_member(*model, "weights");
+  if (!w) fail("/quantity/model/weights", "missing: " + std::to_string(count) + " exact numbers, or a .npy/.json path");
+  const matrix<mpq_rational> W = read_matrix(w->is_array() ? nlohmann::json::array({*w}) : *w, "/quantity/model/weights", base_dir);
+  if (W.size() != count)
+    fail("/quantity/model/weights", "expected " + std::to_string(count) + " weights (positions if any, then per layer and head Wq, Wk, Wv, then Wr), got " +
+                                        std::to_string(W.size()));
+  c.weights.resize(static_cast<std::size_t>(count));
+  for (Eigen::Index i = 0; i < W.rows(); ++i)
+    for (Eigen::Index j = 0; j < W.cols(); ++j) {
+      const mpq_rational& x = W(i, j);
+      const double v = x.convert_to<double>();
+      if (!std::isfinite(v) || mpq_rational(v) != x)
+        fail("/quantity/model/weights/" + std::to_string(i * W.cols() + j), "not exactly a binary64 number (the model is evaluated in binary64 intervals)");
+      c.weights[static_cast<std::size_t>(i * W.cols() + j)] = v;
+    }
+  if (m.encoding != rank_heads::trained_encoding::none)
+    for (int row = 0; row <= m.N; ++row)
+      for (int col = 0; col < D; ++col) {
+        const bool on = m.encoding == rank_heads::trained_encoding::additive ? col < 8 : col > 8;
+        if (!on && c.weights[static_cast<std::size_t>(row * D + col)] != 0)
+          fail("/quantity/model/weights/" + std::to_string(row * D + col),
+               "a position off its support (" + e + " positions live in " + (e == "additive" ? "columns 0-7" : "columns 9 and up") + ")");
+      }
+  c.at_most = parse_bound_relation(claim, "nearest_neighbour_model_mse", "MSE", c.value);
+  p.body = std::move(c);
+  return p;
+}
+
 // ---- the claim's frame: top-level members, objects, quantity kind -----------------------
 
 quantity_kind parse_kind(const nlohmann::json& claim) {
@@ -749,6 +816,7 @@ quantity_kind parse_kind(const nlohmann::json& claim) {
       if (k->get<std::string>() == "rank_heads_hardmax_directions") return quantity_kind::rank_heads_hardmax_directions;
       if (k->get<std::string>() == "rank_heads_context_hit_rate") return quantity_kind::rank_heads_context_hit_rate;
       if (k->get<std::string>() == "rank_heads_pair_hit_probability") return quantity_kind::rank_heads_pair_hit_probability;
+      if (k->get<std::string>() == "nearest_neighbour_model_mse") return quantity_kind::nearest_neighbour_model_mse;
     }
   const nlohmann::json* objects = find_member(claim, "objects");
   if (!objects || !objects->is_object()) fail("/objects", "missing object with the matrices");
@@ -766,7 +834,7 @@ quantity_kind parse_kind(const nlohmann::json& claim) {
   fail("/quantity/kind", "unknown quantity '" + k + "' (supported: rank, determinant, output_value, singular_value, output_bound, numerical_rank, "
                                   "rank_heads_lower_bound, rank_heads_vote_mse, rank_heads_full_rank_mse, "
                                   "rank_heads_hardmax_orthonormal, rank_heads_hardmax_directions, rank_heads_context_hit_rate, "
-                                  "rank_heads_pair_hit_probability)");
+                                  "rank_heads_pair_hit_probability, nearest_neighbour_model_mse)");
 }
 
 }  // namespace
@@ -782,6 +850,7 @@ parsed_claim parse_claim(const nlohmann::json& claim, const std::string& base_di
   if (kind == quantity_kind::rank_heads_hardmax_directions) return parse_rank_heads_directions_claim(claim);
   if (kind == quantity_kind::rank_heads_context_hit_rate) return parse_rank_heads_context_claim(claim);
   if (kind == quantity_kind::rank_heads_pair_hit_probability) return parse_rank_heads_pair_hit_claim(claim);
+  if (kind == quantity_kind::nearest_neighbour_model_mse) return parse_nearest_neighbour_model_claim(claim, base_dir);
   parsed_claim p;
   p.kind = kind;
   p.body = parse_layer_claim(claim, kind, base_dir);

@@ -442,3 +442,68 @@ certify_result prove_rank_heads_pair_hit(const rank_heads_pair_hit_claim& c, con
 }
 
 }  // namespace attncert::proofs::detail
+
+namespace attncert::proofs::detail {
+
+// nearest_neighbour_model_mse claims (parts H and I): the model's MSE on the fixed test set, enclosed by
+// rank_heads::trained_error_of (binary64 intervals rounded outward, MPFI at 128 bits for the inputs they leave wider
+// than 2^-30), the function the check's trained rows use.  The MSE on the set is a definite number: CERTIFIED or REFUTED
+// by the enclosure, UNDECIDED while it contains the value.  The checker re-evaluates every input in MPFI by its own
+// forward pass (softmax as 1/Σ exp(S_ik − S_ij)).
+certify_result prove_nearest_neighbour_model(const nearest_neighbour_model_claim& c, const nlohmann::json& claim) {
+  const precision_guard guard(128);
+  rank_heads::trained_model_info m = c.model;
+  m.weights = c.weights.data();
+  const rank_heads::trained_test_set t = rank_heads::trained_test_set_of(m.N, c.inputs);
+  const rank_heads::trained_error e = rank_heads::trained_error_of(m, t);
+  const mpfi_float value = from_rational<mpfi_float>(c.value);
+  const bool holds = c.at_most ? upper_of(e.mse) <= lower_of(value) : lower_of(e.mse) >= upper_of(value);
+  const bool fails = c.at_most ? lower_of(e.mse) > upper_of(value) : upper_of(e.mse) < lower_of(value);
+  const std::string rel = c.at_most ? "<=" : ">=";
+  const std::string enc = m.encoding == rank_heads::trained_encoding::none ? "no positions"
+                          : m.encoding == rank_heads::trained_encoding::additive ? "additive positions"
+                                                                               : "concatenated positions";
+  const std::string text = "the attention-only model (" + std::to_string(m.layers) + " layer" + (m.layers == 1 ? "" : "s") + " of " +
+                           std::to_string(m.H) + " head" + (m.H == 1 ? "" : "s") + " of rank " + std::to_string(m.r) + ", width " +
+                           std::to_string(m.width) + ", " + enc + ") has MSE " + rel + " " + rational_string(c.value) + " on the fixed test set of " +
+                           std::to_string(c.inputs) + " nearest-neighbour inputs with N = " + std::to_string(m.N) + " keys in d = 8";
+  const std::string shown = "[" + decimal_down(lower_of(e.mse), 10, decimal_layout::general) + ", " + decimal_up(upper_of(e.mse), 10, decimal_layout::general) + "]";
+  certify_result res;
+  res.report = report_header(claim);
+  res.report["claim"] = text;
+  res.report["mse"] = interval_json(e.mse);
+  res.report["nearest_key"] = {{"right", e.nearest_right}, {"wrong", e.nearest_wrong}, {"undecided", e.nearest_undecided}};
+  res.report["escalated_inputs"] = e.escalated;
+  res.report["proof"] = "proofs/L4-rank-heads-tradeoff.md, parts H and I";
+  if (!holds && !fails) {
+    const std::string why = "the enclosure " + shown + " of the MSE contains the value (binary64 intervals, MPFI at 128 bits for " +
+                            std::to_string(e.escalated) + " inputs)";
+    return mark_undecided(res, "UNDECIDED: " + text + "\n  " + why + "\n", why);
+  }
+  res.verdict = holds ? claim_verdict::certified : claim_verdict::refuted;
+  std::ostringstream os;
+  os << to_string(res.verdict) << ": " << text << ".\n  MSE in " << shown << " (every operation enclosed: binary64 intervals, MPFI for " << e.escalated
+     << " of " << c.inputs << " inputs; the prediction's nearest key is the target on " << e.nearest_right << ", another key on " << e.nearest_wrong
+     << ", undecided on " << e.nearest_undecided << ")\n";
+  res.summary = os.str();
+  res.report["verdict"] = to_string(res.verdict);
+  res.report["summary"] = res.summary;
+  nlohmann::json weights = nlohmann::json::array();
+  for (double w : c.weights) weights.push_back(rational_string(mpq_rational(w)));
+  const std::string enc_word = m.encoding == rank_heads::trained_encoding::none ? "none"
+                               : m.encoding == rank_heads::trained_encoding::additive ? "additive"
+                                                                                    : "concatenated";
+  nlohmann::json cl = {{"quantity", "nearest_neighbour_model_mse"},
+                       {"keys", m.N},
+                       {"inputs", c.inputs},
+                       {"model", {{"width", m.width}, {"heads", m.H}, {"rank", m.r}, {"layers", m.layers}, {"encoding", enc_word}, {"weights", weights}}},
+                       {"relation", rel},
+                       {"value", rational_string(c.value)}};
+  if (claim.contains("title")) cl["title"] = claim["title"];
+  nlohmann::json cert = certificate_header(cl, res.verdict);
+  cert["nearest_neighbour_model"] = {{"mse", interval_json(e.mse)}, {"redrawn", t.redrawn}};
+  res.certificate = cert;
+  return res;
+}
+
+}  // namespace attncert::proofs::detail

@@ -13,6 +13,8 @@
 #include <string>
 #include <variant>
 
+#include "attncert/proofs/rank_heads.hpp"
+
 #include "attncert/drift/recipe.hpp"
 #include "attncert/proofs/claim.hpp"
 #include "attncert/rank/exact_rank.hpp"
@@ -63,7 +65,7 @@ real_relation parse_real_relation(const nlohmann::json& relation, const nlohmann
 
 enum class quantity_kind { rank, determinant, output_value, singular_value, output_bound, numerical_rank, rank_heads_lower_bound, rank_heads_vote_mse,
                            rank_heads_full_rank_mse, rank_heads_hardmax_orthonormal, rank_heads_hardmax_directions,
-                           rank_heads_context_hit_rate, rank_heads_pair_hit_probability };
+                           rank_heads_context_hit_rate, rank_heads_pair_hit_probability, nearest_neighbour_model_mse };
 
 /// A claim about one layer's object over the family S(a) = a·S0 (rank, determinant,
 /// output_value, singular_value).
@@ -173,6 +175,17 @@ struct rank_heads_pair_hit_claim {
   mpq_rational value = 0;
 };
 
+/// A trained-model claim (proofs/L4 parts H and I): the attention-only model `model` (weights exactly binary64, in
+/// the layout of rank_heads::trained_model_info) has MSE ≤ value (`at_most`) or ≥ value on the fixed test set of
+/// `inputs` inputs with N = model.N keys.  The MSE on the set is a definite number: CERTIFIED or REFUTED.
+struct nearest_neighbour_model_claim {
+  rank_heads::trained_model_info model{};
+  std::vector<double> weights;  ///< model.weights points here once the claim is in place (prove_* re-points it)
+  int inputs = 200;
+  bool at_most = true;
+  mpq_rational value = 0;
+};
+
 /// A claim file, parsed and validated once.  `not_supported` nonempty: the claim is well
 /// formed as far as it was read but asks for what the method does not cover (the prover
 /// answers UNDECIDED with this reason; the rest of the claim is then not read).
@@ -180,7 +193,8 @@ struct parsed_claim {
   quantity_kind kind = quantity_kind::rank;
   std::string not_supported;
   std::variant<layer_claim, output_bound_claim, numerical_rank_claim, rank_heads_claim, rank_heads_vote_claim, rank_heads_full_rank_claim,
-               rank_heads_hardmax_claim, rank_heads_directions_claim, rank_heads_context_claim, rank_heads_pair_hit_claim>
+               rank_heads_hardmax_claim, rank_heads_directions_claim, rank_heads_context_claim, rank_heads_pair_hit_claim,
+               nearest_neighbour_model_claim>
       body;
 };
 
@@ -243,6 +257,7 @@ certify_result prove_rank_heads_hardmax(const rank_heads_hardmax_claim& c, const
 certify_result prove_rank_heads_directions(const rank_heads_directions_claim& c, const nlohmann::json& claim);
 certify_result prove_rank_heads_context(const rank_heads_context_claim& c, const nlohmann::json& claim);
 certify_result prove_rank_heads_pair_hit(const rank_heads_pair_hit_claim& c, const nlohmann::json& claim, unsigned max_bits);
+certify_result prove_nearest_neighbour_model(const nearest_neighbour_model_claim& c, const nlohmann::json& claim);
 
 /// The polynomial family M(u) of a layer claim (rank/family.cpp's build_family).  Errors:
 /// family_too_large passes through (the dispatcher answers UNDECIDED); any other

@@ -45,6 +45,7 @@ void verify_by_quantity(const nlohmann::json& cert, const note_fn& note) {
   if (cl.is_object() && cl.value("quantity", "") == "rank_heads_hardmax_directions") return verify_rank_heads_directions(cert, cl, note);
   if (cl.is_object() && cl.value("quantity", "") == "rank_heads_context_hit_rate") return verify_rank_heads_context(cert, cl, note);
   if (cl.is_object() && cl.value("quantity", "") == "rank_heads_pair_hit_probability") return verify_rank_heads_pair_hit(cert, cl, note);
+  if (cl.is_object() && cl.value("quantity", "") == "nearest_neighbour_model_mse") return verify_nearest_neighbour_model(cert, cl, note);
   const rebuilt_claim rc = rebuild_claim_matrix(cert, cl, note);
   const std::string quantity = cl.value("quantity", "rank");
   if (quantity == "determinant" || quantity == "output_value") {

@@ -5,7 +5,7 @@
 //   enclosure.cpp        MPFI enclosures of e^{a/q} and q·log u, the range of a, signs at a point
 //   polynomial_matrix.cpp  M(u) rebuilt from the claim (S0, mask, V, X)
 //   rank.cpp, ratio.cpp, singular_value.cpp, output_bound.cpp, numerical_rank.cpp, rank_heads.cpp,
-//   rank_heads_directions.cpp, rank_heads_context.cpp
+//   rank_heads_directions.cpp, rank_heads_context.cpp, nearest_neighbour_model.cpp
 //                        one checker per claim quantity
 //   certificate.cpp      the public entry points (attncert/verify/certificate.hpp)
 // Only the number libraries (GMP through Boost.Multiprecision, MPFR, MPFI) and the JSON parser:
@@ -16,6 +16,8 @@
 #include <mpfr.h>
 
 #include <boost/multiprecision/gmp.hpp>
+#include <cstdint>
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <limits>
@@ -233,6 +235,9 @@ void verify_rank_heads_directions(const nlohmann::json& cert, const nlohmann::js
 void verify_rank_heads_context(const nlohmann::json& cert, const nlohmann::json& claim, const note_fn& note);
 /// Closed-form p₂(d) certificates, the pair-hit probability of a rank-one hardmax head (proofs/L4 part G; rank_heads_context.cpp).
 void verify_rank_heads_pair_hit(const nlohmann::json& cert, const nlohmann::json& claim, const note_fn& note);
+/// The MSE of an attention-only model on the fixed nearest-neighbour test set (proofs/L4 parts H and I;
+/// nearest_neighbour_model.cpp).
+void verify_nearest_neighbour_model(const nlohmann::json& cert, const nlohmann::json& claim, const note_fn& note);
 
 // ---- rank_heads.cpp helpers shared with rank_heads_directions.cpp ---------------------------
 /// N(d, ℓ), the dimension of the degree-ℓ spherical harmonics on S^{d−1} (exact).
@@ -241,6 +246,45 @@ Z dimension(long d, long l);
 Q energy(long d, long l);
 /// M_d = a + b·π⁻² (exact a, b), the arcsin moment (4/π²) E[arcsin(t)²], from the Fourier expansion of cos^{d−2}.
 void arcsin_moment_fourier(long d, Q& a, Q& b);
+/// n MPFI intervals at one precision, with their lifetime (rank_heads_directions.cpp, nearest_neighbour_model.cpp).
+class interval_pool {
+ public:
+  interval_pool(std::size_t n, mpfr_prec_t bits) : v_(n) {
+    for (__mpfi_struct& x : v_) mpfi_init2(&x, bits);
+  }
+  ~interval_pool() {
+    for (__mpfi_struct& x : v_) mpfi_clear(&x);
+  }
+  interval_pool(const interval_pool&) = delete;
+  interval_pool& operator=(const interval_pool&) = delete;
+  template <class I>
+  mpfi_ptr operator[](I k) {
+    return &v_[static_cast<std::size_t>(k)];
+  }
+
+ private:
+  std::vector<__mpfi_struct> v_;
+};
+/// SplitMix64 (Steele, Lea, Flood), the generator of the instances of proofs/L4 parts G and H: state += 0x9E3779B97F4A7C15,
+/// z = state, z = (z ^ z>>30)·0xBF58476D1CE4E5B9, z = (z ^ z>>27)·0x94D049BB133111EB, next = z ^ z>>31.
+struct splitmix64 {
+  std::uint64_t state;
+  std::uint64_t next() {
+    state += 0x9E3779B97F4A7C15ULL;
+    std::uint64_t z = state;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+    return z ^ (z >> 31);
+  }
+};
+/// An integer point z of the ball 0 < |z|² ≤ 4096² in dimension d ≤ 8 (parts G and H).
+struct lattice_point {
+  std::array<long, 8> z{};
+  long norm2 = 0;
+};
+/// Draws d coordinates ((next() >> 32) mod 8193) − 4096, the whole point again unless 0 < |z|² ≤ 4096²
+/// (rank_heads_context.cpp).
+void draw_lattice_point(splitmix64& g, long d, lattice_point& p);
 /// An MPFI interval with its lifetime.
 struct iv {
   mpfi_t x;

@@ -44,39 +44,8 @@ constexpr long lattice_radius = 4096;
 constexpr long credit_unit = 720720;  // lcm(1, …, 16)
 constexpr int key_count = 16;          // keys drawn per input; the key set for N is the first N
 
-struct splitmix {
-  std::uint64_t state;
-  std::uint64_t next() {
-    state += 0x9E3779B97F4A7C15ULL;
-    std::uint64_t z = state;
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-    return z ^ (z >> 31);
-  }
-};
 
-// An integer point z of the ball, 0 < |z|² ≤ 4096², in dimension d ≤ 8.
-struct point {
-  std::array<long, 8> z{};
-  long norm2 = 0;
-};
-
-void draw_point(splitmix& g, long d, point& p) {
-  for (;;) {
-    long n2 = 0;
-    for (long i = 0; i < d; ++i) {
-      const long c = static_cast<long>((g.next() >> 32) % static_cast<std::uint64_t>(2 * lattice_radius + 1)) - lattice_radius;
-      p.z[static_cast<std::size_t>(i)] = c;
-      n2 += c * c;
-    }
-    if (n2 > 0 && n2 <= lattice_radius * lattice_radius) {
-      p.norm2 = n2;
-      return;
-    }
-  }
-}
-
-long inner(const point& a, const point& b, long d) {
+long inner(const lattice_point& a, const lattice_point& b, long d) {
   long s = 0;
   for (long i = 0; i < d; ++i) s += a.z[static_cast<std::size_t>(i)] * b.z[static_cast<std::size_t>(i)];
   return s;
@@ -119,20 +88,20 @@ struct context_counts {
 context_counts count_instance(long d, long N, long M, long H, std::uint64_t seed) {
   context_counts out;
   comparer cmp;
-  splitmix gh{seed ^ 0x4EADULL};
-  std::vector<point> dirs(static_cast<std::size_t>(H));
-  for (point& a : dirs) draw_point(gh, d, a);
-  splitmix gi{seed};
-  point y;
-  std::array<point, key_count> keys;
+  splitmix64 gh{seed ^ 0x4EADULL};
+  std::vector<lattice_point> dirs(static_cast<std::size_t>(H));
+  for (lattice_point& a : dirs) draw_lattice_point(gh, d, a);
+  splitmix64 gi{seed};
+  lattice_point y;
+  std::array<lattice_point, key_count> keys;
   std::array<long, key_count> A{};
   long credit = 0;  // ≤ 720720 · 10000 · 4095 < 2^45
   for (long m = 0; m < M; ++m) {
     poll();
     long target = 0;
     for (;;) {
-      draw_point(gi, d, y);
-      for (point& x : keys) draw_point(gi, d, x);
+      draw_lattice_point(gi, d, y);
+      for (lattice_point& x : keys) draw_lattice_point(gi, d, x);
       for (int i = 0; i < key_count; ++i) A[static_cast<std::size_t>(i)] = inner(keys[static_cast<std::size_t>(i)], y, d);
       // One scan: the maximisers of ⟨x_i, y⟩/|x_i| over each prefix; a prefix of length 2, 4, 8, 16 must have one.
       long best = 0, ties = 1;
@@ -157,7 +126,7 @@ context_counts count_instance(long d, long N, long M, long H, std::uint64_t seed
       poll();
     }
     for (long h = 0; h < H; ++h) {
-      const point& a = dirs[static_cast<std::size_t>(h)];
+      const lattice_point& a = dirs[static_cast<std::size_t>(h)];
       const long ay = inner(a, y, d);
       const long s = (ay > 0) - (ay < 0);
       long k = 0;
@@ -315,6 +284,21 @@ void verify_rank_heads_pair_hit(const nlohmann::json& cert, const nlohmann::json
        " re-derived from the Fourier expansion of cos^" + std::to_string(d - 2));
   const int sign = B == 0 ? (A > value ? 1 : A < value ? -1 : 0) : sign_over_pi_power(A, B, k, value);
   check_verdict(cert, rel == "<=" ? sign <= 0 : sign >= 0, note);
+}
+
+void draw_lattice_point(splitmix64& g, long d, lattice_point& p) {
+  for (;;) {
+    long n2 = 0;
+    for (long i = 0; i < d; ++i) {
+      const long c = static_cast<long>((g.next() >> 32) % static_cast<std::uint64_t>(2 * lattice_radius + 1)) - lattice_radius;
+      p.z[static_cast<std::size_t>(i)] = c;
+      n2 += c * c;
+    }
+    if (n2 > 0 && n2 <= lattice_radius * lattice_radius) {
+      p.norm2 = n2;
+      return;
+    }
+  }
 }
 
 }  // namespace attncert::verify::checker

@@ -31,22 +31,6 @@ namespace attncert::verify::checker {
 
 namespace {
 
-// n MPFI intervals at one precision, with their lifetime (iv is neither copyable nor movable).
-class intervals {
- public:
-  intervals(std::size_t n, mpfr_prec_t bits) : v_(n) {
-    for (__mpfi_struct& x : v_) mpfi_init2(&x, bits);
-  }
-  ~intervals() {
-    for (__mpfi_struct& x : v_) mpfi_clear(&x);
-  }
-  intervals(const intervals&) = delete;
-  intervals& operator=(const intervals&) = delete;
-  mpfi_ptr operator[](std::size_t k) { return &v_[k]; }
-
- private:
-  std::vector<__mpfi_struct> v_;
-};
 
 // Entry (i, j), j ≤ i, of a lower triangle stored row by row.
 std::size_t tri(long i, long j) { return static_cast<std::size_t>(i * (i + 1) / 2 + j); }
@@ -119,12 +103,12 @@ bool enclose_relaxed_mse(const exact_data& ex, mpfr_prec_t bits, mpfi_ptr out) {
   mpfi_put(tail.x, s.x);
   // R's coefficients
   const std::size_t m = ex.R.size();
-  intervals coef(m, bits);
+  interval_pool coef(m, bits);
   for (std::size_t j = 0; j < m; ++j) mpfi_set_q(coef[j], ex.R[j].backend().data());
 
   // K and B (lower triangles)
   const std::size_t size = tri(n, 0);
-  intervals K(size, bits), B(size, bits);
+  interval_pool K(size, bits), B(size, bits);
   Z q;
   for (long i = 0; i < n; ++i) {
     poll();
@@ -175,7 +159,7 @@ bool enclose_relaxed_mse(const exact_data& ex, mpfr_prec_t bits, mpfi_ptr out) {
     }
   }
   // W = L⁻¹ (lower triangular): W_ii = 1/L_ii, W_ij = −(Σ_{j ≤ k < i} L_ik W_kj)/L_ii
-  intervals W(size, bits);
+  interval_pool W(size, bits);
   for (long i = 0; i < n; ++i) {
     poll();
     mpfi_ui_div(W[tri(i, i)], 1, K[tri(i, i)]);
