@@ -147,3 +147,22 @@ def test_malformed_model_claims_exit_2(tmp_path):
     assert "/quantity/model/encoding" in run(lambda b: b["quantity"]["model"].__setitem__("encoding", "rotary"))
     assert "/quantity/keys" in run(lambda b: b["quantity"].__setitem__("keys", 17))
     assert "/relation" in run(lambda b: b.__setitem__("relation", "="))
+
+
+@pytest.mark.skipif(not CLI, reason="ATTNCERT_CLI (the attncert binary) not set")
+def test_weights_from_a_float32_npy_file_give_the_same_certificate(tmp_path):
+    """The claim's weights saved as a float32 .npy (a 1 x n matrix) certify the same enclosure as the inline fractions."""
+    ((path, c),) = [(p, c) for p, c in shipped() if c["quantity"]["model"]["encoding"] == "none" and c["quantity"]["model"]["rank"] == 8]
+    w = np.array([float(Fraction(x)) for x in c["quantity"]["model"]["weights"]], dtype=np.float32)
+    assert all(Fraction(float(v)) == Fraction(x) for v, x in zip(w, c["quantity"]["model"]["weights"]))  # float32 exactly
+    np.save(tmp_path / "w.npy", w.reshape(1, -1))
+    from_file = json.loads(json.dumps(c))
+    from_file["quantity"]["model"]["weights"] = "w.npy"
+    (tmp_path / "c.json").write_text(json.dumps(from_file))
+    run = subprocess.run([CLI, "certify", str(tmp_path / "c.json"), "--certificate", str(tmp_path / "c.cert.json")], capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0, run.stdout + run.stderr
+    with open(os.path.join(ROOT, "proofs", "certificates", os.path.basename(path)[:-5] + ".cert.json")) as fh:
+        shipped_cert = json.load(fh)
+    got = json.loads((tmp_path / "c.cert.json").read_text())
+    assert got["nearest_neighbour_model"] == shipped_cert["nearest_neighbour_model"]
+    assert got["claim"]["model"]["weights"] == shipped_cert["claim"]["model"]["weights"]
