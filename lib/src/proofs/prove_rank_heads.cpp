@@ -138,6 +138,16 @@ nlohmann::json interval_json(const mpfi_float& x) {
   const mpfr_float lo = lower_of(x), hi = upper_of(x);
   return nlohmann::json::array({decimal_down(lo.backend().data(), 40), decimal_up(hi.backend().data(), 40)});
 }
+
+// The certificate of a decided claim: the claim part `cl` (with the claim file's title, if any), the verdict, and the
+// quantity's body under `key`.
+void attach_certificate(certify_result& res, nlohmann::json cl, const nlohmann::json& claim, claim_verdict verdict, const char* key,
+                        const nlohmann::json& body) {
+  if (claim.contains("title")) cl["title"] = claim["title"];
+  nlohmann::json cert = certificate_header(cl, verdict);
+  cert[key] = body;
+  res.certificate = cert;
+}
 }  // namespace
 
 certify_result prove_rank_heads_vote(const rank_heads_vote_claim& c, const nlohmann::json& claim) {
@@ -181,12 +191,10 @@ certify_result prove_rank_heads_vote(const rank_heads_vote_claim& c, const nlohm
   res.report["verdict"] = to_string(res.verdict);
   res.report["summary"] = res.summary;
   nlohmann::json cl = {{"quantity", "rank_heads_vote_mse"}, {"d", c.d}, {"heads", c.heads}, {"relation", rel}, {"value", rational_string(c.value)}};
-  if (claim.contains("title")) cl["title"] = claim["title"];
   nlohmann::json B = nlohmann::json::array();
   for (const mpfi_float& b : e.B) B.push_back(interval_json(b));
-  nlohmann::json cert = certificate_header(cl, res.verdict);
-  cert["rank_heads_vote"] = {{"panels", panels}, {"precision_bits", vote_bits}, {"whole", e.whole}, {"binomial_tails", B}, {"mean_mse", interval_json(e.mse)}};
-  res.certificate = cert;
+  attach_certificate(res, cl, claim, res.verdict, "rank_heads_vote",
+                     {{"panels", panels}, {"precision_bits", vote_bits}, {"whole", e.whole}, {"binomial_tails", B}, {"mean_mse", interval_json(e.mse)}});
   return res;
 }
 
@@ -232,10 +240,7 @@ certify_result prove_rank_heads_full_rank(const rank_heads_full_rank_claim& c, c
   res.report["summary"] = res.summary;
   nlohmann::json cl = {{"quantity", "rank_heads_full_rank_mse"}, {"d", c.d}, {"lambda", rational_string(c.lambda)}, {"relation", rel},
                        {"value", rational_string(c.value)}};
-  if (claim.contains("title")) cl["title"] = claim["title"];
-  nlohmann::json cert = certificate_header(cl, res.verdict);
-  cert["rank_heads_full_rank"] = {{"mse", interval_json(mse)}};
-  res.certificate = cert;
+  attach_certificate(res, cl, claim, res.verdict, "rank_heads_full_rank", {{"mse", interval_json(mse)}});
   return res;
 }
 
@@ -280,17 +285,11 @@ certify_result prove_rank_heads_hardmax(const rank_heads_hardmax_claim& c, const
   res.report["summary"] = res.summary;
   nlohmann::json cl = {{"quantity", "rank_heads_hardmax_orthonormal"}, {"d", c.d}, {"heads", c.heads}, {"relation", ">="},
                        {"value", rational_string(c.value)}};
-  if (claim.contains("title")) cl["title"] = claim["title"];
-  nlohmann::json cert = certificate_header(cl, claim_verdict::certified);
-  cert["rank_heads_hardmax"] = {{"arcsin_moment", {{"rational", rational_string(M.a)}, {"over_pi_squared", rational_string(M.b)}}},
-                                {"lower_bound", {{"rational", rational_string(lb.a)}, {"over_pi_squared", rational_string(lb.b)}}}};
-  res.certificate = cert;
+  attach_certificate(res, cl, claim, claim_verdict::certified, "rank_heads_hardmax", {{"arcsin_moment", {{"rational", rational_string(M.a)}, {"over_pi_squared", rational_string(M.b)}}},
+                                {"lower_bound", {{"rational", rational_string(lb.a)}, {"over_pi_squared", rational_string(lb.b)}}}});
   return res;
 }
 
-}  // namespace attncert::proofs::detail
-
-namespace attncert::proofs::detail {
 
 // rank_heads_hardmax_directions claims (part E, "verified solve"): the relaxed error ½(1 − tr(K⁻¹B)) of hardmax rank-one
 // heads with the claim's query directions, enclosed by rank_heads::hardmax_relaxed_mse at 128 bits (K and B in MPFI,
@@ -348,16 +347,10 @@ certify_result prove_rank_heads_directions(const rank_heads_directions_claim& c,
   }
   nlohmann::json cl = {{"quantity", "rank_heads_hardmax_directions"}, {"d", c.d}, {"directions", rows}, {"relation", ">="},
                        {"value", rational_string(c.value)}};
-  if (claim.contains("title")) cl["title"] = claim["title"];
-  nlohmann::json cert = certificate_header(cl, claim_verdict::certified);
-  cert["rank_heads_hardmax_directions"] = {{"max_degree", c.max_degree}, {"distinct", e.distinct}, {"relaxed_mse", interval_json(e.bound)}};
-  res.certificate = cert;
+  attach_certificate(res, cl, claim, claim_verdict::certified, "rank_heads_hardmax_directions", {{"max_degree", c.max_degree}, {"distinct", e.distinct}, {"relaxed_mse", interval_json(e.bound)}});
   return res;
 }
 
-}  // namespace attncert::proofs::detail
-
-namespace attncert::proofs::detail {
 
 // rank_heads_context_hit_rate claims (part G): the exact hit rate of the lattice instance (rank_heads::context_counts,
 // every comparison decided in integers), compared with the value exactly: CERTIFIED or REFUTED.  The certificate states
@@ -393,10 +386,7 @@ certify_result prove_rank_heads_context(const rank_heads_context_claim& c, const
   res.report["summary"] = res.summary;
   nlohmann::json cl = {{"quantity", "rank_heads_context_hit_rate"}, {"d", c.d}, {"keys", c.keys}, {"inputs", c.inputs}, {"heads", c.heads},
                        {"seed", std::to_string(c.seed)}, {"relation", c.relation}, {"value", rational_string(c.value)}};
-  if (claim.contains("title")) cl["title"] = claim["title"];
-  nlohmann::json cert = certificate_header(cl, res.verdict);
-  cert["rank_heads_context"] = {{"rate", rational_string(rate)}, {"credit", credit.str()}, {"redrawn", inst.redrawn}, {"head_ties", r.head_ties}};
-  res.certificate = cert;
+  attach_certificate(res, cl, claim, res.verdict, "rank_heads_context", {{"rate", rational_string(rate)}, {"credit", credit.str()}, {"redrawn", inst.redrawn}, {"head_ties", r.head_ties}});
   return res;
 }
 
@@ -434,16 +424,10 @@ certify_result prove_rank_heads_pair_hit(const rank_heads_pair_hit_claim& c, con
   res.report["verdict"] = to_string(res.verdict);
   res.report["summary"] = res.summary;
   nlohmann::json cl = {{"quantity", "rank_heads_pair_hit_probability"}, {"d", c.d}, {"relation", rel}, {"value", rational_string(c.value)}};
-  if (claim.contains("title")) cl["title"] = claim["title"];
-  nlohmann::json cert = certificate_header(cl, res.verdict);
-  cert["rank_heads_pair_hit"] = {{"rational", rational_string(p.a)}, {"over_pi_power", rational_string(p.b)}, {"pi_power", p.pi_power}};
-  res.certificate = cert;
+  attach_certificate(res, cl, claim, res.verdict, "rank_heads_pair_hit", {{"rational", rational_string(p.a)}, {"over_pi_power", rational_string(p.b)}, {"pi_power", p.pi_power}});
   return res;
 }
 
-}  // namespace attncert::proofs::detail
-
-namespace attncert::proofs::detail {
 
 // nearest_neighbour_model_mse claims (parts H and I): the model's MSE on the fixed test set, enclosed by
 // rank_heads::trained_error_of (binary64 intervals rounded outward, MPFI at 128 bits for the inputs they leave wider
@@ -499,10 +483,7 @@ certify_result prove_nearest_neighbour_model(const nearest_neighbour_model_claim
                        {"model", {{"width", m.width}, {"heads", m.H}, {"rank", m.r}, {"layers", m.layers}, {"encoding", enc_word}, {"weights", weights}}},
                        {"relation", rel},
                        {"value", rational_string(c.value)}};
-  if (claim.contains("title")) cl["title"] = claim["title"];
-  nlohmann::json cert = certificate_header(cl, res.verdict);
-  cert["nearest_neighbour_model"] = {{"mse", interval_json(e.mse)}, {"redrawn", t.redrawn}};
-  res.certificate = cert;
+  attach_certificate(res, cl, claim, res.verdict, "nearest_neighbour_model", {{"mse", interval_json(e.mse)}, {"redrawn", t.redrawn}});
   return res;
 }
 

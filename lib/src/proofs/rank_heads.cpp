@@ -400,12 +400,10 @@ mpfi_float arcsin_moment_series(int d, int max_degree) {
   return hull_of(s, mpfi_float(s + mpfi_float(upper_of(tail))));
 }
 
-hardmax_relaxed_enclosure hardmax_relaxed_mse(int d, const matrix<mpq_rational>& directions, int max_degree) {
-  using boost::multiprecision::asin;
-  using boost::multiprecision::sqrt;
-  if (d < 3 || max_degree < 1) throw input_error("hardmax_relaxed_mse: d must be >= 3 and max_degree >= 1");
-  if (directions.cols() != d || directions.rows() < 1) throw input_error("hardmax_relaxed_mse: the directions must be H x d with H >= 1");
-  // Exact inner products; a row parallel or antiparallel to a kept one is dropped (its sign profile is ± a kept one's).
+namespace {
+// The exact Gram matrix of the rows of `directions`, a row parallel or antiparallel to an earlier kept one dropped (its
+// sign profile is ± a kept one's, so it adds nothing to the relaxed error).  Errors: input_error for a zero row.
+matrix<mpq_rational> distinct_gram(int d, const matrix<mpq_rational>& directions) {
   std::vector<Eigen::Index> kept;
   std::vector<mpq_rational> norm2;
   auto dot = [&](Eigen::Index i, Eigen::Index j) {
@@ -426,6 +424,18 @@ hardmax_relaxed_enclosure hardmax_relaxed_mse(int d, const matrix<mpq_rational>&
     norm2.push_back(n2);
   }
   const Eigen::Index H = static_cast<Eigen::Index>(kept.size());
+  matrix<mpq_rational> G(H, H);
+  for (Eigen::Index h = 0; h < H; ++h)
+    for (Eigen::Index g = h; g < H; ++g)
+      G(h, g) = G(g, h) = g == h ? norm2[static_cast<std::size_t>(h)] : dot(kept[static_cast<std::size_t>(h)], kept[static_cast<std::size_t>(g)]);
+  return G;
+}
+
+// K_hg = (2/π) arcsin t_hg and B_hg = Σ_{ℓ odd ≤ L} E_ℓ² P_ℓ(t_hg)/N(d, ℓ) ± T_L²/N(d, L + 1), K_hh = 1, B_hh = M_d, enclosed
+// entrywise in MPFI from the exact Gram matrix G, then held as binary64 midpoint and radius.
+void enclose_gram_kernels(int d, const matrix<mpq_rational>& G, int max_degree, mid_rad& K, mid_rad& B) {
+  using boost::multiprecision::asin;
+  const Eigen::Index H = G.rows();
   const energy_table et = energy_enclosures(d, max_degree);
   std::vector<mpfi_float> w(static_cast<std::size_t>(max_degree + 1), mpfi_float(0));  // E_ℓ²/N(d, ℓ)
   for (int l = 1; l <= max_degree; l += 2)
@@ -439,7 +449,8 @@ hardmax_relaxed_enclosure hardmax_relaxed_mse(int d, const matrix<mpq_rational>&
   const mpfi_float two_over_pi = mpfi_float(2) / pi;
 
   // K and B enclosed entrywise in MPFI, then as binary64 midpoint and radius.
-  mid_rad K{matrix<double>(H, H), matrix<double>(H, H)}, B{matrix<double>(H, H), matrix<double>(H, H)};
+  K = {matrix<double>(H, H), matrix<double>(H, H)};
+  B = {matrix<double>(H, H), matrix<double>(H, H)};
   auto store = [](mid_rad& m, Eigen::Index i, Eigen::Index j, const mpfi_float& v) {
     const double c = static_cast<double>(approx_mid(v));
     const mpfi_float dev = v - mpfi_float(c);
@@ -453,8 +464,7 @@ hardmax_relaxed_enclosure hardmax_relaxed_mse(int d, const matrix<mpq_rational>&
     store(K, h, h, mpfi_float(1));
     store(B, h, h, diag_B);
     for (Eigen::Index g = h + 1; g < H; ++g) {
-      const auto sh = static_cast<std::size_t>(h), sg = static_cast<std::size_t>(g);
-      const mpfi_float t = cosine_enclosure(dot(kept[sh], kept[sg]), norm2[sh], norm2[sg]);
+      const mpfi_float t = cosine_enclosure(G(h, g), G(h, h), G(g, g));
       legendre_values(d, max_degree, t, P);
       mpfi_float b(0);
       for (int l = 1; l <= max_degree; l += 2) b += w[static_cast<std::size_t>(l)] * P[static_cast<std::size_t>(l)];
@@ -462,19 +472,22 @@ hardmax_relaxed_enclosure hardmax_relaxed_mse(int d, const matrix<mpq_rational>&
       store(B, h, g, hull_of(mpfi_float(lower_of(b) - tau), mpfi_float(upper_of(b) + tau)));  // |P_ℓ| ≤ 1 beyond L
     }
   }
-  hardmax_relaxed_enclosure out;
-  out.degree = max_degree;
-  out.distinct = static_cast<long>(H);
+}
+
+// The verified solve (proofs/L4 part E) on K and B: fills approx, rho, bound and certified of `out`.
+void verified_solve(const mid_rad& K, const mid_rad& B, hardmax_relaxed_enclosure& out) {
+  using boost::multiprecision::sqrt;
+  const Eigen::Index H = K.mid.rows();
   // X ≈ K⁻¹ (approx part; any symmetric X keeps the bound rigorous).
   Eigen::LLT<matrix<double>> llt(K.mid);
-  if (llt.info() != Eigen::Success) return out;
+  if (llt.info() != Eigen::Success) return;
   matrix<double> X = llt.solve(matrix<double>::Identity(H, H));
   X = ((X + X.transpose()) / 2).eval();
-  if (!X.allFinite()) return out;
+  if (!X.allFinite()) return;
   out.approx = 0.5 * (1 - (X.cwiseProduct(B.mid)).sum());
 
   const mid_rad Y = enclose_times_point(K, X), Z = enclose_times_point(B, X);  // K X and B X
-  if (!Y.rad.allFinite() || !Z.rad.allFinite()) return out;
+  if (!Y.rad.allFinite() || !Z.rad.allFinite()) return;
   // ρ ≥ ‖K X − I‖_F, ‖X‖_F, ‖B‖_F, T1 = tr(XB) = Σ X_ij B_ij, T2 = tr(XKXB) = Σ (KX)_ji (BX)_ij (X, K, B symmetric).
   mpfi_float rho2(0), b2(0), x2(0), T1(0), T2(0);
   for (Eigen::Index i = 0; i < H; ++i) {
@@ -491,7 +504,7 @@ hardmax_relaxed_enclosure hardmax_relaxed_mse(int d, const matrix<mpq_rational>&
   }
   const mpfi_float rho = sqrt(mpfi_float(upper_of(rho2)));
   out.rho = double_up(upper_of(rho));
-  if (!(upper_of(rho) < 1)) return out;
+  if (!(upper_of(rho) < 1)) return;
   // λ_min(K) ≥ μ = (1 − ρ)/‖X‖_F: K is a Gram matrix (symmetric positive semidefinite) and ‖I − KX‖₂ ≤ ρ < 1
   // makes it invertible with ‖K⁻¹‖₂ ≤ ‖X‖₂/(1 − ρ).  E‖(KX − I)c‖² ≤ ρ² λ_max(B) ≤ ρ² ‖B‖_F.
   const mpfr_float mu = lower_of(mpfi_float(mpfi_float(1) - mpfi_float(upper_of(rho))) / sqrt(mpfi_float(upper_of(x2))));
@@ -502,6 +515,19 @@ hardmax_relaxed_enclosure hardmax_relaxed_mse(int d, const matrix<mpq_rational>&
   const mpfi_float lower_side = (mpfi_float(1) + T2 - mpfi_float(2) * T1 - mpfi_float(resid)) / mpfi_float(2);
   out.bound = hull_of(mpfi_float(lower_of(lower_side)), mpfi_float(upper_of(upper_side)));
   out.certified = true;
+}
+}  // namespace
+
+hardmax_relaxed_enclosure hardmax_relaxed_mse(int d, const matrix<mpq_rational>& directions, int max_degree) {
+  if (d < 3 || max_degree < 1) throw input_error("hardmax_relaxed_mse: d must be >= 3 and max_degree >= 1");
+  if (directions.cols() != d || directions.rows() < 1) throw input_error("hardmax_relaxed_mse: the directions must be H x d with H >= 1");
+  const matrix<mpq_rational> G = distinct_gram(d, directions);
+  mid_rad K, B;
+  enclose_gram_kernels(d, G, max_degree, K, B);
+  hardmax_relaxed_enclosure out;
+  out.degree = max_degree;
+  out.distinct = static_cast<long>(G.rows());
+  verified_solve(K, B, out);
   return out;
 }
 

@@ -263,6 +263,46 @@ void exp_enclosure(mpfi_ptr out, mpfi_srcptr x, mpfr_ptr t, mpfr_ptr f) {
   mpfr_mul(&out->right, &out->right, f, MPFR_RNDU);
 }
 
+// P = softmax(S) over the N keys, as P_j = 1/(1 + Σ_{k≠j} exp(S_k − S_j)) ⊂ [0, 1].  `order`, G, R and E (N × N) are
+// scratch; t0, f0, f1 too.
+void softmax_row(long N, interval_pool& S, long* order, interval_pool& G, interval_pool& R, interval_pool& E, interval_pool& P, mpfi_ptr t0,
+                 mpfr_ptr f0, mpfr_ptr f1) {
+  // E[j][k] = exp(S_k − S_j).  Along the keys in increasing order of score (o), the N − 1 consecutive
+  // exponentials g_a = exp(S_o(a+1) − S_o(a)) and their reciprocals; then exp(S_o(b) − S_o(a)) = g_a ⋯ g_(b−1)
+  // and exp(S_o(a) − S_o(b)) = its reciprocal factors' product, for a < b.  (Sorted, every g is about ≥ 1 and
+  // every reciprocal ≤ 1: no product meets 0·∞.)
+  for (long j = 0; j < N; ++j) {  // insertion sort by the lower end (any order would be as sound)
+    long a = j;
+    for (; a > 0 && mpfr_cmp(&S[order[a - 1]]->left, &S[j]->left) > 0; --a) order[a] = order[a - 1];
+    order[a] = j;
+  }
+  for (long a = 0; a + 1 < N; ++a) {
+    mpfi_sub(t0, S[order[a + 1]], S[order[a]]);
+    exp_enclosure(G[a], t0, f0, f1);
+    mpfi_ui_div(R[a], 1, G[a]);
+  }
+  for (long a = 0; a + 1 < N; ++a) {
+    const long j = order[a];
+    for (long b = a + 1; b < N; ++b) {
+      const long k = order[b];
+      if (b == a + 1) {
+        mpfi_set(E[j * N + k], G[a]);
+        mpfi_set(E[k * N + j], R[a]);
+      } else {
+        const long before = order[b - 1];
+        mul_nonnegative(E[j * N + k], E[j * N + before], G[b - 1]);
+        mul_nonnegative(E[k * N + j], E[before * N + j], R[b - 1]);
+      }
+    }
+  }
+  for (long j = 0; j < N; ++j) {
+    mpfi_set_ui(t0, 1);
+    for (long k = 0; k < N; ++k)
+      if (k != j) mpfi_add(t0, t0, E[j * N + k]);
+    mpfi_ui_div(P[j], 1, t0);
+  }
+}
+
 // The MSE of the model on the test set, enclosed in MPFI at `bits` (into mse).
 void enclose_mse(const model& m, const test_set& t, mpfr_prec_t bits, mpfi_ptr mse) {
   const long N = m.N, D = m.D, r = m.r, rows = N + 1;
@@ -313,43 +353,11 @@ void enclose_mse(const model& m, const test_set& t, mpfr_prec_t bits, mpfi_ptr m
               mpfi_add(S[j], S[j], t0);
             }
           }
-          // E[j][k] = exp(S_k − S_j).  Along the keys in increasing order of score (o), the N − 1 consecutive
-          // exponentials g_a = exp(S_o(a+1) − S_o(a)) and their reciprocals; then exp(S_o(b) − S_o(a)) = g_a ⋯ g_(b−1)
-          // and exp(S_o(a) − S_o(b)) = its reciprocal factors' product, for a < b.  (Sorted, every g is about ≥ 1 and
-          // every reciprocal ≤ 1: no product meets 0·∞.)
-          for (long j = 0; j < N; ++j) {  // insertion sort by the lower end (any order would be as sound)
-            long a = j;
-            for (; a > 0 && mpfr_cmp(&S[order[a - 1]]->left, &S[j]->left) > 0; --a) order[a] = order[a - 1];
-            order[a] = j;
-          }
-          for (long a = 0; a + 1 < N; ++a) {
-            mpfi_sub(t0, S[order[a + 1]], S[order[a]]);
-            exp_enclosure(G[a], t0, f0, f1);
-            mpfi_ui_div(R[a], 1, G[a]);
-          }
-          for (long a = 0; a + 1 < N; ++a) {
-            const long j = order[a];
-            for (long b = a + 1; b < N; ++b) {
-              const long k = order[b];
-              if (b == a + 1) {
-                mpfi_set(E[j * N + k], G[a]);
-                mpfi_set(E[k * N + j], R[a]);
-              } else {
-                const long before = order[b - 1];
-                mul_nonnegative(E[j * N + k], E[j * N + before], G[b - 1]);
-                mul_nonnegative(E[k * N + j], E[before * N + j], R[b - 1]);
-              }
-            }
-          }
-          // P_j = 1/(1 + Σ_{k≠j} E[j][k]) ⊂ [0, 1]; A = Σ_j P_j X_j.
+          softmax_row(N, S, order, G, R, E, P, t0, f0, f1);
+          // A = Σ_j P_j X_j.
           for (long c = 0; c < D; ++c) mpfi_set_ui(A[c], 0);
-          for (long j = 0; j < N; ++j) {
-            mpfi_set_ui(t0, 1);
-            for (long k = 0; k < N; ++k)
-              if (k != j) mpfi_add(t0, t0, E[j * N + k]);
-            mpfi_ui_div(P[j], 1, t0);
+          for (long j = 0; j < N; ++j)
             for (long c = 0; c < D; ++c) add_nonnegative_times(A[c], P[j], X[j * D + c], f0);
-          }
           // U_i += A·Wv.
           for (long c = 0; c < D; ++c)
             for (long a = 0; a < D; ++a) add_times_point(U[i * D + c], A[a], W[wv + a * D + c], f0);

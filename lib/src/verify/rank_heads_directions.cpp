@@ -77,8 +77,8 @@ std::string end_text(mpfr_srcptr x, bool down) {
   return out;
 }
 
-// out ∋ ½(1 − tr(K⁻¹B)) at `bits`; false when a Cholesky pivot is not certainly positive at this precision.
-bool enclose_relaxed_mse(const exact_data& ex, mpfr_prec_t bits, mpfi_ptr out) {
+// K (lower triangle: 2 asin(t)/π, K_hh = 1) and B (R(t) or R(t)/π⁴ ± τ, B_hh = M_d) in MPFI at `bits`, from the exact data.
+void enclose_kernels(const exact_data& ex, mpfr_prec_t bits, interval_pool& K, interval_pool& B) {
   const long n = ex.n;
   iv pi(bits), pi2(bits), scaleB(bits), Md(bits), T(bits), tail(bits), t(bits), u(bits), acc(bits), tmp(bits), s(bits);
   mpfi_const_pi(pi.x);
@@ -107,8 +107,6 @@ bool enclose_relaxed_mse(const exact_data& ex, mpfr_prec_t bits, mpfi_ptr out) {
   for (std::size_t j = 0; j < m; ++j) mpfi_set_q(coef[j], ex.R[j].backend().data());
 
   // K and B (lower triangles)
-  const std::size_t size = tri(n, 0);
-  interval_pool K(size, bits), B(size, bits);
   Z q;
   for (long i = 0; i < n; ++i) {
     poll();
@@ -138,7 +136,12 @@ bool enclose_relaxed_mse(const exact_data& ex, mpfr_prec_t bits, mpfi_ptr out) {
       mpfi_add(b, b, tail.x);
     }
   }
+}
 
+// ½(1 − tr(K⁻¹B)) by interval Cholesky of K (in place) into `out`; false when a pivot is not certainly positive.
+bool cholesky_relaxed_mse(long n, mpfr_prec_t bits, interval_pool& K, interval_pool& B, mpfi_ptr out) {
+  iv s(bits), tmp(bits);
+  const std::size_t size = tri(n, 0);
   // K = LLᵀ in place (L over K's lower triangle)
   for (long j = 0; j < n; ++j) {
     poll();
@@ -197,15 +200,18 @@ bool enclose_relaxed_mse(const exact_data& ex, mpfr_prec_t bits, mpfi_ptr out) {
   return true;
 }
 
-}  // namespace
+// out ∋ ½(1 − tr(K⁻¹B)) at `bits`; false when a Cholesky pivot is not certainly positive at this precision.
+bool enclose_relaxed_mse(const exact_data& ex, mpfr_prec_t bits, mpfi_ptr out) {
+  const std::size_t size = tri(ex.n, 0);
+  interval_pool K(size, bits), B(size, bits);
+  enclose_kernels(ex, bits, K, B);
+  return cholesky_relaxed_mse(ex.n, bits, K, B, out);
+}
 
-void verify_rank_heads_directions(const nlohmann::json& cert, const nlohmann::json& cl, const note_fn& note) {
-  const long d = integer<long>(field(cl, "d", "/claim"), "/claim/d");
-  if (d < 3 || d > 64) throw malformed("/claim/d: expected 3 <= d <= 64");
-  const nlohmann::json& dirs = field(cl, "directions", "/claim");
-  if (!dirs.is_array() || dirs.empty() || dirs.size() > 256) throw malformed("/claim/directions: expected an array of 1 ... 256 directions");
+// Each row of the claim's directions as an integer vector: the rationals times the lcm of their denominators (a
+// positive scaling, which changes no cosine).  Malformed: a row of the wrong length, a non-number, a zero row.
+std::vector<std::vector<Z>> integer_rows(const nlohmann::json& dirs, long d) {
   const long H = static_cast<long>(dirs.size());
-  // Each row as an integer vector: the rationals times the lcm of their denominators (a positive scaling).
   std::vector<std::vector<Z>> rows(static_cast<std::size_t>(H));
   for (long h = 0; h < H; ++h) {
     poll();
@@ -229,22 +235,13 @@ void verify_rank_heads_directions(const nlohmann::json& cert, const nlohmann::js
       mpz_mul(r[static_cast<std::size_t>(k)].backend().data(), r[static_cast<std::size_t>(k)].backend().data(), mpq_numref(v));
     }
   }
-  if (text_field(cl, "relation", "/claim") != ">=") throw malformed("/claim/relation: rank_heads_hardmax_directions is '>='");
-  const Q value = exact_number(field(cl, "value", "/claim"), "/claim/value");
-  const nlohmann::json& body = field(cert, "rank_heads_hardmax_directions", "");
-  exact_data ex;
-  ex.d = d;
-  ex.L = integer<long>(field(body, "max_degree", "/rank_heads_hardmax_directions"), "/rank_heads_hardmax_directions/max_degree");
-  if (ex.L < 1 || ex.L > 201 || ex.L % 2 == 0) throw malformed("/rank_heads_hardmax_directions/max_degree: an odd degree in [1, 201]");
-  const long distinct = integer<long>(field(body, "distinct", "/rank_heads_hardmax_directions"), "/rank_heads_hardmax_directions/distinct");
-  const nlohmann::json& stated = field(body, "relaxed_mse", "/rank_heads_hardmax_directions");
-  if (!stated.is_array() || stated.size() != 2) throw malformed("/rank_heads_hardmax_directions/relaxed_mse: expected [lower, upper]");
-  const Q slo = exact_number(stated[0], "/rank_heads_hardmax_directions/relaxed_mse/0");
-  const Q shi = exact_number(stated[1], "/rank_heads_hardmax_directions/relaxed_mse/1");
-  if (slo > shi) throw malformed("/rank_heads_hardmax_directions/relaxed_mse: expected lower <= upper");
-  check(!cert.contains("counterexample"), "/counterexample: a lower-bound certificate states none");
+  return rows;
+}
 
-  // 1. Drop the rows parallel or antiparallel to an earlier kept one (exact); the Gram matrix of the kept ones.
+// Drops the rows parallel or antiparallel to an earlier kept one (exactly: ⟨a, b⟩² = |a|²|b|²) and appends the kept
+// rows' Gram matrix to `gram` (lower triangle, row by row); returns the number kept.
+long keep_distinct(const std::vector<std::vector<Z>>& rows, long d, std::vector<Z>& gram) {
+  const long H = static_cast<long>(rows.size());
   std::vector<long> kept;
   std::vector<Z> dots;
   Z dot, lhs, rhs;
@@ -263,14 +260,42 @@ void verify_rank_heads_directions(const nlohmann::json& cert, const nlohmann::js
     const Z& norm = dots.back();
     for (std::size_t k = 0; k < kept.size() && !parallel; ++k) {
       lhs = dots[k] * dots[k];
-      rhs = norm * ex.gram[tri(static_cast<long>(k), static_cast<long>(k))];
+      rhs = norm * gram[tri(static_cast<long>(k), static_cast<long>(k))];
       parallel = lhs == rhs;
     }
     if (parallel) continue;
     kept.push_back(h);
-    ex.gram.insert(ex.gram.end(), dots.begin(), dots.end());
+    gram.insert(gram.end(), dots.begin(), dots.end());
   }
-  ex.n = static_cast<long>(kept.size());
+  return static_cast<long>(kept.size());
+}
+
+}  // namespace
+
+void verify_rank_heads_directions(const nlohmann::json& cert, const nlohmann::json& cl, const note_fn& note) {
+  const long d = integer<long>(field(cl, "d", "/claim"), "/claim/d");
+  if (d < 3 || d > 64) throw malformed("/claim/d: expected 3 <= d <= 64");
+  const nlohmann::json& dirs = field(cl, "directions", "/claim");
+  if (!dirs.is_array() || dirs.empty() || dirs.size() > 256) throw malformed("/claim/directions: expected an array of 1 ... 256 directions");
+  const long H = static_cast<long>(dirs.size());
+  const std::vector<std::vector<Z>> rows = integer_rows(dirs, d);
+  if (text_field(cl, "relation", "/claim") != ">=") throw malformed("/claim/relation: rank_heads_hardmax_directions is '>='");
+  const Q value = exact_number(field(cl, "value", "/claim"), "/claim/value");
+  const nlohmann::json& body = field(cert, "rank_heads_hardmax_directions", "");
+  exact_data ex;
+  ex.d = d;
+  ex.L = integer<long>(field(body, "max_degree", "/rank_heads_hardmax_directions"), "/rank_heads_hardmax_directions/max_degree");
+  if (ex.L < 1 || ex.L > 201 || ex.L % 2 == 0) throw malformed("/rank_heads_hardmax_directions/max_degree: an odd degree in [1, 201]");
+  const long distinct = integer<long>(field(body, "distinct", "/rank_heads_hardmax_directions"), "/rank_heads_hardmax_directions/distinct");
+  const nlohmann::json& stated = field(body, "relaxed_mse", "/rank_heads_hardmax_directions");
+  if (!stated.is_array() || stated.size() != 2) throw malformed("/rank_heads_hardmax_directions/relaxed_mse: expected [lower, upper]");
+  const Q slo = exact_number(stated[0], "/rank_heads_hardmax_directions/relaxed_mse/0");
+  const Q shi = exact_number(stated[1], "/rank_heads_hardmax_directions/relaxed_mse/1");
+  if (slo > shi) throw malformed("/rank_heads_hardmax_directions/relaxed_mse: expected lower <= upper");
+  check(!cert.contains("counterexample"), "/counterexample: a lower-bound certificate states none");
+
+  // 1. Drop the rows parallel or antiparallel to an earlier kept one (exact); the Gram matrix of the kept ones.
+  ex.n = keep_distinct(rows, d, ex.gram);
   check(ex.n == distinct, "/rank_heads_hardmax_directions/distinct: " + std::to_string(ex.n) +
                               " directions remain after dropping those parallel or antiparallel to an earlier one");
 
