@@ -4,14 +4,14 @@
 // build machine has them (CMake option ATTNCERT_FAST_KERNEL).  Every lane performs exactly the
 // IEEE operations of the scalar exp_with_bound (AVX2 arithmetic is IEEE binary64, round to
 // nearest), so the results are bit for bit those of the scalar loop at the end.
-#if defined(__AVX2__) && defined(__FMA__)
-#include <immintrin.h>
-#define ATTNCERT_VECTOR_EXP 1
-#endif
 #include <cmath>
 
 #include "attncert/number/double_double.hpp"
 #include "attncert/number/exp_batch.hpp"
+#include "vector_dd.hpp"
+#ifdef ATTNCERT_VECTOR_DD
+#define ATTNCERT_VECTOR_EXP 1
+#endif
 
 namespace attncert {
 
@@ -25,54 +25,11 @@ bool exp_batch_vectorized() {
 
 #ifdef ATTNCERT_VECTOR_EXP
 namespace {
-// Four-lane double-double operations: per lane exactly the IEEE operations of the scalar
-// functions of number/double_double.hpp (AVX2 arithmetic is IEEE binary64, round to nearest).
-using v4 = __m256d;
-struct vdd {
-  v4 hi, lo;
-};
-inline v4 vset(double x) { return _mm256_set1_pd(x); }
-inline vdd v_two_sum(v4 a, v4 b) {
-  const v4 s = _mm256_add_pd(a, b);
-  const v4 bb = _mm256_sub_pd(s, a);
-  const v4 e = _mm256_add_pd(_mm256_sub_pd(a, _mm256_sub_pd(s, bb)), _mm256_sub_pd(b, bb));
-  return {s, e};
-}
-inline vdd v_fast_two_sum(v4 a, v4 b) {
-  const v4 s = _mm256_add_pd(a, b);
-  return {s, _mm256_sub_pd(b, _mm256_sub_pd(s, a))};
-}
-inline vdd v_two_prod(v4 a, v4 b) {
-  const v4 p = _mm256_mul_pd(a, b);
-  return {p, _mm256_fmadd_pd(a, b, _mm256_sub_pd(_mm256_setzero_pd(), p))};
-}
-inline vdd v_add(vdd x, v4 y) {  // Algorithm 4
-  const vdd s = v_two_sum(x.hi, y);
-  const v4 v = _mm256_add_pd(x.lo, s.lo);
-  return v_fast_two_sum(s.hi, v);
-}
-inline vdd v_add(vdd x, vdd y) {  // Algorithm 6
-  const vdd s = v_two_sum(x.hi, y.hi);
-  const vdd t = v_two_sum(x.lo, y.lo);
-  const v4 c = _mm256_add_pd(s.lo, t.hi);
-  const vdd v = v_fast_two_sum(s.hi, c);
-  const v4 w = _mm256_add_pd(t.lo, v.lo);
-  return v_fast_two_sum(v.hi, w);
-}
-inline vdd v_mul(vdd x, vdd y) {  // Algorithm 12
-  const vdd c = v_two_prod(x.hi, y.hi);
-  const v4 tl0 = _mm256_mul_pd(x.lo, y.lo);
-  const v4 tl1 = _mm256_fmadd_pd(x.hi, y.lo, tl0);
-  const v4 cl2 = _mm256_fmadd_pd(x.lo, y.hi, tl1);
-  const v4 cl3 = _mm256_add_pd(c.lo, cl2);
-  return v_fast_two_sum(c.hi, cl3);
-}
-inline v4 v_abs(v4 x) { return _mm256_andnot_pd(vset(-0.0), x); }
+using namespace vector_dd;
 inline vdd v_flush(vdd v) {  // lo := 0 where |lo| < 2^-400
   const v4 keep = _mm256_cmp_pd(v_abs(v.lo), vset(dd_detail::exp_flush), _CMP_GE_OQ);
   return {v.hi, _mm256_and_pd(v.lo, keep)};
 }
-inline vdd v_neg(vdd x) { return {_mm256_xor_pd(x.hi, vset(-0.0)), _mm256_xor_pd(x.lo, vset(-0.0))}; }
 }  // namespace
 #endif
 

@@ -16,6 +16,7 @@
 #include "attncert/number/double_double.hpp"
 #include "attncert/number/exp_batch.hpp"
 #include "fast_common.hpp"
+#include "../number/vector_dd.hpp"
 
 namespace attncert::oracle::detail {
 
@@ -137,29 +138,55 @@ bool finish_softcap(double C, const softcap_y& q, dd e_value, double Be, dd& x, 
   return std::isfinite(rx) && dd_detail::operand_ok(x);
 }
 
-// Softcap over the allowed keys [jbegin, jend) of s_hi + s_lo ± s_rad, in place.
-bool softcap_scores(const row_inputs& in, row_workspace& ws, const fast_row_state& st) {
-  const double C = in.softcap;
-  double* __restrict s = ws.s_hi.data();
-  double* __restrict c = ws.s_lo.data();
-  double* __restrict P = ws.s_rad.data();
-  ws.y_hi.resize(st.jend);
-  ws.y_lo.resize(st.jend);
-  ws.y_b.resize(st.jend);
-  ws.th_hi.assign(st.jend, 0.0);
-  ws.th_lo.assign(st.jend, 0.0);
-  ws.th_rad.assign(st.jend, 0.0);
+// Softcap, pass 1: y_j = x_j / C for the allowed keys, as div_with_bound(x_j, C) computes it:
+// mul(x_j, m) with Algorithm 18's reciprocal m of C, computed once per row, as are the checks
+// that depend on C alone and on the environment (done by the caller).  With AVX2 four keys at a
+// time, lane by lane the IEEE operations of the scalar loop; a lane whose operand conditions fail
+// goes through softcap_quotient, so the results are bit for bit those of softcap_quotient.
+bool softcap_key_quotient(double C, row_workspace& ws, std::size_t j) {
+  softcap_y q;
+  if (!softcap_quotient(C, dd{ws.s_hi[j], ws.s_lo[j]}, q)) return false;
+  ws.y_hi[j] = q.y.hi;
+  ws.y_lo[j] = q.y.lo;
+  ws.y_b[j] = q.By;
+  return true;
+}
+
+bool softcap_quotients(const row_inputs& in, row_workspace& ws, const fast_row_state& st, dd m) {
+  const double* __restrict s = ws.s_hi.data();
+  const double* __restrict c = ws.s_lo.data();
+  std::size_t j = st.jbegin;
+#ifdef ATTNCERT_VECTOR_DD
+  using namespace vector_dd;
+  const vdd vm{vset(m.hi), vset(m.lo)};
+  for (; j + 4 <= st.jend; j += 4) {
+    const vdd x{v_load(s + j), v_load(c + j)};
+    const vdd y = v_mul(x, vm);
+    const int ok = v_bits(v_and(v_operand_ok(x), v_mul_ok(x, vm)));
+    _mm256_storeu_pd(ws.y_hi.data() + j, y.hi);
+    _mm256_storeu_pd(ws.y_lo.data() + j, y.lo);
+    for (std::size_t l = 0; l < 4; ++l) {
+      ws.y_b[j + l] = dd_div_bound;
+      if (!((ok >> l) & 1) && in.allowed[j + l] && !softcap_key_quotient(in.softcap, ws, j + l)) return false;
+    }
+  }
+#else
+  (void)s, (void)c, (void)m;
+#endif
+  for (; j < st.jend; ++j)
+    if (in.allowed[j] && !softcap_key_quotient(in.softcap, ws, j)) return false;
+  return true;
+}
+
+// Softcap, pass 2: e_j = e^{-2|y_j|} where 2|y_j| <= 708, in one exp_batch, spread to f_hi, f_lo,
+// f_b by key (0 elsewhere, as finish_softcap expects for the keys it does not evaluate).
+void softcap_exponentials(const row_inputs& in, row_workspace& ws, const fast_row_state& st) {
   ws.z_hi.clear();
   ws.z_lo.clear();
   ws.z_idx.clear();
   for (std::size_t j = st.jbegin; j < st.jend; ++j) {
     if (!in.allowed[j]) continue;
-    softcap_y q;
-    if (!softcap_quotient(C, dd{s[j], c[j]}, q)) return false;
-    ws.y_hi[j] = q.y.hi;
-    ws.y_lo[j] = q.y.lo;
-    ws.y_b[j] = q.By;
-    const dd& y = q.y;
+    const dd y{ws.y_hi[j], ws.y_lo[j]};
     const dd a = y.hi < 0 ? neg(y) : y;
     if (2 * a.hi <= 708.0) {
       ws.z_hi.push_back(-2 * a.hi);  // exact doubling
@@ -172,39 +199,158 @@ bool softcap_scores(const row_inputs& in, row_workspace& ws, const fast_row_stat
   ws.e_lo.resize(ne);
   ws.e_b.resize(ne);
   exp_batch(ws.z_hi.data(), ws.z_lo.data(), ne, ws.e_hi.data(), ws.e_lo.data(), ws.e_b.data());
-  std::size_t t = 0;
-  for (std::size_t j = st.jbegin; j < st.jend; ++j) {
-    if (!in.allowed[j]) continue;
-    dd e{0.0, 0.0};
-    double Be = 0;
-    if (t < ne && ws.z_idx[t] == j) {
-      e = {ws.e_hi[t], ws.e_lo[t]};
-      Be = ws.e_b[t];
-      ++t;
-    }
-    dd x{s[j], c[j]};
-    double rx = P[j];
-    dd th;
-    double th_rad = 0;
-    if (!finish_softcap(C, softcap_y{dd{ws.y_hi[j], ws.y_lo[j]}, ws.y_b[j]}, e, Be, x, rx, th, th_rad)) return false;
-    ws.th_hi[j] = th.hi;
-    ws.th_lo[j] = th.lo;
-    ws.th_rad[j] = th_rad;
-    s[j] = x.hi;
-    c[j] = x.lo;
-    P[j] = rx;
+  ws.f_hi.assign(st.jend, 0.0);
+  ws.f_lo.assign(st.jend, 0.0);
+  ws.f_b.assign(st.jend, 0.0);
+  for (std::size_t t = 0; t < ne; ++t) {
+    ws.f_hi[ws.z_idx[t]] = ws.e_hi[t];
+    ws.f_lo[ws.z_idx[t]] = ws.e_lo[t];
+    ws.f_b[ws.z_idx[t]] = ws.e_b[t];
   }
+}
+
+// Softcap, pass 3, one key: finish_softcap, writing x, its radius and tanh back.
+bool softcap_key_finish(double C, row_workspace& ws, std::size_t j) {
+  dd x{ws.s_hi[j], ws.s_lo[j]};
+  double rx = ws.s_rad[j];
+  dd th;
+  double th_rad = 0;
+  if (!finish_softcap(C, softcap_y{dd{ws.y_hi[j], ws.y_lo[j]}, ws.y_b[j]}, dd{ws.f_hi[j], ws.f_lo[j]}, ws.f_b[j], x,
+                      rx, th, th_rad))
+    return false;
+  ws.th_hi[j] = th.hi;
+  ws.th_lo[j] = th.lo;
+  ws.th_rad[j] = th_rad;
+  ws.s_hi[j] = x.hi;
+  ws.s_lo[j] = x.lo;
+  ws.s_rad[j] = rx;
+  return true;
+}
+
+#ifdef ATTNCERT_VECTOR_DD
+// Pass 3 for keys j..j+3: lane by lane the IEEE operations of finish_softcap (its branches as
+// selects, its conditions as masks).  Writes the lanes that are allowed and whose conditions all
+// hold; the other allowed keys go through finish_softcap itself.
+bool softcap_finish4(const row_inputs& in, row_workspace& ws, std::size_t j) {
+  using namespace vector_dd;
+  const double C = in.softcap;
+  const v4 one = vset(1.0), zero = _mm256_setzero_pd(), vC = vset(C);
+  const vdd y{v_load(ws.y_hi.data() + j), v_load(ws.y_lo.data() + j)};
+  const vdd e{v_load(ws.f_hi.data() + j), v_load(ws.f_lo.data() + j)};
+  const v4 Be = v_load(ws.f_b.data() + j), By = v_load(ws.y_b.data() + j);
+  const vdd x{v_load(ws.s_hi.data() + j), v_load(ws.s_lo.data() + j)};
+  const v4 rx = v_load(ws.s_rad.data() + j);
+  const v4 negative = v_lt(y.hi, zero);
+  const vdd ny = v_neg(y);
+  const vdd a{v_select(negative, ny.hi, y.hi), v_select(negative, ny.lo, y.lo)};
+  const v4 eligible = v_le(_mm256_mul_pd(vset(2.0), a.hi), vset(708.0));
+  // num = 1 - e, den = e + 1 (Algorithm 6); q = num / den (Algorithm 18)
+  const vdd num = v_add(vdd{one, zero}, v_neg(e));
+  const vdd den = v_add(e, vdd{one, zero});
+  const v4 num_zero = v_eq(num.hi, zero);
+  const v4 rt = _mm256_div_pd(one, den.hi);
+  const v4 rh = _mm256_fmadd_pd(_mm256_xor_pd(den.hi, vset(-0.0)), rt, one);
+  const v4 rl = _mm256_mul_pd(_mm256_xor_pd(den.lo, vset(-0.0)), rt);
+  const vdd re = v_fast_two_sum(rh, rl);
+  const vdd rm = v_add(v_mul(re, rt), rt);
+  const vdd q = v_mul(num, rm);
+  const v4 aden = v_abs(den.hi);
+  const v4 div_ok = v_and(v_and(v_and(v_ge(aden, vset(0x1p-1020)), v_le(aden, vset(0x1p1020))),
+                                v_and(v_product_ok(den.hi, rt), v_product_ok(den.lo, rt))),
+                          v_and(v_and(v_mul_fp_ok(re, rt), v_and(v_finite(rm.hi), v_finite(rm.lo))), v_mul_ok(num, rm)));
+  const v4 e_ok = v_and(v_le(Be, vset(0x1p-40)), v_operand_ok(e));
+  const v4 eval_ok = v_and(e_ok, v_or(num_zero, div_ok));
+  const double k0 = (dd_add_bound + dd_add_bound + dd_div_bound) * (1.0 + 0x1p-50);
+  const v4 twoBe = _mm256_mul_pd(vset(2.0), Be);
+  const v4 terr_div = _mm256_mul_pd(_mm256_add_pd(vset(k0), twoBe), vset(round_up_factor));
+  const v4 terr_zero = _mm256_add_pd(_mm256_mul_pd(a.hi, vset(1.0 + 0x1p-50)), twoBe);
+  vdd th{v_select(num_zero, zero, q.hi), v_select(num_zero, zero, q.lo)};
+  th = {v_select(eligible, th.hi, one), v_select(eligible, th.lo, zero)};
+  const v4 terr = v_select(eligible, v_select(num_zero, terr_zero, terr_div), vset(0x1p-1020));
+  const vdd nth = v_neg(th);
+  th = {v_select(negative, nth.hi, th.hi), v_select(negative, nth.lo, th.lo)};
+  const v4 th_rad = _mm256_mul_pd(
+      _mm256_add_pd(_mm256_add_pd(terr, _mm256_mul_pd(_mm256_mul_pd(By, v_abs(y.hi)), vset(1.0 + 0x1p-50))),
+                    _mm256_div_pd(rx, vC)),
+      vset(round_up_factor));
+  const v4 th_nonzero = _mm256_cmp_pd(th.hi, zero, _CMP_NEQ_UQ);
+  const vdd zc = v_mul(th, vC);
+  const v4 mul_ok = v_and(v_operand_ok(th), v_mul_fp_ok(th, vC));
+  const vdd z{v_select(th_nonzero, zc.hi, zero), v_select(th_nonzero, zc.lo, zero)};
+  const v4 Bm = v_select(th_nonzero, vset(dd_mul_fp_bound), zero);
+  const v4 scale = vset(1.0 + 0x1p-50);
+  v4 r = _mm256_add_pd(rx, _mm256_mul_pd(_mm256_mul_pd(By, v_abs(x.hi)), scale));
+  r = _mm256_add_pd(r, _mm256_mul_pd(vset(std::fabs(C)), terr));
+  r = _mm256_add_pd(r, _mm256_mul_pd(_mm256_mul_pd(Bm, v_abs(z.hi)), scale));
+  r = _mm256_mul_pd(_mm256_add_pd(r, vset(subnormal_allowance)), vset(round_up_factor));
+  const v4 ok = v_and(v_and(v_or(_mm256_xor_pd(eligible, _mm256_castsi256_pd(_mm256_set1_epi64x(-1))), eval_ok),
+                            v_or(_mm256_xor_pd(th_nonzero, _mm256_castsi256_pd(_mm256_set1_epi64x(-1))), mul_ok)),
+                      v_and(v_finite(r), v_operand_ok(z)));
+  const int bits = v_bits(ok);
+  alignas(32) double o[6][4];
+  _mm256_store_pd(o[0], z.hi);
+  _mm256_store_pd(o[1], z.lo);
+  _mm256_store_pd(o[2], r);
+  _mm256_store_pd(o[3], th.hi);
+  _mm256_store_pd(o[4], th.lo);
+  _mm256_store_pd(o[5], th_rad);
+  for (std::size_t l = 0; l < 4; ++l) {
+    if (!in.allowed[j + l]) continue;
+    if (!((bits >> l) & 1)) {
+      if (!softcap_key_finish(C, ws, j + l)) return false;
+      continue;
+    }
+    ws.s_hi[j + l] = o[0][l];
+    ws.s_lo[j + l] = o[1][l];
+    ws.s_rad[j + l] = o[2][l];
+    ws.th_hi[j + l] = o[3][l];
+    ws.th_lo[j + l] = o[4][l];
+    ws.th_rad[j + l] = o[5][l];
+  }
+  return true;
+}
+#endif
+
+// Softcap over the allowed keys [jbegin, jend) of s_hi + s_lo ± s_rad, in place: the three passes
+// above.  The environment and C's own conditions are checked once here; when they fail, every key
+// goes through the scalar functions (whose checks then fail as before).
+bool softcap_scores(const row_inputs& in, row_workspace& ws, const fast_row_state& st) {
+  const double C = in.softcap;
+  ws.y_hi.resize(st.jend);
+  ws.y_lo.resize(st.jend);
+  ws.y_b.resize(st.jend);
+  ws.th_hi.assign(st.jend, 0.0);
+  ws.th_lo.assign(st.jend, 0.0);
+  ws.th_rad.assign(st.jend, 0.0);
+  bool row_ok = dd_detail::environment_ok() && dd_detail::operand_ok(dd{C, 0.0});
+  const dd m = dd_detail::reciprocal_impl<true>(dd{C, 0.0}, row_ok);
+  if (!row_ok) {
+    for (std::size_t j = st.jbegin; j < st.jend; ++j)
+      if (in.allowed[j] && !softcap_key_quotient(C, ws, j)) return false;
+  } else if (!softcap_quotients(in, ws, st, m)) {
+    return false;
+  }
+  softcap_exponentials(in, ws, st);
+  std::size_t j = st.jbegin;
+#ifdef ATTNCERT_VECTOR_DD
+  if (row_ok)
+    for (; j + 4 <= st.jend; j += 4)
+      if (!softcap_finish4(in, ws, j)) return false;
+#endif
+  for (; j < st.jend; ++j)
+    if (in.allowed[j] && !softcap_key_finish(C, ws, j)) return false;
   return true;
 }
 
 // ---- P14: the additive term (ALiBi + bias) a_j, given as hi + lo with a radius ------------
+// add_with_bound(x, a) without its environment check, which the caller makes once per row.
 bool apply_additive(const row_inputs& in, std::size_t j, dd& x, double& rx) {
   const dd a{in.add_hi[j], in.add_lo[j]};
   if (!std::isfinite(in.add_rad[j])) return false;
-  const dd_with_error z = add_with_bound(x, a);
-  if (!std::isfinite(z.rel_error_bound)) return false;
-  rx = (rx + in.add_rad[j] + z.rel_error_bound * std::fabs(z.value.hi) * (1.0 + 0x1p-50)) * round_up_factor;
-  x = z.value;
+  if (!dd_detail::operand_ok(x) || !dd_detail::operand_ok(a)) return false;
+  const dd z = add(x, a);
+  rx = (rx + in.add_rad[j] + dd_add_bound * std::fabs(z.hi) * (1.0 + 0x1p-50)) * round_up_factor;
+  x = z;
   return std::isfinite(rx);
 }
 
@@ -240,6 +386,7 @@ bool scale_scores(const row_inputs& in, row_workspace& ws, fast_row_state& st) {
     P[j] = rx;
   }
   if (in.softcap != 0 && !softcap_scores(in, ws, st)) return false;
+  if (in.add_hi && !dd_detail::environment_ok()) return false;  // apply_additive's add_with_bound
   for (std::size_t j = st.jbegin; j < st.jend; ++j) {
     if (!in.allowed[j]) continue;
     if (in.add_hi) {

@@ -250,10 +250,11 @@ inline bool mul_fp_ok(dd x, double y) noexcept {
          product_ok(x.lo, y);
 }
 
-/// Algorithm 18 (DWDivDW3); with Check, `ok` is cleared when a condition of Lemma U fails for
-/// an operation actually performed (or y.hi is outside [2^-1020, 2^1020]).
+/// The reciprocal m of y that Algorithm 18 (DWDivDW3) multiplies x by: x / y = mul(x, m).  With
+/// Check, `ok` is cleared when a condition of Lemma U fails for an operation actually performed
+/// (or y.hi is outside [2^-1020, 2^1020]).  A loop dividing many x by one y computes m once.
 template <bool Check>
-inline dd div_impl(dd x, dd y, bool& ok) noexcept {
+inline dd reciprocal_impl(dd y, bool& ok) noexcept {
   if constexpr (Check) {
     const double ay = std::fabs(y.hi);
     if (!(ay >= 0x1p-1020 && ay <= 0x1p1020)) ok = false;  // 1/y.hi normal; also rejects 0
@@ -266,8 +267,19 @@ inline dd div_impl(dd x, dd y, bool& ok) noexcept {
   const dd m = add(delta, th);  // Algorithm 4
   if constexpr (Check) {
     if (!(product_ok(y.hi, th) && product_ok(y.lo, th) && mul_fp_ok(e, th) && std::isfinite(m.hi) &&
-          std::isfinite(m.lo) && mul_ok(x, m)))
+          std::isfinite(m.lo)))
       ok = false;
+  }
+  return m;
+}
+
+/// Algorithm 18 (DWDivDW3): mul(x, reciprocal_impl(y)); with Check, `ok` is cleared as there
+/// and when the product conditions of mul(x, m) fail.
+template <bool Check>
+inline dd div_impl(dd x, dd y, bool& ok) noexcept {
+  const dd m = reciprocal_impl<Check>(y, ok);
+  if constexpr (Check) {
+    if (!mul_ok(x, m)) ok = false;
   }
   return mul(x, m);  // Algorithm 12
 }
