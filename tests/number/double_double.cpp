@@ -816,17 +816,40 @@ BOOST_AUTO_TEST_CASE(batched_exp_is_exp_with_bound_bit_for_bit) {
     zh.push_back(n.hi);
     zl.push_back(n.lo);
   }
-  std::vector<double> wh(zh.size()), wl(zh.size()), b(zh.size());
-  attncert::exp_batch(zh.data(), zl.data(), zh.size(), wh.data(), wl.data(), b.data());
-  std::size_t bad = 0;
-  for (std::size_t i = 0; i < zh.size(); ++i) {
-    const dd_with_error s = attncert::exp_with_bound(dd{zh[i], zl[i]});
-    const bool same = std::memcmp(&s.value.hi, &wh[i], 8) == 0 && std::memcmp(&s.value.lo, &wl[i], 8) == 0 &&
-                      (s.rel_error_bound == b[i] || (std::isinf(s.rel_error_bound) && std::isinf(b[i])));
-    if (!same && ++bad <= 3)
-      BOOST_ERROR("exp_batch differs from exp_with_bound at z = " << zh[i] << " + " << zl[i] << ": " << wh[i] << " + "
-                                                                  << wl[i] << " vs " << s.value.hi << " + " << s.value.lo);
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  for (const dd x : {dd{nan, 0.0}, dd{inf, 0.0}, dd{-inf, 0.0}, dd{0.5, nan}, dd{1.0, inf}, dd{0.0, 0.0}}) {
+    zh.push_back(x.hi);
+    zl.push_back(x.lo);
   }
-  BOOST_TEST(bad == 0u);
-  BOOST_TEST_MESSAGE(zh.size() << " exponentials identical (vectorized kernel: " << attncert::exp_batch_vectorized() << ")");
+  // Every kernel this build and processor have (AVX-512, AVX2, scalar), each against the scalar
+  // function; the sizes 20009 and 20009 - 5 leave tails of every length for both lane counts.
+  std::vector<int> levels;
+  for (int level : {2, 1, 0}) {
+    const int previous = attncert::exp_batch_limit_isa(level);
+    const std::string isa = attncert::exp_batch_isa();
+    attncert::exp_batch_limit_isa(previous);
+    if ((level == 2 && isa == "avx512") || (level == 1 && isa == "avx2") || (level == 0 && isa == "scalar"))
+      levels.push_back(level);
+  }
+  BOOST_TEST((std::find(levels.begin(), levels.end(), 0) != levels.end()));
+  for (int level : levels)
+    for (std::size_t n : {zh.size(), zh.size() - 5}) {
+      const int previous = attncert::exp_batch_limit_isa(level);
+      std::vector<double> wh(n), wl(n), b(n);
+      attncert::exp_batch(zh.data(), zl.data(), n, wh.data(), wl.data(), b.data());
+      const std::string isa = attncert::exp_batch_isa();
+      attncert::exp_batch_limit_isa(previous);
+      std::size_t bad = 0;
+      for (std::size_t i = 0; i < n; ++i) {
+        const dd_with_error s = attncert::exp_with_bound(dd{zh[i], zl[i]});
+        const bool same = std::memcmp(&s.value.hi, &wh[i], 8) == 0 && std::memcmp(&s.value.lo, &wl[i], 8) == 0 &&
+                          std::memcmp(&s.rel_error_bound, &b[i], 8) == 0;
+        if (!same && ++bad <= 3)
+          BOOST_ERROR(isa << ": exp_batch differs from exp_with_bound at z = " << zh[i] << " + " << zl[i] << ": "
+                          << wh[i] << " + " << wl[i] << " (" << b[i] << ") vs " << s.value.hi << " + " << s.value.lo
+                          << " (" << s.rel_error_bound << ")");
+      }
+      BOOST_TEST(bad == 0u, isa << ": " << bad << " differences");
+      BOOST_TEST_MESSAGE(n << " exponentials identical with the " << isa << " kernel");
+    }
 }

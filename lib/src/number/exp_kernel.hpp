@@ -1,0 +1,85 @@
+// lib/src/number/exp_kernel.hpp — exp_with_bound on a vector register's lanes, internal.
+//
+// One template for the four-lane (AVX2, exp_batch.cpp) and the eight-lane (AVX-512,
+// exp_batch_avx512.cpp) kernels of exp_batch.  Every lane performs exactly the IEEE operations
+// of the scalar exp_with_bound on the main path of its domain (number/double_double.hpp), so a
+// lane's value is bit for bit the scalar function's, and its bound is dd_exp_bound.  A lane
+// outside that path (non-finite input, |x| outside [-708, 709], the tiny reduced arguments and
+// the subnormal results the scalar function treats apart) gets bound = -1: the caller evaluates
+// it with the scalar function.  Internal linkage, and no call to an inline function of another
+// header (see vector_dd.hpp).
+#pragma once
+
+#include <cstddef>
+
+#include "vector_dd.hpp"
+
+#ifdef ATTNCERT_VECTOR_DD
+namespace attncert::vector_dd {
+namespace {
+
+template <class T>
+inline vdd_t<T> v_flush(vdd_t<T> v) {  // lo := 0 where |lo| < 2^-400
+  return {v.hi, zero_unless(cmp_ge(vabs(v.lo), splat<T>(dd_detail::exp_flush)), v.lo)};
+}
+
+/// Full groups of lanes from the start of [0, n); returns how many entries it wrote.
+template <class T>
+std::size_t exp_lanes(const double* z_hi, const double* z_lo, std::size_t n, double* w_hi, double* w_lo,
+                      double* bound) {
+  using namespace dd_detail;
+  using V = vdd_t<T>;
+  constexpr std::size_t lanes = sizeof(T) / sizeof(double);
+  const T zero = splat<T>(0.0);
+  std::size_t i = 0;
+  for (; i + lanes <= n; i += lanes) {
+    const T xh0 = loadu(z_hi + i, zero), xl0 = loadu(z_lo + i, zero);
+    const V x = v_two_sum(xh0, xl0);  // exact normalization
+    const T kd = vround(vmul(x.hi, splat<T>(inv_ln2)));
+    // reduction (as exp_with_bound, whose k == 0 branch keeps r = x: selected below)
+    const V a = v_two_sum(x.hi, vneg(vmul(kd, splat<T>(ln2_1))));
+    const V b = v_add(a, x.lo);
+    const V c = v_two_prod(kd, splat<T>(ln2_2));
+    const V d = v_add(b, v_neg(c));
+    const T w = vmul(kd, splat<T>(ln2_3));
+    const V rr = v_add(d, vneg(w));
+    const auto kz = cmp_eq(kd, zero);
+    V r{blend(kz, x.hi, rr.hi), blend(kz, x.lo, rr.lo)};
+    r.lo = zero_unless(cmp_ge(vabs(r.lo), splat<T>(0x1p-392)), r.lo);
+    // main path
+    const T scale = splat<T>(1.0 / (1 << exp_halvings));
+    const V sv{vmul(r.hi, scale), vmul(r.lo, scale)};
+    V q{splat<T>(inv_factorial[exp_taylor_degree].hi), splat<T>(inv_factorial[exp_taylor_degree].lo)};
+    for (int j = exp_taylor_degree - 1; j >= 3; --j)
+      q = v_flush(v_add(V{splat<T>(inv_factorial[j].hi), splat<T>(inv_factorial[j].lo)}, v_mul(sv, q)));
+    q = v_flush(v_add(v_mul(sv, q), splat<T>(0.5)));
+    q = v_flush(v_add(v_mul(sv, q), splat<T>(1.0)));
+    V e = v_flush(v_mul(sv, q));
+    for (int h = 0; h < exp_halvings; ++h) {
+      const V t = v_flush(v_add(e, splat<T>(2.0)));
+      e = v_flush(v_mul(e, t));
+    }
+    const V p = v_add(e, splat<T>(1.0));
+    // scaling by 2^k: k in [-1021, 1023] on the domain
+    const T two_k = pow2(kd);
+    const T zh = vmul(p.hi, two_k);
+    const T zlo = vmul(p.lo, two_k);
+    const V z = v_fast_two_sum(zh, zlo);
+    // the scalar function's main path: finite input, x.hi in [-708, 709], |r| > 2^-54, and no
+    // subnormal low word from a nonzero p.lo
+    const T inf_v = splat<T>(inf);
+    const auto finite_in = mask_and(cmp_lt(vabs(xh0), inf_v), cmp_lt(vabs(xl0), inf_v));
+    const auto in_range = mask_and(cmp_ge(x.hi, splat<T>(-708.0)), cmp_le(x.hi, splat<T>(709.0)));
+    const auto not_tiny = cmp_gt(vabs(r.hi), splat<T>(0x1p-54));
+    const auto subnormal_lo = mask_and(cmp_ne(p.lo, zero), cmp_lt(vabs(zlo), splat<T>(0x1p-1022)));
+    const auto common = mask_andnot(subnormal_lo, mask_and(mask_and(finite_in, in_range), not_tiny));
+    storeu(w_hi + i, zero_unless(common, z.hi));
+    storeu(w_lo + i, zero_unless(common, z.lo));
+    storeu(bound + i, blend(common, splat<T>(dd_exp_bound), splat<T>(-1.0)));
+  }
+  return i;
+}
+
+}  // namespace
+}  // namespace attncert::vector_dd
+#endif
