@@ -3,7 +3,7 @@
 // Compiled with -mavx512f (besides the fast sources' -mavx2 -mfma -ffp-contract=off) when the
 // build has the AVX2 kernel (CMake option ATTNCERT_FAST_KERNEL); exp_batch.cpp calls it only
 // after checking at run time that the processor and the OS support AVX-512F.  Everything this
-// unit compiles has internal linkage except the two functions below (see vector_dd.hpp).
+// unit compiles has internal linkage except the two functions below (see attncert/number/vector_dd.hpp).
 #include <cstddef>
 
 #include "exp_kernel.hpp"

@@ -7,12 +7,12 @@
 // outside that path (non-finite input, |x| outside [-708, 709], the tiny reduced arguments and
 // the subnormal results the scalar function treats apart) gets bound = -1: the caller evaluates
 // it with the scalar function.  Internal linkage, and no call to an inline function of another
-// header (see vector_dd.hpp).
+// header (see attncert/number/vector_dd.hpp).
 #pragma once
 
 #include <cstddef>
 
-#include "vector_dd.hpp"
+#include "attncert/number/vector_dd.hpp"
 
 #ifdef ATTNCERT_VECTOR_DD
 namespace attncert::vector_dd {

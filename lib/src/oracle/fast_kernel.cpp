@@ -16,7 +16,7 @@
 #include "attncert/number/double_double.hpp"
 #include "attncert/number/exp_batch.hpp"
 #include "fast_common.hpp"
-#include "../number/vector_dd.hpp"
+#include "attncert/number/vector_dd.hpp"
 
 namespace attncert::oracle::detail {
 

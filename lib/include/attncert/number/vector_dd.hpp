@@ -1,5 +1,5 @@
-// lib/src/number/vector_dd.hpp — double-double arithmetic on vector registers (AVX2 + FMA: four
-// lanes; AVX-512F: eight lanes), internal.
+// attncert/number/vector_dd.hpp — double-double arithmetic on vector registers (AVX2 + FMA: four
+// lanes; AVX-512F: eight lanes).  Internal to the library's fast kernels, not API.
 //
 // Included only by the units compiled with -ffp-contract=off and -mavx2 -mfma (CMake's
 // ATTNCERT_FAST_SOURCES; exp_batch_avx512.cpp also with -mavx512f).  Every function performs,
