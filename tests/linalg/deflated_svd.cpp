@@ -77,7 +77,7 @@ struct escalation {
 };
 
 // The binary64 path, the split, then the deflated escalation at `bits`.
-escalation escalate(const matrix<double>& A, unsigned bits, int max_steps = 200) {
+escalation escalate(const matrix<double>& A, unsigned bits, int max_steps = 200, unsigned threads = 1) {
   escalation e;
   binary64_svd_factors F;
   e.b64 = certified_singular_values_binary64(binary64_enclosure{A, {}}, F);
@@ -88,7 +88,7 @@ escalation escalate(const matrix<double>& A, unsigned bits, int max_steps = 200)
   matrix<mpfi_float> I(A.rows(), A.cols());
   for (Eigen::Index i = 0; i < A.size(); ++i) I(i) = A(i);
   deflation_vectors v;
-  e.trailing = deflated_trailing_singular_values(I, F, e.k, v, e.rep, max_steps);
+  e.trailing = deflated_trailing_singular_values(I, F, e.k, v, e.rep, max_steps, threads);
   return e;
 }
 
@@ -142,6 +142,26 @@ BOOST_AUTO_TEST_CASE(trailing_enclosures_contain_the_reference) {
     BOOST_TEST(e.b64.certified_positive < static_cast<std::size_t>(A->rows()), what << ": binary64 left nothing undecided");
     const std::size_t positive = check_contains(*A, e, what);
     BOOST_TEST(positive >= expect, what << ": only " << positive << " of " << e.k << " certified > 0 (" << e.rep.why_not << ")");
+  }
+}
+
+// The MPFR products on two threads (number/parallel.hpp) give the same enclosures, bit for bit,
+// and the same report: each column's operations do not depend on the thread that runs them.
+BOOST_AUTO_TEST_CASE(threads_give_the_same_enclosures) {
+  const std::vector<matrix<double>> M = graded_causal();
+  for (const matrix<double>* A : {&M[1], &M[2]}) {
+    const escalation one = escalate(*A, 384, 200, 1), two = escalate(*A, 384, 200, 2);
+    BOOST_TEST_REQUIRE(one.k > 0);
+    BOOST_TEST_REQUIRE(one.trailing.size() == two.trailing.size());
+    std::size_t same = 0;
+    for (std::size_t j = 0; j < one.trailing.size(); ++j)
+      same += mpfr_equal_p(&one.trailing[j].backend().data()->left, &two.trailing[j].backend().data()->left) &&
+              mpfr_equal_p(&one.trailing[j].backend().data()->right, &two.trailing[j].backend().data()->right);
+    BOOST_TEST(same == one.trailing.size());
+    BOOST_TEST(one.rep.refinement_steps == two.rep.refinement_steps);
+    BOOST_TEST(one.rep.epsilon == two.rep.epsilon);
+    BOOST_TEST(one.rep.why_not == two.rep.why_not);
+    check_contains(*A, two, "two threads");
   }
 }
 

@@ -106,6 +106,7 @@ struct rank_args {
   double max_seconds = 0, sigma_rel_width = 0;
   std::size_t deflate_max_k = 64;
   double deflate_seconds = 120;
+  unsigned threads = 2;
 };
 
 int run_rank_command(const rank_args& a, const std::string& command) {
@@ -137,6 +138,7 @@ int run_rank_command(const rank_args& a, const std::string& command) {
   spec.sigma_rel_width = a.sigma_rel_width;
   spec.deflate_max_k = static_cast<long long>(a.deflate_max_k);
   spec.deflate_seconds = a.deflate_seconds;
+  spec.threads = a.threads;
   rank_request req = build_rank_request(spec);
   req.progress = cli::stage_progress("rank");
   const rank_analysis analysis = analyse_rank(req);
@@ -227,6 +229,8 @@ CLI::App* add_rank_subcommand(CLI::App& app, rank_args& a) {
                    "pass it (0: none)")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
+  cli::add_threads_option(rank, a.threads)
+      ->description("Threads of the deflated escalation's MPFR products (the results do not depend on it)");
   rank->add_option("--policies", a.policies, "Numerical-rank policies")->capture_default_str();
   cli::add_max_precision_option(rank, a.max_precision, 128, max_precision_bits, "Cap (bits) of the singular-value enclosures");
   cli::add_seed_option(rank, a.seed, "Seed of the modular evaluation points");

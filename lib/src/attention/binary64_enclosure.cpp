@@ -16,6 +16,7 @@
 #include "attncert/number/outward.hpp"
 #include "attncert/number/double_double.hpp"
 #include "attncert/number/exp_batch.hpp"
+#include "attncert/number/parallel.hpp"
 
 namespace attncert {
 
@@ -235,7 +236,8 @@ binary64_enclosure enclose_sum_binary64(const matrix<double>& X, const binary64_
   return out;
 }
 
-matrix<mpfi_float> enclose_scores_mpfi(const matrix<double>& Q, const matrix<double>& K, const score_scale& c, const mask& M) {
+matrix<mpfi_float> enclose_scores_mpfi(const matrix<double>& Q, const matrix<double>& K, const score_scale& c, const mask& M,
+                                       unsigned threads) {
   const Eigen::Index nq = Q.rows(), nk = K.rows(), d = Q.cols();
   if (K.cols() != d) throw input_error("Q has " + std::to_string(d) + " columns but K has " + std::to_string(K.cols()));
   for (const matrix<double>* X : {&Q, &K})
@@ -252,18 +254,19 @@ matrix<mpfi_float> enclose_scores_mpfi(const matrix<double>& Q, const matrix<dou
     mpfi_set_si(scale.backend().data(), 1);
   }
   // The products q_il·k_jl, exact in 106 bits (two 53-bit significands), summed by mpfr_sum,
-  // which rounds the exact sum once in the direction asked.
-  std::vector<mpfr_float> terms(static_cast<std::size_t>(d));
-  std::vector<mpfr_ptr> ptrs(terms.size());
-  for (std::size_t l = 0; l < terms.size(); ++l) {
-    terms[l].precision(106);
-    ptrs[l] = terms[l].backend().data();
-  }
-  mpfr_float lo, hi;
+  // which rounds the exact sum once in the direction asked.  One row per task (parallel_for).
   matrix<mpfi_float> S(nq, nk);
-  for (Eigen::Index i = 0; i < nq; ++i)
+  parallel_for(static_cast<std::size_t>(nq), threads, [&](std::size_t row) {
+    const Eigen::Index i = static_cast<Eigen::Index>(row);
+    std::vector<mpfr_float> terms(static_cast<std::size_t>(d));
+    std::vector<mpfr_ptr> ptrs(terms.size());
+    for (std::size_t l = 0; l < terms.size(); ++l) {
+      terms[l].precision(106);
+      ptrs[l] = terms[l].backend().data();
+    }
+    mpfr_float lo, hi;
+    check_deadline();  // the command's budget and interruption: one poll per row
     for (Eigen::Index j = 0; j < nk; ++j) {
-      if (j == 0) check_deadline();  // the command's budget and interruption: one poll per row
       mpfi_ptr s = S(i, j).backend().data();
       if (!M.allows(i, j)) {
         mpfi_set_si(s, 0);
@@ -278,6 +281,7 @@ matrix<mpfi_float> enclose_scores_mpfi(const matrix<double>& Q, const matrix<dou
       mpfi_interv_fr(s, lo.backend().data(), hi.backend().data());
       mpfi_mul(s, s, scale.backend().data());
     }
+  }, 16);  // 16 rows a task: the rows of S interleave in memory (column-major)
   return S;
 }
 

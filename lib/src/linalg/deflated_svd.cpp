@@ -13,6 +13,7 @@
 #include "attncert/linalg/spectra.hpp"
 #include "attncert/number/interval.hpp"
 #include "attncert/number/outward.hpp"
+#include "attncert/number/parallel.hpp"
 
 namespace attncert {
 
@@ -20,6 +21,11 @@ namespace {
 
 constexpr double inf = std::numeric_limits<double>::infinity();
 constexpr double eta = 0x1p-1074;
+
+// Threads for the n×n×k products below (parallel_for: one column per task, each column's
+// operations the same on any thread, so the results are those of one thread).  Set for the
+// duration of one deflated_trailing_singular_values call on its thread.
+thread_local unsigned product_threads = 1;
 
 mpfr_ptr raw(mpfr_float& x) { return x.backend().data(); }
 mpfr_srcptr raw(const mpfr_float& x) { return x.backend().data(); }
@@ -62,9 +68,10 @@ mid_rad split_mid_rad(const matrix<mpfi_float>& A) {
 matrix<mpfr_float> approx_times(const matrix<mpfr_float>& A, const matrix<mpfr_float>& X, bool tr) {
   const Eigen::Index n = A.rows();
   matrix<mpfr_float> Y(n, X.cols());
-  mpfr_float t;
-  for (Eigen::Index j = 0; j < X.cols(); ++j) {
+  parallel_for(static_cast<std::size_t>(X.cols()), product_threads, [&](std::size_t jj) {
+    const Eigen::Index j = static_cast<Eigen::Index>(jj);
     check_deadline();  // n² MPFR operations per column: the command's budget and interruption
+    mpfr_float t;
     for (Eigen::Index i = 0; i < n; ++i) mpfr_set_ui(raw(Y(i, j)), 0, MPFR_RNDN);
     if (tr) {
       for (Eigen::Index i = 0; i < n; ++i) {
@@ -85,7 +92,7 @@ matrix<mpfr_float> approx_times(const matrix<mpfr_float>& A, const matrix<mpfr_f
         }
       }
     }
-  }
+  });
   return Y;
 }
 
@@ -294,8 +301,9 @@ projection project_out(const matrix<double>& Q1, const matrix<mpfr_float>& Q2) {
   projection pr;
   const Eigen::Index n = Q1.rows(), m = Q1.cols(), k = Q2.cols();
   pr.X.resize(k, m);
-  mpfr_float t;
-  for (Eigen::Index j = 0; j < m; ++j)
+  parallel_for(static_cast<std::size_t>(m), product_threads, [&](std::size_t jj) {
+    const Eigen::Index j = static_cast<Eigen::Index>(jj);
+    mpfr_float t;
     for (Eigen::Index i = 0; i < k; ++i) {
       mpfr_ptr x = raw(pr.X(i, j));
       mpfr_set_ui(x, 0, MPFR_RNDN);
@@ -304,6 +312,7 @@ projection project_out(const matrix<double>& Q1, const matrix<mpfr_float>& Q2) {
         mpfr_add(x, x, raw(t), MPFR_RNDN);
       }
     }
+  });
   mpfr_float q1(0);
   for (Eigen::Index i = 0; i < Q1.size(); ++i) mpfr_fma(raw(q1), mpfr_float(Q1(i)).backend().data(), mpfr_float(Q1(i)).backend().data(), raw(q1), MPFR_RNDU);
   mpfr_sqrt(raw(q1), raw(q1), MPFR_RNDU);
@@ -325,8 +334,9 @@ matrix<double> U1_of(const binary64_svd_factors& F, Eigen::Index k) { return F.U
 void orthogonalize_once(const matrix<double>& U1, matrix<mpfr_float>& U2) {
   const Eigen::Index n = U1.rows(), m = U1.cols(), k = U2.cols();
   matrix<mpfr_float> C(m, k);
-  mpfr_float t;
-  for (Eigen::Index j = 0; j < k; ++j)
+  parallel_for(static_cast<std::size_t>(k), product_threads, [&](std::size_t jj) {  // column j of C, then of U₂
+    const Eigen::Index j = static_cast<Eigen::Index>(jj);
+    mpfr_float t;
     for (Eigen::Index i = 0; i < m; ++i) {
       mpfr_ptr c = raw(C(i, j));
       mpfr_set_ui(c, 0, MPFR_RNDN);
@@ -335,7 +345,6 @@ void orthogonalize_once(const matrix<double>& U1, matrix<mpfr_float>& U2) {
         mpfr_add(c, c, raw(t), MPFR_RNDN);
       }
     }
-  for (Eigen::Index j = 0; j < k; ++j)
     for (Eigen::Index i = 0; i < m; ++i) {
       mpfr_srcptr c = raw(C(i, j));
       for (Eigen::Index l = 0; l < n; ++l) {
@@ -343,6 +352,7 @@ void orthogonalize_once(const matrix<double>& U1, matrix<mpfr_float>& U2) {
         mpfr_sub(raw(U2(l, j)), raw(U2(l, j)), raw(t), MPFR_RNDN);
       }
     }
+  });
   matrix<mpfr_float> Q, R;
   approx_qr(U2, Q, R);
   U2 = Q;
@@ -467,8 +477,13 @@ std::size_t deflation_split(const std::vector<mpfi_float>& sigma, std::size_t k_
 
 std::vector<mpfi_float> deflated_trailing_singular_values(const matrix<mpfi_float>& A, const binary64_svd_factors& F,
                                                           std::size_t kk, deflation_vectors& vectors,
-                                                          deflation_report& rep, int max_steps) {
+                                                          deflation_report& rep, int max_steps, unsigned threads) {
   const Eigen::Index n = A.rows(), k = static_cast<Eigen::Index>(kk);
+  struct threads_scope {
+    unsigned saved = product_threads;
+    explicit threads_scope(unsigned t) { product_threads = std::max(1u, t); }
+    ~threads_scope() { product_threads = saved; }
+  } scope(threads);
   if (A.cols() != n || !F.valid || F.transposed || F.V.rows() != n || F.V.cols() != n || F.U.rows() != n ||
       F.U.cols() != n || static_cast<Eigen::Index>(F.s.size()) != n || k <= 0 || k >= n)
     throw input_error("deflated singular values: need a square matrix, its binary64 factors and 0 < k < n");

@@ -15,6 +15,8 @@
 #include "attncert/field.hpp"
 #include "attncert/linalg/deflated_svd.hpp"
 #include "attncert/linalg/fast_svd.hpp"
+#include "attncert/attention/softmax.hpp"
+#include "attncert/number/parallel.hpp"
 #include "attncert/number/ziv.hpp"
 #include "attncert/rank/numerical.hpp"
 
@@ -66,8 +68,15 @@ matrix<mpfi_float> form_object_mpfi(const rank_request& r) {
       score_scale c;
       if (r.inv_sqrt_d) c.inv_sqrt_d = true;
       else c.rational = r.scale ? *r.scale : mpq_rational(1);
-      if (r.object == layer_object::scores) return enclose_scores_mpfi(*q, *k, c, mask::none());
-      return masked_softmax(enclose_scores_mpfi(*q, *k, c, r.M), r.M);
+      if (r.object == layer_object::scores) return enclose_scores_mpfi(*q, *k, c, mask::none(), r.threads);
+      // masked_softmax, its rows on r.threads threads (each row's operations as in the plain loop)
+      const matrix<mpfi_float> S = enclose_scores_mpfi(*q, *k, c, r.M, r.threads);
+      r.M.check_shape(S.rows(), S.cols());
+      matrix<mpfi_float> A(S.rows(), S.cols());
+      parallel_for(static_cast<std::size_t>(S.rows()), r.threads, [&](std::size_t i) {
+        detail::masked_softmax_row(S, r.M, static_cast<Eigen::Index>(i), A, empty_row_policy::error);
+      }, 16);
+      return A;
     }
   }
   return form_object<mpfi_float>(r);
@@ -351,7 +360,7 @@ void escalate_deflated(const rank_request& req, rank_analysis& a, const binary64
       deadline_scope level_budget(req.deflation_seconds > 0 ? std::max(0.001, req.deflation_seconds - (clock.elapsed() - start)) : 0.0);
       precision_guard g(bits);
       const matrix<mpfi_float> A = form_object_mpfi(req);
-      trailing = deflated_trailing_singular_values(A, F, k, vectors, last);
+      trailing = deflated_trailing_singular_values(A, F, k, vectors, last, 200, req.threads);
     } catch (const time_limit_reached&) {
       std::ostringstream os;
       os.precision(3);

@@ -84,6 +84,9 @@ rank_request build_rank_request(const rank_spec& s) {
   if (!(s.deflate_seconds >= 0))
     throw input_error(field("deflate_seconds") + " must be >= 0 (0: no budget), got " + std::to_string(s.deflate_seconds));
   req.deflation_seconds = s.deflate_seconds;
+  if (s.threads < 1 || s.threads > 256)
+    throw input_error(field("threads") + " must be in [1, 256], got " + std::to_string(s.threads));
+  req.threads = static_cast<unsigned>(s.threads);
   validate(req);  // shapes, mask, the object's inputs: as analyse_rank checks them
   return req;
 }

@@ -37,8 +37,10 @@ binary64_enclosure enclose_scores_binary64(const matrix<double>& Q, const matrix
 /// one up), then multiplied by c's enclosure.  Entries that M masks are set to exact zeros and not
 /// computed (softmax ignores them).  Tier: enclosure.  Much cheaper than the generic MPFI product
 /// at large n (the deflated escalation of proofs/P16 part D forms the layer once per precision).
-/// Errors: input_error for a non-finite input.
-matrix<mpfi_float> enclose_scores_mpfi(const matrix<double>& Q, const matrix<double>& K, const score_scale& c, const mask& M);
+/// Errors: input_error for a non-finite input.  The rows are computed on `threads` threads
+/// (number/parallel.hpp: the same enclosures as on one).
+matrix<mpfi_float> enclose_scores_mpfi(const matrix<double>& Q, const matrix<double>& K, const score_scale& c, const mask& M,
+                                       unsigned threads = 1);
 
 /// Enclosure of softmax(S) under mask M (masked entries exactly 0), row by row, for S inside
 /// the enclosure `S`.  Errors: input_error for a fully masked row, and when the scores'

@@ -61,32 +61,39 @@ void empty_row(matrix<T>& A, Eigen::Index i, empty_row_policy p) {
 /// for rationals (exp is transcendental).
 /// Errors (input_error): non-finite allowed score; shape mismatch with an explicit mask; a
 /// fully masked row under empty_row_policy::error.
+namespace detail {
+/// Row i of masked_softmax(S, M, empty), written to row i of A (sized as S; M's shape checked by
+/// the caller): the rows are independent, so callers may compute them on several threads.
+template <class T>
+void masked_softmax_row(const matrix<T>& S, const mask& M, Eigen::Index i, matrix<T>& A, empty_row_policy empty) {
+  using std::exp;
+  check_deadline();  // the command's budget and interruption (deadline.hpp): one poll per row
+  T shift(0);
+  if (!row_shift(S, M, i, shift)) {
+    empty_row(A, i, empty);
+    return;
+  }
+  T z(0);
+  for (Eigen::Index j = 0; j < S.cols(); ++j) {
+    if (M.allows(i, j)) {
+      A(i, j) = exp(S(i, j) - shift);
+      z += A(i, j);
+    } else {
+      A(i, j) = T(0);
+    }
+  }
+  for (Eigen::Index j = 0; j < S.cols(); ++j)
+    if (M.allows(i, j)) A(i, j) = A(i, j) / z;
+}
+}  // namespace detail
+
 template <class T>
 matrix<T> masked_softmax(const matrix<T>& S, const mask& M = mask::none(),
                          empty_row_policy empty = empty_row_policy::error) {
   static_assert(!std::is_same_v<T, mpq_rational>, "softmax of rationals is not rational: see proofs/");
-  using std::exp;
   M.check_shape(S.rows(), S.cols());
   matrix<T> A(S.rows(), S.cols());
-  for (Eigen::Index i = 0; i < S.rows(); ++i) {
-    check_deadline();  // the command's budget and interruption (deadline.hpp): one poll per row
-    T shift(0);
-    if (!detail::row_shift(S, M, i, shift)) {
-      detail::empty_row(A, i, empty);
-      continue;
-    }
-    T z(0);
-    for (Eigen::Index j = 0; j < S.cols(); ++j) {
-      if (M.allows(i, j)) {
-        A(i, j) = exp(S(i, j) - shift);
-        z += A(i, j);
-      } else {
-        A(i, j) = T(0);
-      }
-    }
-    for (Eigen::Index j = 0; j < S.cols(); ++j)
-      if (M.allows(i, j)) A(i, j) = A(i, j) / z;
-  }
+  for (Eigen::Index i = 0; i < S.rows(); ++i) detail::masked_softmax_row(S, M, i, A, empty);
   return A;
 }
 

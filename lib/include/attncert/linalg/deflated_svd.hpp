@@ -52,10 +52,12 @@ struct deflation_vectors {
 /// against U₁, V₁ (step 0′, report.orthogonalized) — every returned interval is [0, +∞).
 /// `vectors` is a warm start (from a lower precision) and receives the refined V₂.
 /// Preconditions (else input_error): A square n×n, F.valid and not transposed, F of size n,
-/// 0 < k < n.  `max_steps` bounds the refinement.
+/// 0 < k < n.  `max_steps` bounds the refinement.  The MPFR products run on `threads` threads
+/// (number/parallel.hpp: the same results as on one).
 std::vector<mpfi_float> deflated_trailing_singular_values(const matrix<mpfi_float>& A, const binary64_svd_factors& F,
                                                           std::size_t k, deflation_vectors& vectors,
-                                                          deflation_report& report, int max_steps = 200);
+                                                          deflation_report& report, int max_steps = 200,
+                                                          unsigned threads = 1);
 
 /// The number of trailing singular values to escalate so that the split is well separated: the
 /// smallest k ≥ k_min with lo[n−k−1] ≥ 2·hi[n−k] in the binary64 enclosures `sigma` (decreasing),

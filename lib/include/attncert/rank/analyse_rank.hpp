@@ -48,6 +48,8 @@ struct rank_request {
   /// time, times 3 (the estimate for twice the bits), would take the escalation past it (0: no
   /// budget; --max-seconds still applies).
   double deflation_seconds = 120;
+  /// Threads of the deflation's MPFR products (number/parallel.hpp: the same results as one).
+  unsigned threads = 1;
   /// Stop after this many seconds (0: no limit): what is unfinished is reported as such.
   double max_seconds = 0;
   /// Called with a short line at each stage (for a progress display); may be empty.

@@ -39,6 +39,7 @@ struct rank_spec {
   double sigma_rel_width = 0;            ///< >= 0
   long long deflate_max_k = 64;          ///< in [0, 4096]
   double deflate_seconds = 120;          ///< >= 0
+  long long threads = 1;                 ///< in [1, 256]: threads of the deflation's MPFR products
   /// The report's "inputs": the caller's description of its matrices (the CLI: each file under its
   /// field, with its shape; Python: "array").  Passed through as it is.
   nlohmann::json inputs = nlohmann::json::object();
