@@ -230,7 +230,7 @@ CLI::App* add_rank_subcommand(CLI::App& app, rank_args& a) {
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
   cli::add_threads_option(rank, a.threads)
-      ->description("Threads of the deflated escalation's MPFR products (the results do not depend on it)");
+      ->description("Threads of the MPFI scores and softmax rows and of the deflated escalation's MPFR products (at a given precision the enclosures do not depend on it; faster precisions may leave room in --deflate-seconds for the next one)");
   rank->add_option("--policies", a.policies, "Numerical-rank policies")->capture_default_str();
   cli::add_max_precision_option(rank, a.max_precision, 128, max_precision_bits, "Cap (bits) of the singular-value enclosures");
   cli::add_seed_option(rank, a.seed, "Seed of the modular evaluation points");
