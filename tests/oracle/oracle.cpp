@@ -16,6 +16,7 @@
 #include "attncert/oracle/fast_row.hpp"
 #include "attncert/error.hpp"
 #include "attncert/number/double_double.hpp"
+#include "attncert/number/exp_batch.hpp"
 
 using namespace attncert;
 using namespace attncert::oracle;
@@ -668,6 +669,61 @@ BOOST_AUTO_TEST_CASE(softcap_lanes_match_the_scalar_softcap_bit_for_bit) {
   BOOST_TEST(compared == 4u * 11u);
   BOOST_TEST_MESSAGE(compared << " softcapped keys identical in a vector lane and in the scalar tail (vectorized: "
                               << oracle::detail::kernel_vectorized() << ")");
+}
+
+// The exponential's kernels (AVX-512, AVX2, scalar: number/exp_batch.hpp) give fast_row the
+// same bits: every output, weight and score of a row compared with the widest kernel and with the
+// kernel capped at AVX2 (exp_batch_limit_isa(1)) and at scalar (0).  Sizes that leave tails of
+// every length for 4 and 8 lanes, masks, a softcap (its own batch of exponentials).
+BOOST_AUTO_TEST_CASE(kernel_widths_give_the_same_bits) {
+  auto rng = make_rng(13);
+  std::size_t rows = 0;
+  for (int it = 0; it < 60; ++it) {
+    const std::size_t nk = 1 + rng() % 40, d = 1 + rng() % 20, dv = 1 + rng() % 20;
+    row_case c = make_row(rng, nk, d, dv, it % 4 == 0 ? 6.0 : 1.0);
+    if (it % 3 == 1)
+      for (auto& a : c.allowed) a = static_cast<std::uint8_t>(rng() % 3 != 0);
+    auto in = c.in();
+    in.scale_hi = 0.125;
+    in.softcap = it % 5 == 2 ? 30.0 : 0.0;
+    struct result {
+      bool ok;
+      std::vector<double> hi, lo, rad, w_hi, w_lo, s_hi, s_lo, s_rad;
+      double W_hi, W_lo, W_err;
+    };
+    auto run = [&](int cap) {
+      const int previous = exp_batch_limit_isa(cap);
+      oracle::detail::row_workspace ws;
+      result r;
+      r.hi.resize(dv);
+      r.lo.resize(dv);
+      r.rad.resize(dv);
+      r.ok = oracle::detail::fast_row(in, ws, r.hi.data(), r.lo.data(), r.rad.data());
+      exp_batch_limit_isa(previous);
+      r.w_hi = ws.w_hi, r.w_lo = ws.w_lo, r.s_hi = ws.s_hi, r.s_lo = ws.s_lo, r.s_rad = ws.s_rad;
+      r.W_hi = ws.W_hi, r.W_lo = ws.W_lo, r.W_err = ws.W_err;
+      return r;
+    };
+    auto bits = [](const std::vector<double>& a, const std::vector<double>& b) {
+      return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(double)) == 0);
+    };
+    const result wide = run(2);
+    for (int cap : {1, 0}) {
+      const result r = run(cap);
+      BOOST_TEST(r.ok == wide.ok, "case " << it << ", cap " << cap);
+      if (!r.ok || !wide.ok) continue;
+      const bool same = bits(r.hi, wide.hi) && bits(r.lo, wide.lo) && bits(r.rad, wide.rad) && bits(r.w_hi, wide.w_hi) &&
+                        bits(r.w_lo, wide.w_lo) && bits(r.s_hi, wide.s_hi) && bits(r.s_lo, wide.s_lo) &&
+                        bits(r.s_rad, wide.s_rad) && std::memcmp(&r.W_hi, &wide.W_hi, sizeof(double)) == 0 &&
+                        std::memcmp(&r.W_lo, &wide.W_lo, sizeof(double)) == 0 &&
+                        std::memcmp(&r.W_err, &wide.W_err, sizeof(double)) == 0;
+      BOOST_TEST(same, "case " << it << " (n_k " << nk << ", d " << d << ", d_v " << dv << "): cap " << cap
+                               << " differs from " << exp_batch_isa());
+      rows += r.ok;
+    }
+  }
+  BOOST_TEST(rows > 60u);
+  BOOST_TEST_MESSAGE(rows << " row comparisons identical; widest kernel here: " << exp_batch_isa());
 }
 
 // Peaked rows whose weights fall in [e^-708, 2^-900] (low words near the subnormal range, the
