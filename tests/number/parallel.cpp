@@ -64,7 +64,7 @@ BOOST_AUTO_TEST_CASE(workers_compute_at_the_callers_precision) {
   const unsigned want_r = mpfr_float::default_precision(), want_i = mpfi_float::default_precision();
   const auto caller = std::this_thread::get_id();
   std::atomic<int> elsewhere{0}, wrong{0};
-  parallel_for(64, 2, [&](std::size_t) {
+  parallel_for(200, 2, [&](std::size_t) {
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
     if (std::this_thread::get_id() != caller) ++elsewhere;
     mpfr_float x(1);
@@ -83,7 +83,7 @@ BOOST_AUTO_TEST_CASE(flags_raised_on_a_worker_reach_the_caller) {
   const auto caller = std::this_thread::get_id();
   std::atomic<int> elsewhere{0};
   mpfr_clear_flags();
-  parallel_for(64, 2, [&](std::size_t) {
+  parallel_for(200, 2, [&](std::size_t) {
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
     if (std::this_thread::get_id() != caller) {
       ++elsewhere;
