@@ -35,32 +35,32 @@ std::size_t exp_lanes(const double* z_hi, const double* z_lo, std::size_t n, dou
   for (; i + lanes <= n; i += lanes) {
     const T xh0 = loadu(z_hi + i, zero), xl0 = loadu(z_lo + i, zero);
     const V x = v_two_sum(xh0, xl0);  // exact normalization
-    const T kd = vround(vmul(x.hi, splat<T>(inv_ln2)));
-    // reduction (as exp_with_bound, whose k == 0 branch keeps r = x: selected below)
-    const V a = v_two_sum(x.hi, vneg(vmul(kd, splat<T>(ln2_1))));
+    const T nd = vround(vmul(x.hi, splat<T>(inv_ln2)));
+    // reduction (as exp_with_bound, whose n == 0 branch keeps r = x: selected below)
+    const V a = v_two_sum(x.hi, vneg(vmul(nd, splat<T>(ln2_1))));
     const V b = v_add(a, x.lo);
-    const V c = v_two_prod(kd, splat<T>(ln2_2));
+    const V c = v_two_prod(nd, splat<T>(ln2_2));
     const V d = v_add(b, v_neg(c));
-    const T w = vmul(kd, splat<T>(ln2_3));
+    const T w = vmul(nd, splat<T>(ln2_3));
     const V rr = v_add(d, vneg(w));
-    const auto kz = cmp_eq(kd, zero);
-    V r{blend(kz, x.hi, rr.hi), blend(kz, x.lo, rr.lo)};
+    const auto nz = cmp_eq(nd, zero);
+    V r{blend(nz, x.hi, rr.hi), blend(nz, x.lo, rr.lo)};
     r.lo = zero_unless(cmp_ge(vabs(r.lo), splat<T>(0x1p-392)), r.lo);
-    // main path
-    const T scale = splat<T>(1.0 / (1 << exp_halvings));
-    const V sv{vmul(r.hi, scale), vmul(r.lo, scale)};
+    const T kd = vfloor(vmul(nd, splat<T>(1.0 / exp_table_size)));
+    const T jd = vsub(nd, vmul(kd, splat<T>(exp_table_size)));
+    // the table index, 0 in a lane off the domain (NaN or out of range): gathers stay inside
+    const T jsafe = zero_unless(mask_and(cmp_ge(jd, zero), cmp_lt(jd, splat<T>(exp_table_size))), jd);
+    // main path: Taylor polynomial of e^s - 1, s = r
+    const V sv = r;
     V q{splat<T>(inv_factorial[exp_taylor_degree].hi), splat<T>(inv_factorial[exp_taylor_degree].lo)};
     for (int j = exp_taylor_degree - 1; j >= 3; --j)
       q = v_flush(v_add(V{splat<T>(inv_factorial[j].hi), splat<T>(inv_factorial[j].lo)}, v_mul(sv, q)));
     q = v_flush(v_add(v_mul(sv, q), splat<T>(0.5)));
     q = v_flush(v_add(v_mul(sv, q), splat<T>(1.0)));
-    V e = v_flush(v_mul(sv, q));
-    for (int h = 0; h < exp_halvings; ++h) {
-      const V t = v_flush(v_add(e, splat<T>(2.0)));
-      e = v_flush(v_mul(e, t));
-    }
-    const V p = v_add(e, splat<T>(1.0));
-    // scaling by 2^k: k in [-1021, 1023] on the domain
+    const V e = v_flush(v_mul(sv, q));
+    const V p1 = v_flush(v_add(e, splat<T>(1.0)));
+    const V p = v_mul(V{gather(exp2_hi, jsafe), gather(exp2_lo, jsafe)}, p1);
+    // scaling by 2^k: k in [-1022, 1022] on the domain
     const T two_k = pow2(kd);
     const T zh = vmul(p.hi, two_k);
     const T zlo = vmul(p.lo, two_k);

@@ -126,8 +126,8 @@ inline constexpr double dd_mul_bound = 5 * dd_detail::u2 + 8 * dd_detail::u3;
 /// div(dd, dd), Algorithm 18 (DWDivDW3, with fma): [JMP]: 9.8u^2 (our tests meet up to about
 /// 5.2u^2).  Returned: 10u^2.
 inline constexpr double dd_div_bound = 10 * dd_detail::u2;
-/// exp_with_bound, before the final scaling by 2^k: 21u^2 < 2^-101.6 (derived below).
-inline constexpr double dd_exp_bound = 21 * dd_detail::u2;
+/// exp_with_bound, before the final scaling by 2^k: 8u^2 = 2^-103 (derived below).
+inline constexpr double dd_exp_bound = 8 * dd_detail::u2;
 
 // The constants above are exact sums (no rounding happened in their constant expressions).
 static_assert(dd_add_bound - 3 * dd_detail::u2 == 16 * dd_detail::u3);
@@ -333,14 +333,16 @@ inline dd_with_error div_with_bound(dd x, dd y) noexcept {
 // ---- exponential -----------------------------------------------------------------------------
 
 namespace dd_detail {
-inline constexpr int exp_halvings = 4;        // m: the reduced argument is scaled by 2^-m
-inline constexpr int exp_taylor_degree = 14;  // N
-/// ln 2 = ln2_1 + ln2_2 + ln2_3 + delta, |delta| < 2^-157; ln2_1 has 42 significant bits,
-/// so k * ln2_1 is exact for |k| < 2^11.  ln2_2 = RN(ln2 - ln2_1), ln2_3 = RN(ln2 - ln2_1 - ln2_2).
-inline constexpr double ln2_1 = 0x1.62e42fefa38p-1;
-inline constexpr double ln2_2 = 0x1.ef35793c76730p-45;
-inline constexpr double ln2_3 = 0x1.f97b57a079a19p-103;
-inline constexpr double inv_ln2 = 0x1.71547652b82fep+0;  // RN(1/ln 2)
+inline constexpr int exp_table_bits = 7;      // t: the table holds 2^(j/2^t), j < 2^t
+inline constexpr int exp_table_size = 1 << exp_table_bits;
+inline constexpr int exp_taylor_degree = 9;  // N
+/// ln 2 / 128 = ln2_1 + ln2_2 + ln2_3 + delta, |delta| < 2^-157; ln2_1 has 36 significant bits,
+/// so k * ln2_1 is exact for |k| < 2^17.  ln2_2 = RN(ln2/128 - ln2_1),
+/// ln2_3 = RN(ln2/128 - ln2_1 - ln2_2) (all three are ln 2's parts scaled exactly by 2^-7).
+inline constexpr double ln2_1 = 0x1.62e42fefa0000p-8;
+inline constexpr double ln2_2 = 0x1.cf79abc9e3b3ap-47;
+inline constexpr double ln2_3 = -0x1.ff0342542fc33p-101;
+inline constexpr double inv_ln2 = 0x1.71547652b82fep+7;  // RN(128/ln 2) = 128 RN(1/ln 2)
 /// c_j = 1/j! as double-words: hi = RN(1/j!), lo = RN(1/j! - hi); |c_j - 1/j!| <= 0.27 u^2 / j!
 /// (c_0, c_1, c_2 exact).  Values and the bound are re-derived with MPFR by the tests.
 inline constexpr dd inv_factorial[exp_taylor_degree + 1] = {
@@ -354,12 +356,76 @@ inline constexpr dd inv_factorial[exp_taylor_degree + 1] = {
     {0x1.a01a01a01a01ap-13, 0x1.a01a01a01a01ap-73},
     {0x1.a01a01a01a01ap-16, 0x1.a01a01a01a01ap-76},
     {0x1.71de3a556c734p-19, -0x1.c154f8ddc6c00p-73},
-    {0x1.27e4fb7789f5cp-22, 0x1.cbbc05b4fa99ap-76},
-    {0x1.ae64567f544e4p-26, -0x1.c062e06d1f209p-80},
-    {0x1.1eed8eff8d898p-29, -0x1.2aec959e14c06p-83},
-    {0x1.6124613a86d09p-33, 0x1.f28e0cc748ebep-87},
-    {0x1.93974a8c07c9dp-37, 0x1.05d6f8a2efd1fp-92},
 };
+/// T_j = 2^(j/128) as double-words: exp2_hi[j] = RN(2^(j/128)), exp2_lo[j] = RN(2^(j/128) - hi);
+/// |T_j - 2^(j/128)| <= tau 2^(j/128) with tau re-derived with MPFR by the tests.  Two arrays
+/// (not pairs) so that the vector kernels gather each word with one instruction.
+inline constexpr double exp2_hi[exp_table_size] = {
+    0x1.0000000000000p+0, 0x1.0163da9fb3335p+0, 0x1.02c9a3e778061p+0, 0x1.04315e86e7f85p+0,
+    0x1.059b0d3158574p+0, 0x1.0706b29ddf6dep+0, 0x1.0874518759bc8p+0, 0x1.09e3ecac6f383p+0,
+    0x1.0b5586cf9890fp+0, 0x1.0cc922b7247f7p+0, 0x1.0e3ec32d3d1a2p+0, 0x1.0fb66affed31bp+0,
+    0x1.11301d0125b51p+0, 0x1.12abdc06c31ccp+0, 0x1.1429aaea92de0p+0, 0x1.15a98c8a58e51p+0,
+    0x1.172b83c7d517bp+0, 0x1.18af9388c8deap+0, 0x1.1a35beb6fcb75p+0, 0x1.1bbe084045cd4p+0,
+    0x1.1d4873168b9aap+0, 0x1.1ed5022fcd91dp+0, 0x1.2063b88628cd6p+0, 0x1.21f49917ddc96p+0,
+    0x1.2387a6e756238p+0, 0x1.251ce4fb2a63fp+0, 0x1.26b4565e27cddp+0, 0x1.284dfe1f56381p+0,
+    0x1.29e9df51fdee1p+0, 0x1.2b87fd0dad990p+0, 0x1.2d285a6e4030bp+0, 0x1.2ecafa93e2f56p+0,
+    0x1.306fe0a31b715p+0, 0x1.32170fc4cd831p+0, 0x1.33c08b26416ffp+0, 0x1.356c55f929ff1p+0,
+    0x1.371a7373aa9cbp+0, 0x1.38cae6d05d866p+0, 0x1.3a7db34e59ff7p+0, 0x1.3c32dc313a8e5p+0,
+    0x1.3dea64c123422p+0, 0x1.3fa4504ac801cp+0, 0x1.4160a21f72e2ap+0, 0x1.431f5d950a897p+0,
+    0x1.44e086061892dp+0, 0x1.46a41ed1d0057p+0, 0x1.486a2b5c13cd0p+0, 0x1.4a32af0d7d3dep+0,
+    0x1.4bfdad5362a27p+0, 0x1.4dcb299fddd0dp+0, 0x1.4f9b2769d2ca7p+0, 0x1.516daa2cf6642p+0,
+    0x1.5342b569d4f82p+0, 0x1.551a4ca5d920fp+0, 0x1.56f4736b527dap+0, 0x1.58d12d497c7fdp+0,
+    0x1.5ab07dd485429p+0, 0x1.5c9268a5946b7p+0, 0x1.5e76f15ad2148p+0, 0x1.605e1b976dc09p+0,
+    0x1.6247eb03a5585p+0, 0x1.6434634ccc320p+0, 0x1.6623882552225p+0, 0x1.68155d44ca973p+0,
+    0x1.6a09e667f3bcdp+0, 0x1.6c012750bdabfp+0, 0x1.6dfb23c651a2fp+0, 0x1.6ff7df9519484p+0,
+    0x1.71f75e8ec5f74p+0, 0x1.73f9a48a58174p+0, 0x1.75feb564267c9p+0, 0x1.780694fde5d3fp+0,
+    0x1.7a11473eb0187p+0, 0x1.7c1ed0130c132p+0, 0x1.7e2f336cf4e62p+0, 0x1.80427543e1a12p+0,
+    0x1.82589994cce13p+0, 0x1.8471a4623c7adp+0, 0x1.868d99b4492edp+0, 0x1.88ac7d98a6699p+0,
+    0x1.8ace5422aa0dbp+0, 0x1.8cf3216b5448cp+0, 0x1.8f1ae99157736p+0, 0x1.9145b0b91ffc6p+0,
+    0x1.93737b0cdc5e5p+0, 0x1.95a44cbc8520fp+0, 0x1.97d829fde4e50p+0, 0x1.9a0f170ca07bap+0,
+    0x1.9c49182a3f090p+0, 0x1.9e86319e32323p+0, 0x1.a0c667b5de565p+0, 0x1.a309bec4a2d33p+0,
+    0x1.a5503b23e255dp+0, 0x1.a799e1330b358p+0, 0x1.a9e6b5579fdbfp+0, 0x1.ac36bbfd3f37ap+0,
+    0x1.ae89f995ad3adp+0, 0x1.b0e07298db666p+0, 0x1.b33a2b84f15fbp+0, 0x1.b59728de5593ap+0,
+    0x1.b7f76f2fb5e47p+0, 0x1.ba5b030a1064ap+0, 0x1.bcc1e904bc1d2p+0, 0x1.bf2c25bd71e09p+0,
+    0x1.c199bdd85529cp+0, 0x1.c40ab5fffd07ap+0, 0x1.c67f12e57d14bp+0, 0x1.c8f6d9406e7b5p+0,
+    0x1.cb720dcef9069p+0, 0x1.cdf0b555dc3fap+0, 0x1.d072d4a07897cp+0, 0x1.d2f87080d89f2p+0,
+    0x1.d5818dcfba487p+0, 0x1.d80e316c98398p+0, 0x1.da9e603db3285p+0, 0x1.dd321f301b460p+0,
+    0x1.dfc97337b9b5fp+0, 0x1.e264614f5a129p+0, 0x1.e502ee78b3ff6p+0, 0x1.e7a51fbc74c83p+0,
+    0x1.ea4afa2a490dap+0, 0x1.ecf482d8e67f1p+0, 0x1.efa1bee615a27p+0, 0x1.f252b376bba97p+0,
+    0x1.f50765b6e4540p+0, 0x1.f7bfdad9cbe14p+0, 0x1.fa7c1819e90d8p+0, 0x1.fd3c22b8f71f1p+0};
+inline constexpr double exp2_lo[exp_table_size] = {
+    0x0.0p+0, 0x1.b61299ab8cdb7p-54, -0x1.19083535b085dp-56, -0x1.0a31c1977c96ep-54,
+    0x1.d73e2a475b465p-55, -0x1.c91dfe2b13c27p-55, 0x1.186be4bb284ffp-57, 0x1.1487818316136p-54,
+    0x1.8a62e4adc610bp-54, 0x1.01edc16e24f71p-54, 0x1.03a1727c57b53p-59, -0x1.b9bedc44ebd7bp-57,
+    -0x1.6c51039449b3ap-54, -0x1.1b514b36ca5c7p-58, -0x1.32fbf9af1369ep-54, 0x1.2406ab9eeab0ap-55,
+    -0x1.19041b9d78a76p-55, -0x1.11023d1970f6cp-54, 0x1.e5b4c7b4968e4p-55, -0x1.95386352ef607p-54,
+    0x1.e016e00a2643cp-54, -0x1.1df98027bb78cp-54, 0x1.dc775814a8495p-55, 0x1.2a97e9494a5eep-55,
+    0x1.9b07eb6c70573p-54, 0x1.ac155bef4f4a4p-55, 0x1.2bd339940e9d9p-55, -0x1.a4c3a8c3f0d7ep-54,
+    0x1.612e8afad1255p-55, -0x1.10adcd6381aa4p-59, 0x1.0024754db41d5p-54, 0x1.1ca0f45d52383p-56,
+    0x1.6f46ad23182e4p-55, 0x1.a9ce78e18047cp-55, 0x1.32721843659a6p-54, -0x1.b5cee5c4e4628p-55,
+    -0x1.63aeabf42eae2p-54, -0x1.e958d3c9904bdp-54, -0x1.5e436d661f5e3p-56, -0x1.efff8375d29c3p-54,
+    0x1.ada0911f09ebcp-55, -0x1.7d023f956f9f3p-54, -0x1.ef3691c309278p-58, -0x1.1c7dde35f7999p-55,
+    0x1.89b7a04ef80d0p-59, 0x1.c944bd1648a76p-54, 0x1.3c1a3b69062f0p-56, 0x1.9cb62f3d1be56p-54,
+    0x1.d4397afec42e2p-56, 0x1.8ecdbbc6a7833p-54, -0x1.4b309d25957e3p-54, -0x1.f768569bd93efp-55,
+    -0x1.07abe1db13cadp-55, -0x1.d689cefede59bp-55, 0x1.9bb2c011d93adp-54, 0x1.295e15b9a1de8p-55,
+    0x1.6324c054647adp-54, 0x1.c4b1b816986a2p-60, 0x1.ba6f93080e65ep-54, -0x1.3e2429b56de47p-54,
+    -0x1.383c17e40b497p-54, -0x1.c483c759d8933p-55, -0x1.bb60987591c34p-54, 0x1.038ae44f73e65p-57,
+    -0x1.bdd3413b26456p-54, -0x1.2895667ff0b0dp-56, -0x1.bbe3a683c88abp-57, -0x1.83c0f25860ef6p-55,
+    -0x1.16e4786887a99p-55, -0x1.0a8d96c65d53cp-54, -0x1.0245957316dd3p-54, 0x1.866b80a02162dp-54,
+    -0x1.41577ee04992fp-55, 0x1.f124cd1164dd6p-54, 0x1.05d02ba15797ep-56, -0x1.27c86626d972bp-54,
+    -0x1.d4c1dd41532d8p-54, -0x1.8d684a341cdfbp-55, -0x1.fc6f89bd4f6bap-54, 0x1.994c2f37cb53ap-54,
+    0x1.6e9f156864b27p-54, -0x1.0d55e32e9e3aap-56, 0x1.5cc13a2e3976cp-55, -0x1.dd6792e582524p-54,
+    -0x1.75fc781b57ebcp-57, -0x1.64b7c96a5f039p-56, -0x1.d185b7c1b85d1p-54, -0x1.173bd91cee632p-54,
+    0x1.c7c46b071f2bep-56, 0x1.824ca78e64c6ep-56, -0x1.359495d1cd533p-54, 0x1.6305c7ddc36abp-54,
+    -0x1.d2f6edb8d41e1p-54, 0x1.bcb7ecac563c7p-54, 0x1.0fac90ef7fd31p-54, -0x1.f9234cae76cd0p-55,
+    0x1.7a1cd345dcc81p-54, -0x1.bdef54c80e425p-54, -0x1.2805e3084d708p-57, -0x1.c71dfbbba6de3p-54,
+    -0x1.5584f7e54ac3bp-56, -0x1.efcd30e54292ep-54, 0x1.23dd07a2d9e84p-55, -0x1.efdca3f6b9c73p-54,
+    0x1.11065895048ddp-55, 0x1.b4537e083c60ap-54, 0x1.2884dff483cadp-54, 0x1.1acbc48805c44p-56,
+    0x1.503cbd1e949dbp-56, -0x1.dd83b53829d72p-55, -0x1.cbc3743797a9cp-54, -0x1.d487b719d8578p-54,
+    0x1.2ed02d75b3707p-55, -0x1.11ec18beddfe8p-54, 0x1.c2300696db532p-54, 0x1.2da5778f018c3p-54,
+    -0x1.1a5cd4f184b5cp-54, -0x1.7b627817a1496p-54, 0x1.39e8980a9cc8fp-55, 0x1.2d522ca0c8de2p-54,
+    -0x1.e9c23179c2893p-54, -0x1.c93f3b411ad8cp-54, 0x1.dc7f486a4b6b0p-54, 0x1.3a1a5bf0d8e43p-54,
+    0x1.9d3e12dd8a18bp-54, -0x1.dbb12d006350ap-54, 0x1.74853f3a5931ep-55, 0x1.2eb74966579e7p-57};
 /// Low words below this are set to 0 inside exp (see step 7 of the derivation).
 inline constexpr double exp_flush = 0x1p-400;
 inline dd flush(dd v) noexcept { return std::fabs(v.lo) < exp_flush ? dd{v.hi, 0.0} : v; }
@@ -371,35 +437,40 @@ inline dd flush(dd v) noexcept { return std::fabs(v.lo) < exp_flush ? dd{v.hi, 0
 /// Proven domain: (R) and -708 <= x.hi <= 709 (x is first normalized exactly with two_sum;
 /// non-finite x, another rounding mode, flushed subnormals and x outside the domain give
 /// B = +inf and z = RN(exp(x.hi)) as a rough value).  On the domain B is finite, and
-/// B = 21u^2 < 2^-101.6 unless the low word of z falls in the subnormal range; then B grows
+/// B = 8u^2 = 2^-103 unless the low word of z falls in the subnormal range; then B grows
 /// by at most 2^-1075/|z.hi|(1+2^-50) (rounded up).  Consequently B < 2^-100 whenever
 /// |z.hi| > 2^-974, i.e. for x >= -675 (tested on [-670, 709]); on [-708, -675) B degrades
 /// smoothly to about 2^-53.5 — a double-double whose low word is subnormal cannot carry
 /// more accuracy.  No argument of the domain overflows or underflows an intermediate.
 ///
-/// Algorithm and derivation of B (u = 2^-53; B4, B6, B12 = dd_add_fp_bound, dd_add_bound,
-/// dd_mul_bound; X' = X + 2^-329 where step 7 applies; m = 4, N = 14):
+/// Algorithm (table-driven): x = (128 k + j) ln2/128 + r with 0 <= j < 128 and |r| <= ln2/256,
+/// e^x = 2^k T_j e^r with T_j = 2^(j/128) from a table of double-words and e^r from a degree-9
+/// Taylor polynomial.  Derivation of B (u = 2^-53; B4, B6, B12 = dd_add_fp_bound,
+/// dd_add_bound, dd_mul_bound; X' = X + 2^-329 where step 6 applies; N = 9; L = ln2/128 and
+/// L1, L2, L3 = ln2_1, ln2_2, ln2_3 below, L = L1 + L2 + L3 + dL, |dL| < 2^-157):
 ///
-///  1. Reduction.  k = nearbyint(RN(x.hi * RN(1/ln2))), so |k| <= 1023 on the domain and
-///       |x - k ln2| <= ln2 (1/2 + 1023 (2u + u^2)) + 2^-44 =: rho0 < 0.34657360
-///     (|x.lo| <= ulp(x.hi)/2 <= 2^-44).  With ln2 = L1 + L2 + L3 + dL (constants above):
-///       a = two_sum(x.hi, -k L1)              exact (k L1 exact)
+///  1. Reduction.  n = nearbyint(RN(x.hi * RN(128/ln2))), so |n| <= 130928 < 2^17 on the
+///     domain and
+///       |x - n L| <= L/2 + 709 (2u + u^2) + 2^-44 =: rho0 < 0.0027077
+///     (|x.lo| <= ulp(x.hi)/2 <= 2^-44).  Then
+///       a = two_sum(x.hi, -n L1)              exact (n L1 exact: 17 + 36 bits)
 ///       b = add(a, x.lo)       Alg 4          |e1| <= B4 |a + x.lo|
-///       c = two_prod(k, L2)                   exact
+///       c = two_prod(n, L2)                   exact
 ///       d = add(b, -c)         Alg 6          |e2| <= B6 |b - c|
-///       w = RN(k L3)                          |ew| <= u |k L3| < 2^-144
+///       w = RN(n L3)                          |ew| <= u |n L3| < 2^-136
 ///       rh = add(d, -w)        Alg 4          |e3| <= B4 |d - w|
 ///       rh.lo := 0 if |rh.lo| < 2^-392        |ef| < 2^-392
-///     (k = 0: rh = x up to ef.)  Then rh = r + k dL + e1 + e2 - ew + e3 + ef with
-///     r = x - k ln2 exactly, and |a + x.lo|, |b - c|, |d - w| <= rho0 + 1023 (L2 + L3) + 2^-140
-///     =: rho_a < 0.3466, so
-///       eta := |rh - r| <= rho_a (2 B4 + B6) + 2^-144 + 1023 * 2^-157 + 2^-392 < 2.43 u^2,
+///     (n = 0: rh = x up to ef.)  Then rh = r + n dL + e1 + e2 - ew + e3 + ef with
+///     r = x - n L exactly, and |a + x.lo|, |b - c|, |d - w| <= rho0 + 2^17 (L2 + |L3|) + 2^-140
+///     =: rho_a, so
+///       eta := |rh - r| <= rho_a (2 B4 + B6) + 2^-136 + 2^17 * 2^-157 + 2^-392 < 0.019 u^2,
 ///     |rh| <= rho := rho0 + eta, and e^rh = e^r (1 + g) with |g| <= gamma := e^eta - 1.
-///  2. Tiny path, |rh.hi| <= 2^-54: p = add(rh, 1.0) (Alg 4).  e^rh = 1 + rh + R with
+///     k = floor(n / 128) and j = n - 128 k are exact; k is in [-1022, 1022] on the domain.
+///  2. Tiny path, |rh.hi| <= 2^-54: p1 = add(rh, 1.0) (Alg 4).  e^rh = 1 + rh + R with
 ///     |R| <= rh^2 e^|rh| / 2 <= 2^-109 (1 + 2^-50) e^rh and 1 + rh <= e^rh, so
-///     p = e^rh (1 + e'), |e'| <= (1 + B4)(1 + 2^-109 (1 + 2^-50)) - 1.
-///  3. Main path.  s = rh 2^-m (exact), |s| <= rho 2^-m.  Horner for e^s - 1 with the
-///     coefficients c_j above (|c_j - 1/j!| <= kappa/j!, kappa = 0.27 u^2; c_1, c_2 exact):
+///     p1 = e^rh (1 + e'), |e'| <= (1 + B4)(1 + 2^-109 (1 + 2^-50)) - 1.
+///  3. Main path.  s = rh, |s| <= rho.  Horner for e^s - 1 with the coefficients c_j above
+///     (|c_j - 1/j!| <= kappa/j!, kappa = 0.27 u^2; c_1, c_2 exact):
 ///       q_N = c_N,  q_j = flush(add(c_j, mul(s, q_{j+1})))   j = N-1 .. 3   (Algs 12, 6)
 ///       q_2 = flush(add(mul(s, q_3), 0.5)),  q_1 = flush(add(mul(s, q_2), 1.0))  (Alg 4)
 ///       E_0 = flush(mul(s, q_1))                                                  (Alg 12)
@@ -410,38 +481,32 @@ inline dd flush(dd v) noexcept { return std::fabs(v.lo) < exp_flush ? dd{v.hi, 0
 ///       |th_j| <= A_j + (1 + A_j) (kappa_j + g_j ((1 + |th_{j+1}|)(1 + B12') - 1)) / (1 - g_j)
 ///     with A_j = B6' (j >= 3) or B4' (j <= 2), kappa_j = kappa (j >= 3) or 0.  Since
 ///     |e^s - 1| >= |s| e^-|s|:  E_0 = (e^s - 1)(1 + eps_0) with
-///       |eps_0| <= (1 + |s|^N e^(2|s|) / (N+1)!)(1 + |th_1|)(1 + B12') - 1.
-///  4. m doublings in "expm1 form", E_{i+1} = E_i (2 + E_i) = (1 + E_i)^2 - 1:
-///       t = flush(add(E_i, 2.0)) (Alg 4),  E_{i+1} = flush(mul(E_i, t)) (Alg 12).
-///     If E_i = (e^{s_i} - 1)(1 + eps_i), s_i = 2^i s, then
-///       E_{i+1} = (e^{s_{i+1}} - 1)(1 + eps_i)(1 + eps_i tanh(s_i/2))(1 + alpha)(1 + mu),
-///     because (e^s - 1)/(2 + e^s - 1) = tanh(s/2).  With tau_i = tanh(rho 2^(i-m-1)):
-///       |eps_{i+1}| <= (1 + |eps_i|)(1 + tau_i |eps_i|)(1 + B4')(1 + B12') - 1.
-///     Squaring e^s itself instead would multiply the relative error by (1 + e)^(2^m) - 1,
-///     i.e. roughly 2^m: for m = 8 that alone exceeds 1000 u^2 (about 2^-96).  In expm1 form
-///     each step adds about B4 + B12 = 7u^2 and amplifies the previous error only by
-///     (1 + tau_i), and prod_i (1 + tau_i) < 1.2.
-///  5. p = add(E_m, 1.0) (Alg 4).  1 + E_m = e^rh (1 + eps_m (1 - e^-rh)) and
-///     |1 - e^-rh| <= e^rho - 1 =: sigma < 0.4143, so p = e^rh (1 + e'),
-///       |e'| <= (1 + sigma |eps_m|)(1 + B4) - 1.
-///  6. Both paths: p = e^r (1 + E) with |E| <= (1 + gamma)(1 + |e'|) - 1.  Numerically
-///     (recomputed by tests/number/double_double.cpp with MPFR): eta < 2.43u^2,
-///     |eps_0| < 7.08u^2, |eps_4| < 38.94u^2, |E| < 20.56u^2 (main path), < 4.56u^2 (tiny
-///     path); dd_exp_bound = 21u^2.
-///  7. Flush: the low words of q_j, E_i and t are set to 0 when below 2^-400; this changes each
-///     by a relative amount < 2^-337 (|q_j| > 2^-37, |E_i| > 2^-59, |t| > 1), covered by
-///     X' = X + 2^-329.  Purpose: every product in steps 3-4 then has operands that are 0 or
-///     whose product exceeds 2^-968 in magnitude (|s.hi| > 2^-58, nonzero low words
-///     >= 2^-400), so Lemma U holds and the bounds of Algs 4, 6, 12 apply in binary64.
-///     No other operation overflows or underflows: |k L2| > 2^-45, all values are below 4.
-///  8. Scaling: k is in [-1021, 1023] on the domain and p.hi in [0.70, 1.42], so z.hi =
-///     p.hi 2^k is exact and normal; z.lo = RN(p.lo 2^k) is exact unless below 2^-1022,
-///     where its error is <= 2^-1075 (gradual underflow, one correctly rounded product).  As
+///       |eps_0| <= (1 + |s|^N e^(2|s|) / (N+1)!)(1 + |th_1|)(1 + B12') - 1 < 183 u^2
+///     (almost all of it the truncation: only |E_0| < 0.0028 times it reaches the result).
+///     p1 = flush(add(E_0, 1.0)) (Alg 4).  1 + E_0 = e^rh (1 + eps_0 (1 - e^-rh)) and
+///     |1 - e^-rh| <= e^rho - 1 =: sigma < 0.00272, so p1 = e^rh (1 + e'),
+///       |e'| <= (1 + sigma |eps_0|)(1 + B4') - 1.
+///  4. Both paths: p = mul(T_j, p1) (Alg 12) with T_j = 2^(j/128) (1 + tau_j), |tau_j| <= tau
+///     < 0.455 u^2, so p = 2^(j/128) e^r (1 + E) with
+///       |E| <= (1 + gamma)(1 + tau)(1 + |e'|)(1 + B12') - 1.
+///  5. Numerically (recomputed by tests/number/double_double.cpp with MPFR): eta < 0.019u^2,
+///     |eps_0| < 183u^2, |E| < 7.97u^2 (main path), < 7.60u^2 (tiny path); dd_exp_bound = 8u^2.
+///  6. Flush: the low words of q_j, E_0 and p1 are set to 0 when below 2^-400; this changes
+///     each by a relative amount < 2^-337 (|q_j| > 2^-19, |E_0| > 2^-56, p1 > 0.99), covered
+///     by X' = X + 2^-329.  Purpose: every product in steps 3-4 then has operands that are 0
+///     or whose product exceeds 2^-968 in magnitude (|s.hi| > 2^-54, nonzero low words of s
+///     >= 2^-392 and of q_j, p1 >= 2^-400, |T_j.lo| > 2^-60), so Lemma U holds and the bounds
+///     of Algs 4, 6, 12 apply in binary64.  No other operation overflows or underflows:
+///     |n L2| > 2^-48 for n != 0, all values are below 2^18.
+///  7. Scaling: k is in [-1022, 1022] on the domain, and p.hi is in [1.47, 2.01] when
+///     k = -1022 (x >= -708 forces j >= 72) and in [0.99, 2.01] otherwise, so z.hi = p.hi 2^k
+///     is exact and normal; z.lo = RN(p.lo 2^k) is exact unless below 2^-1022, where its error
+///     is <= 2^-1075 (gradual underflow, one correctly rounded product).  As
 ///     e^x >= |z.hi| (1 - u)/(1 + E), that adds at most 2^-1075 / |z.hi| (1 + 2^-51) to the
 ///     relative error.  The bound is then summed in round-to-nearest and moved up one ulp
 ///     (next_up(RN(a + b)) > a + b).  Finally (z.hi, z.lo) is renormalized by fast_two_sum
 ///     (exact).  B also bounds the error relative to z: that needs B^2/(1 - B) more, which
-///     the slack 21u^2 - 20.56u^2 and the factor (1 + 2^-50) instead of (1 + 2^-51) cover
+///     the slack 8u^2 - 7.97u^2 and the factor (1 + 2^-50) instead of (1 + 2^-51) cover
 ///     (B <= 2^-53 on the domain).
 inline dd_with_error exp_with_bound(dd x) noexcept {
   using namespace dd_detail;
@@ -451,43 +516,40 @@ inline dd_with_error exp_with_bound(dd x) noexcept {
   if (!(x.hi >= -708.0 && x.hi <= 709.0)) return {dd{std::exp(x.hi), 0.0}, inf};
 
   // 1. reduction
-  const double kd = std::nearbyint(x.hi * inv_ln2);
+  const double nd = std::nearbyint(x.hi * inv_ln2);
   dd r = x;
-  if (kd != 0.0) {
-    const dd a = two_sum(x.hi, -rounded(kd * ln2_1));
+  if (nd != 0.0) {
+    const dd a = two_sum(x.hi, -rounded(nd * ln2_1));
     const dd b = add(a, x.lo);
-    const dd c = two_prod(kd, ln2_2);
+    const dd c = two_prod(nd, ln2_2);
     const dd d = add(b, neg(c));
-    const double w = rounded(kd * ln2_3);
+    const double w = rounded(nd * ln2_3);
     r = add(d, -w);
   }
   if (std::fabs(r.lo) < 0x1p-392) r.lo = 0.0;
+  const double kd = std::floor(nd * (1.0 / exp_table_size));  // exact
+  const int j = static_cast<int>(nd - kd * exp_table_size);     // exact, 0 <= j < 128
 
-  dd p;
+  dd p1;
   if (std::fabs(r.hi) <= 0x1p-54) {
     // 2. tiny path
-    p = add(r, 1.0);
+    p1 = add(r, 1.0);
   } else {
     // 3. Taylor polynomial of e^s - 1
-    constexpr double scale = 1.0 / (1 << exp_halvings);
-    const dd s{r.hi * scale, r.lo * scale};
+    const dd s = r;
     dd q = inv_factorial[exp_taylor_degree];
-    for (int j = exp_taylor_degree - 1; j >= 3; --j) q = flush(add(inv_factorial[j], mul(s, q)));
+    for (int i = exp_taylor_degree - 1; i >= 3; --i) q = flush(add(inv_factorial[i], mul(s, q)));
     q = flush(add(mul(s, q), 0.5));
     q = flush(add(mul(s, q), 1.0));
-    dd e = flush(mul(s, q));
-    // 4. doublings (1 + E)^2 - 1 = E (2 + E)
-    for (int i = 0; i < exp_halvings; ++i) {
-      const dd t = flush(add(e, 2.0));
-      e = flush(mul(e, t));
-    }
-    // 5.
-    p = add(e, 1.0);
+    const dd e = flush(mul(s, q));
+    p1 = flush(add(e, 1.0));
   }
+  // 4. the table's factor
+  const dd p = mul(dd{exp2_hi[j], exp2_lo[j]}, p1);
 
-  // 8. scaling by 2^k
+  // 7. scaling by 2^k
   const int k = static_cast<int>(kd);
-  const double two_k = std::ldexp(1.0, k);  // exact: -1021 <= k <= 1023
+  const double two_k = std::ldexp(1.0, k);  // exact: -1022 <= k <= 1022
   const double zh = p.hi * two_k;           // exact
   const double zl = rounded(p.lo * two_k);  // correctly rounded
   double bound = dd_exp_bound;

@@ -62,6 +62,13 @@ inline __m256d pow2(__m256d k) {
   const __m256i k64 = _mm256_cvtepi32_epi64(_mm256_cvtpd_epi32(k));
   return _mm256_castsi256_pd(_mm256_slli_epi64(_mm256_add_epi64(k64, _mm256_set1_epi64x(1023)), 52));
 }
+inline __m256d vfloor(__m256d a) { return _mm256_round_pd(a, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC); }
+/// table[j] for integer-valued j in [0, 2^31) (the caller bounds j by the table's size).
+inline __m256d gather(const double* table, __m256d j) {
+  // the masked form with every lane selected: GCC 12's unmasked form starts from an undefined
+  // register and warns (-Wmaybe-uninitialized) when inlined
+  return _mm256_mask_i32gather_pd(_mm256_setzero_pd(), table, _mm256_cvtpd_epi32(j), _mm256_set1_pd(-1.0), 8);
+}
 
 #ifdef __AVX512F__
 template <>
@@ -97,6 +104,12 @@ inline __m512d zero_unless(__mmask8 mask, __m512d a) { return _mm512_maskz_mov_p
 inline __m512d pow2(__m512d k) {
   const __m512i k64 = _mm512_maskz_cvtepi32_epi64(0xFF, _mm512_maskz_cvtpd_epi32(0xFF, k));
   return _mm512_castsi512_pd(_mm512_maskz_slli_epi64(0xFF, _mm512_add_epi64(k64, _mm512_set1_epi64(1023)), 52));
+}
+inline __m512d vfloor(__m512d a) {
+  return _mm512_maskz_roundscale_pd(0xFF, a, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
+}
+inline __m512d gather(const double* table, __m512d j) {
+  return _mm512_mask_i32gather_pd(_mm512_setzero_pd(), 0xFF, _mm512_maskz_cvtpd_epi32(0xFF, j), table, 8);
 }
 #endif
 
