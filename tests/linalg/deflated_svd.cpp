@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <random>
 #include <string>
 #include <tuple>
@@ -249,4 +250,224 @@ BOOST_AUTO_TEST_CASE(bad_input_is_refused) {
   BOOST_CHECK_THROW(deflated_trailing_singular_values(I, F, 0, v, rep), input_error);
   BOOST_CHECK_THROW(deflated_trailing_singular_values(I, F, 8, v, rep), input_error);
   BOOST_CHECK_THROW(deflated_trailing_singular_values(I.leftCols(7), F, 2, v, rep), input_error);
+}
+// ---- split products (part D, "Split products") ----------------------------------------------
+
+namespace {
+
+// A random p-bit matrix: entries of both signs spread over 2^-40 .. 2^8 relative to each other,
+// some exact zeros and some entries far below the slices' reach (2^-700).
+matrix<mpfr_float> random_mpfr(std::mt19937_64& rng, Eigen::Index r, Eigen::Index c, long p) {
+  std::uniform_real_distribution<double> U(-1, 1);
+  std::uniform_int_distribution<int> E(-40, 8), pick(0, 19);
+  matrix<mpfr_float> M(r, c);
+  for (Eigen::Index i = 0; i < M.size(); ++i) {
+    M(i).precision(static_cast<unsigned>(p));
+    const int w = pick(rng);
+    if (w == 0) {
+      M(i) = 0;
+      continue;
+    }
+    mpfr_ptr x = M(i).backend().data();
+    mpfr_set_d(x, U(rng), MPFR_RNDN);
+    for (int t = 0; t < 8; ++t) {  // fill all p bits
+      mpfr_mul_2si(x, x, 53, MPFR_RNDN);
+      mpfr_add_d(x, x, U(rng), MPFR_RNDN);
+    }
+    mpfr_mul_2si(x, x, (w == 1 ? -700 : E(rng)) - 8 * 53, MPFR_RNDN);
+  }
+  return M;
+}
+
+// sum_l a_l·x_l at `bits` with raw MPFR (Boost's operators round a product to its operands'
+// precision, not to the default one): every product exact, each addition rounded at `bits`.
+mpfr_float wide_dot(const std::vector<const mpfr_float*>& a, const std::vector<const mpfr_float*>& x, long bits,
+                    mpfr_float* magnitude = nullptr) {
+  mpfr_t s, t, m;
+  mpfr_inits2(bits, s, t, m, static_cast<mpfr_ptr>(nullptr));
+  mpfr_set_ui(s, 0, MPFR_RNDN);
+  mpfr_set_ui(m, 0, MPFR_RNDN);
+  for (std::size_t l = 0; l < a.size(); ++l) {
+    mpfr_mul(t, a[l]->backend().data(), x[l]->backend().data(), MPFR_RNDN);  // exact: bits >= 2·p
+    mpfr_add(s, s, t, MPFR_RNDN);
+    mpfr_abs(t, t, MPFR_RNDN);
+    mpfr_add(m, m, t, MPFR_RNDN);
+  }
+  mpfr_float out, mag;
+  out.precision(static_cast<unsigned>(bits));
+  mag.precision(static_cast<unsigned>(bits));
+  mpfr_set(out.backend().data(), s, MPFR_RNDN);
+  mpfr_set(mag.backend().data(), m, MPFR_RNDN);
+  if (magnitude) *magnitude = mag;
+  mpfr_clears(s, t, m, static_cast<mpfr_ptr>(nullptr));
+  return out;
+}
+
+// max over entries of |Y − exact| / (2^-p|Y| + eps), the exact product at 8p bits (every product
+// exact, the sums' error below n·2^-8p relative: far inside the comparison's margin).
+double worst_ratio(const matrix<mpfr_float>& A, bool tr, const matrix<mpfr_float>& B, const matrix<mpfr_float>& Y,
+                   const mpfr_float& eps, long p) {
+  precision_guard g(static_cast<unsigned>(8 * p));
+  double worst = 0;
+  const Eigen::Index inner = B.rows();
+  for (Eigen::Index j = 0; j < Y.cols(); ++j)
+    for (Eigen::Index i = 0; i < Y.rows(); ++i) {
+      std::vector<const mpfr_float*> a, x;
+      for (Eigen::Index l = 0; l < inner; ++l) {
+        a.push_back(tr ? &A(l, i) : &A(i, l));
+        x.push_back(&B(l, j));
+      }
+      const mpfr_float s = wide_dot(a, x, 8 * p);
+      const mpfr_float err = abs(mpfr_float(Y(i, j)) - s);
+      const mpfr_float bound = abs(mpfr_float(Y(i, j))) * pow(mpfr_float(2), -p) + mpfr_float(eps);
+      if (bound == 0) {
+        BOOST_TEST(err == 0);
+        continue;
+      }
+      worst = std::max(worst, static_cast<double>(err / bound));
+    }
+  return worst;
+}
+
+}  // namespace
+
+// The slices reconstruct the matrix: M = Σ 2^(e − (s+1)β)·m_s + R with |R| < 2^(e − Sβ), every m_s
+// an integer matrix below 2^β, e the least with |M| < 2^e (MPFR and binary64 versions).
+BOOST_AUTO_TEST_CASE(slices_reconstruct_the_matrix) {
+  std::mt19937_64 rng = make_rng(11);
+  for (long p : {64L, 200L}) {
+    precision_guard g(static_cast<unsigned>(p));
+    const matrix<mpfr_float> M = random_mpfr(rng, 30, 7, p);
+    const int beta = detail::split::slice_bits(300), S = detail::split::slice_count(p, beta);
+    const detail::split::slices sl = detail::split::slice(M, S, beta, 2);
+    matrix<double> D(30, 7);
+    for (Eigen::Index i = 0; i < D.size(); ++i) D(i) = static_cast<double>(M(i));
+    D(3) = 0x1p-1070;  // a subnormal, far below the slices' reach
+    D(4) = -0x1p-30;
+    const detail::split::slices sd = detail::split::slice(D, S, beta);
+    precision_guard wide(4000);
+    for (const auto& [what, s, exact] :
+         {std::tuple{"mpfr", &sl, M}, std::tuple{"binary64", &sd, from_double_matrix<mpfr_float>(D)}}) {
+      BOOST_TEST(!s->zero);
+      long e = std::numeric_limits<long>::min();
+      for (Eigen::Index i = 0; i < exact.size(); ++i)
+        if (exact(i) != 0) e = std::max<long>(e, mpfr_get_exp(exact(i).backend().data()));
+      BOOST_TEST(s->e == e, what);
+      BOOST_TEST_REQUIRE(s->m.size() == static_cast<std::size_t>(S));
+      std::size_t bad = 0;
+      for (Eigen::Index i = 0; i < exact.size(); ++i) {
+        mpfr_float r = exact(i);
+        for (int t = 0; t < S; ++t) {
+          const double v = s->m[static_cast<std::size_t>(t)](i);
+          bad += !(v == std::trunc(v) && std::fabs(v) < std::ldexp(1.0, beta));
+          r -= ldexp(mpfr_float(v), static_cast<int>(e - (t + 1) * beta));
+        }
+        bad += !(abs(r) < ldexp(mpfr_float(1), static_cast<int>(e - S * beta)));
+      }
+      BOOST_TEST(bad == 0u, what);
+    }
+  }
+  BOOST_TEST(detail::split::slice_bits(1024) == 21);
+  BOOST_TEST(detail::split::slice_bits(1025) == 21);
+  BOOST_TEST(detail::split::slice_bits(40) == 23);
+  BOOST_TEST(detail::split::slice_count(128, 21) == 7);
+}
+
+// Soundness and completeness of the split product: every entry within 2^-p|Y| + eps of the exact
+// product, and the bound not loose by more than a factor 2^20 (the worst entry's error is close
+// to its bound in the cases whose slices are few).
+BOOST_AUTO_TEST_CASE(split_products_are_within_their_bound) {
+  std::mt19937_64 rng = make_rng(12);
+  for (long p : {64L, 128L, 300L})
+    for (bool tr : {false, true})
+      for (auto [rows, inner, k] : {std::tuple{40, 33, 5}, std::tuple{3, 60, 9}, std::tuple{25, 25, 25}}) {
+        precision_guard g(static_cast<unsigned>(p));
+        const matrix<mpfr_float> A = tr ? random_mpfr(rng, inner, rows, p) : random_mpfr(rng, rows, inner, p);
+        const matrix<mpfr_float> B = random_mpfr(rng, inner, k, p);
+        const int beta = detail::split::slice_bits(inner);
+        for (int S : {detail::split::slice_count(p, beta), 2}) {
+          mpfr_float eps;
+          const matrix<mpfr_float> Y =
+              detail::split::product(detail::split::slice(A, S, beta), tr, detail::split::slice(B, S, beta, 2), inner, S,
+                                     beta, eps, 2);
+          const double w = worst_ratio(A, tr, B, Y, eps, p);
+          BOOST_TEST_MESSAGE("p " << p << (tr ? " Aᵀ" : " A") << " " << rows << "x" << inner << "x" << k << " S " << S
+                                  << ": worst error / bound " << w);
+          BOOST_TEST(w <= 1.0);
+          if (S == 2) BOOST_TEST(w >= 0x1p-20);
+        }
+      }
+}
+// The banded product (A's entries and X's in bands of exponents): every entry within
+// 2^-p|Y| + err of the exact product, for graded A and X (entries over 2^-300 .. 1 and exact zeros),
+// both orientations, and err componentwise: an entry whose row of A meets only the small entries
+// of X's column gets a bound of their size, not of the largest ones.
+BOOST_AUTO_TEST_CASE(banded_products_are_within_their_componentwise_bound) {
+  std::mt19937_64 rng = make_rng(13);
+  std::uniform_real_distribution<double> U(-1, 1);
+  std::uniform_int_distribution<int> E(-300, 0), pick(0, 9);
+  for (long p : {64L, 200L})
+    for (bool tr : {false, true}) {
+      precision_guard g(static_cast<unsigned>(p));
+      const Eigen::Index n = 37, k = 4;
+      matrix<mpfr_float> A(n, n), X(n, k);
+      for (Eigen::Index i = 0; i < n; ++i)
+        for (Eigen::Index l = 0; l < n; ++l) {  // lower triangular (causal), graded by column
+          if ((tr ? i < l : l > i) || pick(rng) == 0) A(i, l) = 0;
+          else A(i, l) = ldexp(mpfr_float(U(rng)) + ldexp(mpfr_float(U(rng)), -60), -(tr ? i : l) * 3 - pick(rng) * 20);
+        }
+      for (Eigen::Index i = 0; i < X.size(); ++i)
+        X(i) = pick(rng) == 0 ? mpfr_float(0) : ldexp(mpfr_float(U(rng)) + ldexp(mpfr_float(U(rng)), -60), E(rng));
+      const int beta = detail::split::slice_bits(n), S = detail::split::slice_count(p, beta);
+      for (std::size_t bands : {std::size_t{1}, std::size_t{3}, std::size_t{16}}) {
+        const detail::split::banded B = detail::split::slice_banded(A, S, beta, bands, 2);
+        matrix<mpfr_float> err;
+        const matrix<mpfr_float> Y = detail::split::product_banded(B, tr, X, S, beta, err, 2);
+        BOOST_TEST_REQUIRE(err.rows() == Y.rows());
+        precision_guard wide(static_cast<unsigned>(8 * p));
+        double worst = 0, loosest = 0;
+        for (Eigen::Index j = 0; j < k; ++j)
+          for (Eigen::Index i = 0; i < n; ++i) {
+            std::vector<const mpfr_float*> a, x;
+            for (Eigen::Index l = 0; l < n; ++l) {
+              a.push_back(tr ? &A(l, i) : &A(i, l));
+              x.push_back(&X(l, j));
+            }
+            mpfr_float mag;
+            const mpfr_float exact = wide_dot(a, x, 8 * p, &mag);
+            const mpfr_float bound = abs(mpfr_float(Y(i, j))) * pow(mpfr_float(2), -p) + mpfr_float(err(i, j));
+            const mpfr_float e = abs(mpfr_float(Y(i, j)) - exact);
+            if (bound == 0) {
+              BOOST_TEST(e == 0);
+              continue;
+            }
+            worst = std::max(worst, static_cast<double>(e / bound));
+            // componentwise: err within 2^(4·beta + 8)·2^-p of the terms' magnitude (band slack:
+            // one band width on each side, the rounding of H·G, the factor S + 3)
+            if (mag > 0) loosest = std::max(loosest, static_cast<double>(log2(mpfr_float(err(i, j)) / mag)) + p);
+          }
+        BOOST_TEST_MESSAGE("p " << p << (tr ? " Aᵀ" : " A") << " bands " << bands << ": worst error / bound " << worst
+                                << ", largest err / (2^-p·sum|terms|) = 2^" << loosest);
+        BOOST_TEST(worst <= 1.0);
+        if (bands == 16) BOOST_TEST(loosest <= 4.0 * beta + 8);  // 16 bands reach every entry here
+      }
+    }
+}
+
+// The escalation with the products split and with MPFR loops (ATTNCERT_NO_SPLIT_PRODUCTS): both
+// contain the reference, and neither decides fewer σ than the other by more than one.
+BOOST_AUTO_TEST_CASE(split_and_mpfr_products_both_contain_the_reference) {
+  const std::vector<matrix<double>> M = graded_causal();
+  for (unsigned bits : {256u, 320u}) {
+    const escalation split = escalate(M[2], bits);
+    setenv("ATTNCERT_NO_SPLIT_PRODUCTS", "1", 1);
+    const escalation loops = escalate(M[2], bits);
+    unsetenv("ATTNCERT_NO_SPLIT_PRODUCTS");
+    const std::size_t a = check_contains(M[2], split, "split at " + std::to_string(bits));
+    const std::size_t b = check_contains(M[2], loops, "MPFR loops at " + std::to_string(bits));
+    BOOST_TEST_MESSAGE(bits << " bits: split decides " << a << ", MPFR loops " << b << " (residuals " << split.rep.residual
+                            << ", " << loops.rep.residual << ")");
+    BOOST_TEST(a + 1 >= b);
+    BOOST_TEST(b + 1 >= a);
+  }
 }
