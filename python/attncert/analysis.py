@@ -166,7 +166,7 @@ class DriftResult(Result):
 
 def rank(scores=None, *, q=None, k=None, v=None, x=None, scale=None, mask=None, object="attention",
          formats=None, policies="numpy,matlab,torch,lapack,eigen", max_bits=4096, seed=20261129, max_seconds=0,
-         sigma_rel_width=0, deflate_max_k=64, deflate_seconds=120):
+         sigma_rel_width=0, deflate_max_k=64, deflate_seconds=120, threads=2):
     """The certified rank of one attention layer's scores, attention, output or residual (`attncert rank`).
 
     scores (n_q, n_k) used as given, or q (n_q, d) and k (n_k, d) with scale (None: 1/sqrt(d); a number at
@@ -177,7 +177,8 @@ def rank(scores=None, *, q=None, k=None, v=None, x=None, scale=None, mask=None, 
     (.report["partial"]); sigma_rel_width > 0 asks that relative width of every certified singular value.
     Above 128 rows, a square object's undecided smallest singular values escalate on a deflated subspace
     (at most deflate_max_k of them, 0: never; within deflate_seconds, 0: no budget), as --deflate-max-k and
-    --deflate-seconds do.  Returns a RankResult.
+    --deflate-seconds do; that escalation's products and the MPFI enclosures of the scores run on `threads`
+    threads (the same enclosures as on one), as --threads does.  Returns a RankResult.
     """
     from . import _exact_text
 
@@ -190,7 +191,8 @@ def rank(scores=None, *, q=None, k=None, v=None, x=None, scale=None, mask=None, 
          "max_seconds": _args.real(max_seconds, "max_seconds", 0), "sigma_rel_width": _args.real(sigma_rel_width,
                                                                                                 "sigma_rel_width", 0),
          "deflate_max_k": _args.limited(deflate_max_k, "deflate_max_k"),
-         "deflate_seconds": _args.real(deflate_seconds, "deflate_seconds", 0)}
+         "deflate_seconds": _args.real(deflate_seconds, "deflate_seconds", 0),
+         "threads": _args.limited(threads, "threads")}
     if mask is None:
         o["mask_kind"] = "none"
     elif isinstance(mask, str):

@@ -88,6 +88,7 @@ std::string rank_json(const py::dict& o) {
   s.sigma_rel_width = o["sigma_rel_width"].cast<double>();
   s.deflate_max_k = o["deflate_max_k"].cast<long long>();
   s.deflate_seconds = o["deflate_seconds"].cast<double>();
+  if (o.contains("threads")) s.threads = o["threads"].cast<long long>();  // rank_spec checks [1, 256]
   // In a child process: Ctrl-C stops it at once, inside an Eigen/LAPACK SVD or a FLINT elimination too (child.hpp).
   // The request is built there (its errors come back as input_error): making the arrays exact is long at n = 10^4.
   return python::spelled(python::run_in_child(

@@ -71,6 +71,12 @@ def test_rank_escalates_undecided_singular_values_on_a_deflated_subspace():
         assert float(lo_hi["lo"]) >= float(kept["lo"]) and float(lo_hi["hi"]) <= float(kept["hi"])
     with pytest.raises(ValueError, match="deflate_max_k"):
         attncert.rank(q=q, k=k, mask="causal", deflate_max_k=-1)
+    # threads= runs the escalation's products and the MPFI enclosures on several threads: the same
+    # enclosures, bit for bit, as on one (number/parallel.hpp)
+    one = attncert.rank(q=q, k=k, mask="causal", formats="binary64", policies="numpy", threads=1)
+    assert one.report["singular_values"] == r.report["singular_values"]
+    with pytest.raises(ValueError, match="threads"):
+        attncert.rank(q=q, k=k, mask="causal", threads=0)
 
 
 def test_rank_at_scale_keywords():

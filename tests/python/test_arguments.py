@@ -293,6 +293,7 @@ def cases():
     add("rank", base, "max_bits", BAD_INTEGERS)
     add("rank", base, "seed", BAD_INTEGERS[:-1])
     add("rank", base, "deflate_max_k", BAD_INTEGERS)
+    add("rank", base, "threads", BAD_INTEGERS + [("zero", 0), ("257", 257)])
     for name in ("max_seconds", "sigma_rel_width", "deflate_seconds"):
         add("rank", base, name, BAD_REALS)
     add("rank", base, "object", BAD_TEXTS)
