@@ -349,6 +349,7 @@ matrix<mpfr_float> product_banded(const banded& A, bool transpose_a, const matri
   for (std::size_t b = 0; b < xs.size(); ++b)
     for (Eigen::Index j = 0; j < k; ++j) {
       const long c = cmax[static_cast<std::size_t>(j)];
+      if (c == none) continue;  // a zero column of X: its products are exact zeros, G stays 0
       const double v = std::ldexp(1.0, static_cast<int>(std::max(xs[b].ecol[static_cast<std::size_t>(j)] - c, -1000L)));
       for (Eigen::Index l : used_bands[b])
         if (band(l, j) == band_of[b]) G(l, j) = v;
@@ -358,13 +359,15 @@ matrix<mpfr_float> product_banded(const banded& A, bool transpose_a, const matri
                floor = next_up(static_cast<double>(inner) * 0x1p-1074);
   mpfr_t a;
   mpfr_init2(a, 64);
-  for (Eigen::Index j = 0; j < k; ++j)
+  for (Eigen::Index j = 0; j < k; ++j) {
+    if (cmax[static_cast<std::size_t>(j)] == none) continue;  // a zero column: err stays 0 (exact)
     for (Eigen::Index i = 0; i < rows; ++i) {
       mpfr_set_d(a, next_up(next_up(c_h(i, j) / shrink) + floor), MPFR_RNDU);
       mpfr_mul_ui(a, a, static_cast<unsigned long>(S + 3), MPFR_RNDU);
       mpfr_mul_2si(a, a, A.e + cmax[static_cast<std::size_t>(j)] - static_cast<long>(S) * beta, MPFR_RNDU);
       mpfr_set(err(i, j).backend().data(), a, MPFR_RNDU);
     }
+  }
   mpfr_clear(a);
   return Y;
 }
