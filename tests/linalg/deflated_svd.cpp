@@ -371,6 +371,15 @@ BOOST_AUTO_TEST_CASE(slices_reconstruct_the_matrix) {
   BOOST_TEST(detail::split::slice_bits(1025) == 21);
   BOOST_TEST(detail::split::slice_bits(40) == 23);
   BOOST_TEST(detail::split::slice_count(128, 21) == 7);
+  // a beta too wide for the inner dimension (its slice products could round) is refused
+  precision_guard g(64);
+  const matrix<mpfr_float> M = matrix<mpfr_float>::Ones(4, 4);
+  mpfr_float eps;
+  BOOST_TEST(detail::split::slice_bits(4) == 25);
+  const detail::split::slices wide = detail::split::slice(M, 3, 26), fits = detail::split::slice(M, 3, 25);
+  BOOST_CHECK_THROW(detail::split::product(wide, false, wide, 4, 3, 26, eps), std::invalid_argument);  // 4·2^52 > 2^53
+  const matrix<mpfr_float> Y = detail::split::product(fits, false, fits, 4, 3, 25, eps);
+  BOOST_TEST((Y(0, 0) == 4 && Y(3, 2) == 4));
 }
 
 // Soundness and completeness of the split product: every entry within 2^-p|Y| + eps of the exact

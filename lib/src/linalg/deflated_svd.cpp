@@ -116,6 +116,13 @@ namespace {
 
 using levels = std::vector<std::vector<long>>;  // levels[q][j·rows + i]
 
+// What the bounds assume: inner·2^(2·beta) <= 2^53 (exact slice products), beta >= 8 and
+// 1 <= S <= 125 (the factor S + 3, and level sums below S·2^53 <= 2^63).
+void check_plan(Eigen::Index inner, int S, int beta) {
+  if (beta < 8 || beta > slice_bits(inner) || S < 1 || S > 125)
+    throw std::invalid_argument("split product: beta or S outside what its bound assumes");
+}
+
 // levels[q] = sum over s + t = q < S of op(A_s)·B_t: integers below S·2^53 <= 2^63 in magnitude
 // (each slice product is exact: integer entries, every partial sum below 2^53).
 levels level_sums(const slices& A, bool transpose_a, const slices& B, Eigen::Index inner, int S) {
@@ -216,6 +223,7 @@ slices restrict_inner(const slices& A, bool transpose_a, const std::vector<Eigen
 
 matrix<mpfr_float> product(const slices& A, bool transpose_a, const slices& B, Eigen::Index inner, int S, int beta,
                            mpfr_float& eps, unsigned threads) {
+  check_plan(inner, S, beta);
   const matrix<double>& a0 = A.m.at(0);
   const Eigen::Index rows = transpose_a ? a0.cols() : a0.rows(), k = B.m.at(0).cols();
   mpfr_set_ui(eps.backend().data(), 0, MPFR_RNDN);
@@ -283,6 +291,7 @@ matrix<mpfr_float> product_banded(const banded& A, bool transpose_a, const matri
                                   matrix<mpfr_float>& err, unsigned threads) {
   const Eigen::Index rows = transpose_a ? A.H.cols() : A.H.rows(), inner = X.rows(), k = X.cols();
   if ((transpose_a ? A.H.rows() : A.H.cols()) != inner) throw std::invalid_argument("split product: inner dimensions differ");
+  check_plan(inner, S, beta);
   constexpr long none = std::numeric_limits<long>::min();
   // Bands of X's entries by exponent within their column: c_j = the largest exponent in column j
   // (|X_lj| < 2^c_j), entry (l, j) in band floor((c_j − exp X_lj)/beta); zeros in no band.
