@@ -178,35 +178,27 @@ bool softcap_quotients(const row_inputs& in, row_workspace& ws, const fast_row_s
   return true;
 }
 
-// Softcap, pass 2: e_j = e^{-2|y_j|} where 2|y_j| <= 708, in one exp_batch, spread to f_hi, f_lo,
-// f_b by key (0 elsewhere, as finish_softcap expects for the keys it does not evaluate).
+// Softcap, pass 2: e_j = e^{-2|y_j|} for the allowed keys with 2|y_j| <= 708, in one exp_batch
+// over the whole key range, in place (f_hi, f_lo, f_b indexed by key).  The other keys get the
+// argument 0 (their y is not read: it may be stale); finish_softcap and softcap_finish4 test the
+// same condition 2|y| <= 708 and do not use e where it fails, so the value there is never read.
 void softcap_exponentials(const row_inputs& in, row_workspace& ws, const fast_row_state& st) {
-  ws.z_hi.clear();
-  ws.z_lo.clear();
-  ws.z_idx.clear();
-  for (std::size_t j = st.jbegin; j < st.jend; ++j) {
-    if (!in.allowed[j]) continue;
-    const dd y{ws.y_hi[j], ws.y_lo[j]};
-    const dd a = y.hi < 0 ? neg(y) : y;
-    if (2 * a.hi <= 708.0) {
-      ws.z_hi.push_back(-2 * a.hi);  // exact doubling
-      ws.z_lo.push_back(-2 * a.lo);
-      ws.z_idx.push_back(j);
-    }
+  const std::size_t jb = st.jbegin, je = st.jend;
+  ws.z_hi.resize(je);
+  ws.z_lo.resize(je);
+  ws.f_hi.resize(je);
+  ws.f_lo.resize(je);
+  ws.f_b.resize(je);
+  for (std::size_t j = jb; j < je; ++j) {
+    const double yh = ws.y_hi[j], yl = ws.y_lo[j];
+    const bool negative = yh < 0;
+    const double ah = negative ? -yh : yh, al = negative ? -yl : yl;  // neg(y) when y.hi < 0
+    const bool take = in.allowed[j] && 2 * ah <= 708.0;
+    ws.z_hi[j] = take ? -2 * ah : 0.0;  // exact doubling
+    ws.z_lo[j] = take ? -2 * al : 0.0;
   }
-  const std::size_t ne = ws.z_idx.size();
-  ws.e_hi.resize(ne);
-  ws.e_lo.resize(ne);
-  ws.e_b.resize(ne);
-  exp_batch(ws.z_hi.data(), ws.z_lo.data(), ne, ws.e_hi.data(), ws.e_lo.data(), ws.e_b.data());
-  ws.f_hi.assign(st.jend, 0.0);
-  ws.f_lo.assign(st.jend, 0.0);
-  ws.f_b.assign(st.jend, 0.0);
-  for (std::size_t t = 0; t < ne; ++t) {
-    ws.f_hi[ws.z_idx[t]] = ws.e_hi[t];
-    ws.f_lo[ws.z_idx[t]] = ws.e_lo[t];
-    ws.f_b[ws.z_idx[t]] = ws.e_b[t];
-  }
+  if (je > jb) exp_batch(ws.z_hi.data() + jb, ws.z_lo.data() + jb, je - jb, ws.f_hi.data() + jb, ws.f_lo.data() + jb,
+                         ws.f_b.data() + jb);
 }
 
 // Softcap, pass 3, one key: finish_softcap, writing x, its radius and tanh back.
@@ -319,9 +311,9 @@ bool softcap_scores(const row_inputs& in, row_workspace& ws, const fast_row_stat
   ws.y_hi.resize(st.jend);
   ws.y_lo.resize(st.jend);
   ws.y_b.resize(st.jend);
-  ws.th_hi.assign(st.jend, 0.0);
-  ws.th_lo.assign(st.jend, 0.0);
-  ws.th_rad.assign(st.jend, 0.0);
+  ws.th_hi.resize(st.jend);  // written for every allowed key below; only those are read (P15)
+  ws.th_lo.resize(st.jend);
+  ws.th_rad.resize(st.jend);
   bool row_ok = dd_detail::environment_ok() && dd_detail::operand_ok(dd{C, 0.0});
   const dd m = dd_detail::reciprocal_impl<true>(dd{C, 0.0}, row_ok);
   if (!row_ok) {
