@@ -39,6 +39,7 @@
 #include "arrays.hpp"
 #include "attncert/deadline.hpp"
 #include "attncert/error.hpp"
+#include "attncert/number/precision_guard.hpp"
 #include "interrupt.hpp"
 
 namespace attncert::python {
@@ -121,6 +122,7 @@ inline std::string run_in_child(const std::function<std::string()>& work) {
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (::getppid() != parent) ::_exit(3);
     PyOS_AfterFork_Child();
+    attncert::reset_precision_lock_after_fork();  // another thread of the parent may have held it
     ::close(fds[0]);
     ::signal(SIGINT, SIG_DFL);  // the parent decides: a terminal's Ctrl-C reaches the group
     child_detail::child_main(fds[1], work);

@@ -26,6 +26,7 @@
 #include "attncert/oracle/oracle.hpp"
 #include "attncert/grading/grading.hpp"
 #include "attncert/oracle/spec.hpp"
+#include "attncert/number/precision_guard.hpp"
 #include "attncert/report/oracle.hpp"
 #include "arrays.hpp"
 
@@ -559,6 +560,18 @@ py::tuple reduce_blocks(const py::list& parts, const py::object& scale, const st
   return py::make_tuple(to_numpy(r.reference, {r.reference.size()}), to_numpy(decided, {decided.size()}));
 }
 
+// A thread that must wait for another thread's precision guards (number/precision_guard.hpp)
+// lets the GIL go meanwhile: the thread holding the lock may need it for a Python callback
+// (drift's diagnostics), and waiting with the GIL would deadlock the two.
+void wait_for_precision_lock(std::recursive_mutex& m) {
+  if (PyGILState_Check()) {
+    py::gil_scoped_release nogil;
+    m.lock();
+  } else {
+    m.lock();
+  }
+}
+
 }  // namespace
 
 void bind_analysis(py::module_& m);  // python/src/commands.cpp
@@ -568,6 +581,7 @@ PYBIND11_MODULE(_core, m) {
   m.doc() = "attncert's C++ core: the certified attention oracle (forward, backward) and its grading rules";
   m.attr("version") = ATTNCERT_VERSION;
   attncert::install_allocation_failure_handlers();  // GMP/FLINT out of memory: MemoryError, not an abort
+  attncert::set_precision_wait_hook(&wait_for_precision_lock);
   static py::exception<input_error> input_exc(m, "InputError", PyExc_ValueError);
   py::register_exception_translator([](std::exception_ptr p) {
     try {

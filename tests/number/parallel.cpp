@@ -1,6 +1,6 @@
 // Tests of attncert/number/parallel.hpp: parallel_for runs every index once, rethrows what the
 // plain loop would throw, and gives each worker the caller's MPFR/MPFI precision and deadline;
-// MPFR flags raised on a worker reach the caller.
+// MPFR flags raised on a worker reach the caller; and of precision_guard's process-wide lock.
 #define BOOST_TEST_MODULE number_parallel
 #include <boost/test/unit_test.hpp>
 
@@ -109,4 +109,96 @@ BOOST_AUTO_TEST_CASE(workers_keep_the_callers_deadline) {
     stopped = true;
   }
   BOOST_TEST(stopped);
+}
+
+// Boost 1.74 keeps one default precision for the whole process, so precision_guard serializes
+// guards of different threads (precision_guard.hpp).  Thread A opens a 512-bit guard and, after
+// thread B has tried to open a 64-bit one, creates a value: it must get 512 bits, and B's guard
+// must open only after A's has closed.  Without the lock B's guard would open at once, and A's
+// value would get 64 bits (both checks fail: the test was run against a guard without the lock).
+BOOST_AUTO_TEST_CASE(guards_of_two_threads_do_not_mix_their_precisions) {
+  std::atomic<bool> a_open{false}, b_trying{false}, a_closing{false}, b_saw_a_closed{false};
+  long a_bits = 0, b_bits = 0;
+  std::thread a([&] {
+    precision_guard g(512);
+    a_open = true;
+    while (!b_trying) std::this_thread::yield();
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));  // B is now blocked (or, unlocked, inside)
+    mpfr_float x(1);
+    x /= 3;
+    a_bits = mpfr_get_prec(x.backend().data());
+    a_closing = true;
+  });
+  std::thread b([&] {
+    while (!a_open) std::this_thread::yield();
+    b_trying = true;
+    precision_guard g(64);
+    b_saw_a_closed = a_closing.load();
+    b_bits = mpfr_get_prec(mpfr_float(1).backend().data());
+  });
+  a.join();
+  b.join();
+  BOOST_TEST(a_bits >= 512);
+  BOOST_TEST(b_saw_a_closed.load());
+  BOOST_TEST(b_bits >= 64);
+  BOOST_TEST(b_bits < 100);
+}
+
+namespace {
+std::atomic<int> hook_calls{0};
+void counting_wait(std::recursive_mutex& m) {
+  ++hook_calls;
+  m.lock();
+}
+}  // namespace
+
+// A thread that finds the lock taken waits through the installed hook (the Python binding's
+// releases the GIL there); an uncontended guard does not call it.
+BOOST_AUTO_TEST_CASE(a_contended_guard_waits_through_the_hook) {
+  set_precision_wait_hook(&counting_wait);
+  hook_calls = 0;
+  { precision_guard g(128); }
+  BOOST_TEST(hook_calls.load() == 0);
+  std::atomic<bool> held{false}, release{false};
+  std::thread owner([&] {
+    precision_guard g(256);
+    held = true;
+    while (!release) std::this_thread::yield();
+  });
+  while (!held) std::this_thread::yield();
+  std::thread waiter([&] { precision_guard g(128); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  release = true;
+  owner.join();
+  waiter.join();
+  set_precision_wait_hook(nullptr);
+  BOOST_TEST(hook_calls.load() == 1);
+}
+
+// On parallel_for's workers the caller holds the lock: a guard at the caller's precision changes
+// nothing (and does not wait for the lock, which would deadlock); one at another precision throws.
+BOOST_AUTO_TEST_CASE(a_guard_on_a_worker_must_keep_the_callers_precision) {
+  precision_guard g(300);
+  const auto caller = std::this_thread::get_id();
+  std::atomic<int> on_workers{0}, wrong{0};
+  parallel_for(64, 2, [&](std::size_t) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    if (std::this_thread::get_id() != caller) ++on_workers;
+    precision_guard same(300);
+    if (mpfr_get_prec(mpfr_float(1).backend().data()) < 300 || same.bits() != g.bits()) ++wrong;
+  });
+  BOOST_TEST(on_workers.load() > 0);
+  BOOST_TEST(wrong.load() == 0);
+  BOOST_TEST(current_mpfr_bits() == g.bits());
+  bool threw = false;
+  try {
+    parallel_for(64, 2, [&](std::size_t) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      if (std::this_thread::get_id() != caller) precision_guard other(64);
+    });
+  } catch (const std::logic_error&) {
+    threw = true;
+  }
+  BOOST_TEST(threw);
+  BOOST_TEST(current_mpfr_bits() == g.bits());
 }

@@ -261,7 +261,7 @@ matrix<mpfi_float> enclose_scores_mpfi(const matrix<double>& Q, const matrix<dou
     std::vector<mpfr_float> terms(static_cast<std::size_t>(d));
     std::vector<mpfr_ptr> ptrs(terms.size());
     for (std::size_t l = 0; l < terms.size(); ++l) {
-      terms[l].precision(106);
+      mpfr_set_prec(terms[l].backend().data(), 106);  // 106 bits (Boost's precision() takes digits)
       ptrs[l] = terms[l].backend().data();
     }
     mpfr_float lo, hi;

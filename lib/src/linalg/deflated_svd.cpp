@@ -963,6 +963,9 @@ std::vector<mpfi_float> deflated_trailing_singular_values(const matrix<mpfi_floa
   rep = deflation_report{};
   rep.k = kk;
   rep.bits = current_mpfr_bits();
+  // Below 64 bits the conversions of binary64 bounds and factors to mpfr_float (round to nearest)
+  // would no longer be exact, and the bounds that rely on them could round down.
+  if (rep.bits < 64) return no_claim(kk, rep, "the precision is below 64 bits");
   for (Eigen::Index i = 0; i < A.size(); ++i)
     if (!mpfi_bounded_p(A(i).backend().data())) return no_claim(kk, rep, "an entry of the matrix is not bounded");
   mpfr_clear_underflow();
@@ -972,7 +975,9 @@ std::vector<mpfi_float> deflated_trailing_singular_values(const matrix<mpfi_floa
   matrix<mpfr_float> start = vectors.V2;
   if (start.rows() != n || start.cols() != k) start = from_double_matrix<mpfr_float>(F.V.rightCols(k));
   else
-    for (Eigen::Index i = 0; i < start.size(); ++i) start(i).precision(rep.bits);
+    // to p bits exactly: Boost's precision(x) takes decimal digits (precision(p) gave about 3.3p
+    // bits, which every product with these vectors then inherited)
+    for (Eigen::Index i = 0; i < start.size(); ++i) mpfr_prec_round(start(i).backend().data(), rep.bits, MPFR_RNDN);
   const trailing_triple t = refine(Am, F, k, start, max_steps, rep.refinement_steps);
   rep.residual = t.residual;
   if (t.U2.size() == 0) return no_claim(kk, rep, "the refinement's small SVD failed");

@@ -84,7 +84,7 @@ std::vector<mpfr_float> approx_singular_values_bidiagonal(const matrix<mpfr_floa
     x.clear();
     for (long i = k; i < m; ++i) x.push_back(B.at(i, k));
     householder(x, beta, two_over, t);
-    d[static_cast<std::size_t>(k)].precision(static_cast<unsigned>(prec));
+    mpfr_set_prec(d[static_cast<std::size_t>(k)].backend().data(), prec);  // bits (Boost's precision() takes digits)
     mpfr_set(d[static_cast<std::size_t>(k)].backend().data(), beta, MPFR_RNDN);
     if (!mpfr_zero_p(two_over))
       for (long j = k + 1; j < n; ++j) {  // column j −= (2/vᵀv)(vᵀ col j) v
@@ -98,7 +98,7 @@ std::vector<mpfr_float> approx_singular_values_bidiagonal(const matrix<mpfr_floa
     x.clear();
     for (long j = k + 1; j < n; ++j) x.push_back(B.at(k, j));
     householder(x, beta, two_over, t);
-    e[static_cast<std::size_t>(k)].precision(static_cast<unsigned>(prec));
+    mpfr_set_prec(e[static_cast<std::size_t>(k)].backend().data(), prec);
     mpfr_set(e[static_cast<std::size_t>(k)].backend().data(), beta, MPFR_RNDN);
     if (!mpfr_zero_p(two_over))
       for (long i = k + 1; i < m; ++i) {  // row i −= (2/vᵀv)(row i · v) vᵀ

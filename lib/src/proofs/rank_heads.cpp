@@ -443,6 +443,7 @@ void enclose_gram_kernels(int d, const matrix<mpq_rational>& G, int max_degree, 
                                      from_rational<mpfi_float>(mpq_rational(harmonic_dimension(d, l)));
   const mpfr_float tau =
       upper_of(mpfi_float(et.tail * et.tail / from_rational<mpfi_float>(mpq_rational(harmonic_dimension(d, max_degree + 1)))));
+  const mpfi_float tau_i(tau), pm_tau = hull_of(-tau_i, tau_i);  // [−τ, τ]
   const pi2_rational M = arcsin_moment(d);
   const mpfi_float pi = pi_interval();
   const mpfi_float diag_B = from_rational<mpfi_float>(M.a) + from_rational<mpfi_float>(M.b) / (pi * pi);
@@ -469,7 +470,7 @@ void enclose_gram_kernels(int d, const matrix<mpq_rational>& G, int max_degree, 
       mpfi_float b(0);
       for (int l = 1; l <= max_degree; l += 2) b += w[static_cast<std::size_t>(l)] * P[static_cast<std::size_t>(l)];
       store(K, h, g, mpfi_float(two_over_pi * asin(t)));
-      store(B, h, g, hull_of(mpfi_float(lower_of(b) - tau), mpfi_float(upper_of(b) + tau)));  // |P_ℓ| ≤ 1 beyond L
+      store(B, h, g, b + pm_tau);  // |P_ℓ| ≤ 1 beyond L (interval sum: rounded outward)
     }
   }
 }

@@ -306,8 +306,8 @@ void intersect_trailing(std::vector<mpfi_float>& sigma, const std::vector<mpfi_f
   for (std::size_t j = 0; j < k; ++j) {
     mpfi_float& x = sigma[n - k + j];
     const mpfr_float lo = std::max(lower_of(x), lower_of(trailing[j])), hi = std::min(upper_of(x), upper_of(trailing[j]));
-    mpfi_float y;
-    y.precision(std::max(mpfr_get_prec(lo.backend().data()), mpfr_get_prec(hi.backend().data())));
+    mpfi_float y;  // at the ends' precision in bits (Boost's precision() takes digits)
+    mpfi_set_prec(y.backend().data(), std::max(mpfr_get_prec(lo.backend().data()), mpfr_get_prec(hi.backend().data())));
     mpfi_interv_fr(y.backend().data(), lo.backend().data(), hi.backend().data());
     x = y;
   }

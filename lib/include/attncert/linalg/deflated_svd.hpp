@@ -48,7 +48,7 @@ struct deflation_vectors {
 /// the current precision (precision_guard).
 /// Guarantee: each returned interval contains the exact singular value of every such Ã; when
 /// the bound does not apply (report.why_not says why: α' or β' ≥ 1, no gap η > 0, a non-finite
-/// quantity, MPFR underflow) — first with the refined vectors, then with them orthogonalized
+/// quantity, MPFR underflow, a precision below 64 bits) — first with the refined vectors, then with them orthogonalized
 /// against U₁, V₁ (step 0′, report.orthogonalized) — every returned interval is [0, +∞).
 /// `vectors` is a warm start (from a lower precision) and receives the refined V₂.
 /// Preconditions (else input_error): A square n×n, F.valid and not transposed, F of size n,

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "attncert/deadline.hpp"
+#include "attncert/number/precision_guard.hpp"
 #include "attncert/number/types.hpp"
 
 namespace attncert {
@@ -45,6 +46,9 @@ void parallel_for(std::size_t count, unsigned threads, Body&& body, std::size_t 
     return;
   }
   const std::size_t workers = std::min<std::size_t>(threads, chunks);
+  // The workers share the caller's precision (one process-wide value in Boost 1.74): no other
+  // thread's guard may change it while they run (precision_guard.hpp).
+  const precision_lock hold;
   const unsigned mpfr_digits = mpfr_float::default_precision(), mpfi_digits = mpfi_float::default_precision();
   const auto budget = current_budget();
   std::atomic<std::size_t> next{0};
@@ -81,6 +85,7 @@ void parallel_for(std::size_t count, unsigned threads, Body&& body, std::size_t 
         // keep them per thread.
         if (mpfr_float::default_precision() != mpfr_digits) mpfr_float::default_precision(mpfr_digits);
         if (mpfi_float::default_precision() != mpfi_digits) mpfi_float::default_precision(mpfi_digits);
+        detail::precision_inherited = true;  // the caller holds the precision lock for this thread
         deadline_scope scope(budget);
         mpfr_flags_clear(MPFR_FLAGS_ALL);
         work();
