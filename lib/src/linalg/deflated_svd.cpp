@@ -606,7 +606,9 @@ struct trailing_triple {
 // certified residuals up to 10⁸ times smaller than from the split product (3.1e-23 against
 // 1.8e-15 for the n = 40 graded causal matrix of tests/linalg/deflated_svd.cpp at 256 bits), and
 // also smaller than from the MPFR loop run at 2p bits and rounded (3.6e-17); away from that
-// resolution they agree.  Why fl_p's rounding helps there is not understood; the product is
+// resolution they agree (measured again with V₂ at exactly p bits, after the warm start's
+// digits-for-bits mistake was fixed: split, 0 of 3 decided at 256 bits; fl_p, 2 of 3).
+// Why fl_p's rounding helps there is not understood; the product is
 // approx tier either way, and the other n×n×k products (Aᵀ·U₂ here, both enclosures) are split.
 bool rayleigh_ritz(const mid_rad& Amid, trailing_triple& t) {
   matrix<mpfr_float> Q, R;
