@@ -159,16 +159,16 @@ BOOST_AUTO_TEST_CASE(a_contended_guard_waits_through_the_hook) {
   hook_calls = 0;
   { precision_guard g(128); }
   BOOST_TEST(hook_calls.load() == 0);
-  std::atomic<bool> held{false}, release{false};
+  std::atomic<bool> held{false};
   std::thread owner([&] {
     precision_guard g(256);
     held = true;
-    while (!release) std::this_thread::yield();
+    // hold the lock until the waiter has called the hook (or 10 s: then the check below fails)
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (hook_calls.load() == 0 && std::chrono::steady_clock::now() < until) std::this_thread::yield();
   });
   while (!held) std::this_thread::yield();
   std::thread waiter([&] { precision_guard g(128); });
-  std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  release = true;
   owner.join();
   waiter.join();
   set_precision_wait_hook(nullptr);
