@@ -262,7 +262,7 @@ matrix<mpfr_float> random_mpfr(std::mt19937_64& rng, Eigen::Index r, Eigen::Inde
   std::uniform_int_distribution<int> E(-40, 8), pick(0, 19);
   matrix<mpfr_float> M(r, c);
   for (Eigen::Index i = 0; i < M.size(); ++i) {
-    M(i).precision(static_cast<unsigned>(p));
+    mpfr_set_prec(M(i).backend().data(), p);  // p bits (Boost's precision() takes decimal digits)
     const int w = pick(rng);
     if (w == 0) {
       M(i) = 0;
@@ -294,8 +294,8 @@ mpfr_float wide_dot(const std::vector<const mpfr_float*>& a, const std::vector<c
     mpfr_add(m, m, t, MPFR_RNDN);
   }
   mpfr_float out, mag;
-  out.precision(static_cast<unsigned>(bits));
-  mag.precision(static_cast<unsigned>(bits));
+  mpfr_set_prec(out.backend().data(), bits);
+  mpfr_set_prec(mag.backend().data(), bits);
   mpfr_set(out.backend().data(), s, MPFR_RNDN);
   mpfr_set(mag.backend().data(), m, MPFR_RNDN);
   if (magnitude) *magnitude = mag;
