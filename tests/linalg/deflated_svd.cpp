@@ -251,6 +251,21 @@ BOOST_AUTO_TEST_CASE(bad_input_is_refused) {
   BOOST_CHECK_THROW(deflated_trailing_singular_values(I, F, 8, v, rep), input_error);
   BOOST_CHECK_THROW(deflated_trailing_singular_values(I.leftCols(7), F, 2, v, rep), input_error);
 }
+// Below 64 bits the conversions of binary64 bounds to mpfr_float would round: no claim (every
+// interval [0, +∞), why_not says so); at 64 bits the escalation runs.
+BOOST_AUTO_TEST_CASE(no_claim_below_64_bits) {
+  const std::vector<matrix<double>> M = graded_causal();
+  const escalation low = escalate(M[0], 53);
+  BOOST_TEST_REQUIRE(low.k > 0);
+  BOOST_TEST(low.rep.why_not.find("below 64 bits") != std::string::npos, low.rep.why_not);
+  for (const mpfi_float& x : low.trailing) {
+    BOOST_TEST(lower_of(x) == 0);
+    BOOST_TEST(mpfr_inf_p(upper_of(x).backend().data()) != 0);
+  }
+  const escalation ok = escalate(M[0], 64);
+  BOOST_TEST(ok.rep.why_not.find("below 64 bits") == std::string::npos, ok.rep.why_not);
+}
+
 // ---- split products (part D, "Split products") ----------------------------------------------
 
 namespace {
