@@ -130,6 +130,7 @@ void check_sound(const matrix<Q>& A, const singular_value_enclosures& r, unsigne
   // enclosure [0, 0] of a zero singular value would "miss" a reference of 1e-617.  Enclosures
   // lie in [0, ∞) and are decreasing at both ends; beyond the exact rank they contain 0.
   const std::vector<mpfr_float> ref = reference_singular_values(A, ref_bits);
+  precision_guard wide(ref_bits);  // widen() rounds at the current precision: at r.bits it would add an ulp of σᵢ, not tol
   const mpfr_float tol = k == 0 ? mpfr_float(0)
                                 : mpfr_float(64 * static_cast<long>(k) * ldexp(ref[0], -static_cast<int>(ref_bits)));
   for (std::size_t i = 0; i < k; ++i) {

@@ -52,8 +52,8 @@ struct working_precision : std::conditional_t<std::is_same_v<T, mpfr_float>, pre
   working_precision() : std::conditional_t<std::is_same_v<T, mpfr_float>, precision_guard, no_guard>(256) {}
 };
 
-// |x - y| <= k·eps_T·scale, evaluated in MPFR at 512 bits for MPFR values and in binary64
-// otherwise (binary64 is exact enough for eps_T >= 2^-23 and these magnitudes).
+// |x - y| <= k·eps_T·scale, evaluated in MPFR (the inexact references y have 512 bits; the
+// right side is exact), never through y rounded to binary64.
 template <class T>
 bool close(const T& x, const mpfr_float& y, double k, double scale) {
   if constexpr (std::is_same_v<T, mpfr_float>) {
@@ -61,7 +61,9 @@ bool close(const T& x, const mpfr_float& y, double k, double scale) {
     return err <= k * number_traits<T>::epsilon() * scale;
   } else {
     const double eps = number_traits<T>::to_double(number_traits<T>::epsilon());
-    return std::abs(number_traits<T>::to_double(x) - y.convert_to<double>()) <= k * eps * scale;
+    precision_guard g(512);  // y rounded to binary64 would be only eps/2-accurate for T = binary64
+    const mpfr_float err = abs(mpfr_float(number_traits<T>::to_double(x)) - y);
+    return err <= k * eps * scale;
   }
 }
 
