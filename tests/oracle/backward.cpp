@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <limits>
 #include <map>
 #include <random>
@@ -19,6 +20,7 @@
 #include <vector>
 
 #include "../support.hpp"
+#include "attncert/number/exp_batch.hpp"
 #include "attncert/number/traits.hpp"
 #include "attncert/oracle/backward.hpp"
 
@@ -868,6 +870,37 @@ std::string describe(const oracle_request& r, const backward_inputs& g) {
 }
 
 }  // namespace
+
+// The Dot2 loops' kernels (AVX-512F, AVX2: oracle/fast_common.hpp, capped with the exponential's
+// by exp_batch_limit_isa) give the backward the same bits: every gradient's value and enclosure
+// compared.  n_k and d_v straddle the 64-wide register blocks (a full block and a masked tail).
+BOOST_AUTO_TEST_CASE(kernel_widths_give_the_same_gradients) {
+  auto rng = make_rng(16);
+  for (const shape s : {shape{1, 2, 1, 5, 100, 7, 70}, shape{1, 1, 1, 3, 64, 9, 64}, shape{2, 2, 2, 4, 13, 3, 5}}) {
+    auto r = make_request(rng, s);
+    if (s.nk == 64) r.mask = mask_kind::causal;
+    const auto g = cotangents(rng, r, true);
+    auto run = [&](int cap) {
+      const int previous = exp_batch_limit_isa(cap);
+      backward_result res = run_oracle_backward(r, g);
+      exp_batch_limit_isa(previous);
+      return res;
+    };
+    const backward_result wide = run(2), narrow = run(1);
+    auto same = [](const gradient_tensor& a, const gradient_tensor& b) {
+      auto bits = [](const std::vector<double>& x, const std::vector<double>& y) {
+        return x.size() == y.size() && (x.empty() || std::memcmp(x.data(), y.data(), x.size() * sizeof(double)) == 0);
+      };
+      return bits(a.reference, b.reference) && bits(a.hi, b.hi) && bits(a.lo, b.lo) && bits(a.rad, b.rad);
+    };
+    BOOST_TEST(wide.double_double == narrow.double_double);
+    BOOST_TEST(wide.double_double > 0u);
+    BOOST_TEST(same(wide.dq, narrow.dq), "dq, n_k " << s.nk << ", d_v " << s.dv);
+    BOOST_TEST(same(wide.dk, narrow.dk), "dk, n_k " << s.nk << ", d_v " << s.dv);
+    BOOST_TEST(same(wide.dv, narrow.dv), "dv, n_k " << s.nk << ", d_v " << s.dv);
+  }
+  BOOST_TEST_MESSAGE("widest kernel here: " << exp_batch_isa());
+}
 
 BOOST_AUTO_TEST_CASE(random_variant_mixtures) {
   auto rng = make_rng(15);

@@ -671,15 +671,17 @@ BOOST_AUTO_TEST_CASE(softcap_lanes_match_the_scalar_softcap_bit_for_bit) {
                               << oracle::detail::kernel_vectorized() << ")");
 }
 
-// The exponential's kernels (AVX-512, AVX2, scalar: number/exp_batch.hpp) give fast_row the
-// same bits: every output, weight and score of a row compared with the widest kernel and with the
+// The exponential's kernels (AVX-512, AVX2, scalar: number/exp_batch.hpp), and with them the Dot2
+// loops' (AVX-512F, AVX2: oracle/fast_common.hpp), give fast_row the same bits: every output, weight and score of a row compared with the widest kernel and with the
 // kernel capped at AVX2 (exp_batch_limit_isa(1)) and at scalar (0).  Sizes that leave tails of
 // every length for 4 and 8 lanes, masks, a softcap (its own batch of exponentials).
 BOOST_AUTO_TEST_CASE(kernel_widths_give_the_same_bits) {
   auto rng = make_rng(13);
   std::size_t rows = 0;
   for (int it = 0; it < 60; ++it) {
-    const std::size_t nk = 1 + rng() % 40, d = 1 + rng() % 20, dv = 1 + rng() % 20;
+    // every sixth case past the AVX-512 Dot2 loops' 64-wide register blocks (a full block and a tail)
+    const std::size_t wide_case = it % 6 == 5 ? 4 : 1;
+    const std::size_t nk = 1 + rng() % (40 * wide_case), d = 1 + rng() % 20, dv = 1 + rng() % (20 * wide_case);
     row_case c = make_row(rng, nk, d, dv, it % 4 == 0 ? 6.0 : 1.0);
     if (it % 3 == 1)
       for (auto& a : c.allowed) a = static_cast<std::uint8_t>(rng() % 3 != 0);

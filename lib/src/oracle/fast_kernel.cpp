@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cfenv>
 #include <cmath>
+#include <cstring>
 #include <limits>
 
 #include "attncert/oracle/fast_row.hpp"
@@ -38,6 +39,27 @@ inline bool is_pow2(double x) {
 }
 
 }  // namespace
+
+bool sums_use_avx512() {
+  static const bool compiled = sums_avx512_compiled();
+  return compiled && std::strcmp(exp_batch_isa(), "avx512") == 0;
+}
+
+void dot2_columns(const double* x, const double* MT, std::size_t n, std::size_t d, std::size_t jbegin,
+                  std::size_t jend, double* s, double* c, double* P) {
+  if (sums_use_avx512())
+    dot2_columns_avx512(x, MT, n, d, jbegin, jend, s, c, P);
+  else
+    dot2_columns_loop(x, MT, n, d, jbegin, jend, s, c, P);
+}
+
+void dot2_weighted_rows(const std::size_t* keys, std::size_t count, const double* w_hi, const double* w_lo,
+                        const double* V, std::size_t dv, double* as, double* ac, double* ap) {
+  if (sums_use_avx512())
+    dot2_weighted_rows_avx512(keys, count, w_hi, w_lo, V, dv, as, ac, ap);
+  else
+    dot2_weighted_rows_loop(keys, count, w_hi, w_lo, V, dv, as, ac, ap);
+}
 
 bool kernel_vectorized() {
 #if defined(__AVX2__) && defined(__FMA__)
@@ -472,9 +494,7 @@ bool weighted_sums(const row_inputs& in, row_workspace& ws, fast_row_state& st) 
   ws.acc_s.assign(dv, 0.0);
   ws.acc_c.assign(dv, 0.0);
   ws.acc_p.assign(dv, 0.0);
-  double* __restrict as = ws.acc_s.data();
-  double* __restrict ac = ws.acc_c.data();
-  double* __restrict ap = ws.acc_p.data();
+  ws.v_idx.clear();
   std::size_t terms = 0;
   for (std::size_t j = st.jbegin; j < st.jend; ++j) {
     if (!in.allowed[j]) continue;
@@ -489,18 +509,12 @@ bool weighted_sums(const row_inputs& in, row_workspace& ws, fast_row_state& st) 
       PW = PW + wh;
     }
     if (wh == 0.0 || (in.keep && !in.keep[j]) || in.weights_only) continue;
-    const double* __restrict v = in.V + j * dv;
-    for (std::size_t k = 0; k < dv; ++k) {
-      const double p = wh * v[k];
-      const double e = std::fma(wh, v[k], -p);
-      const double sn = as[k] + p;
-      const double bb = sn - as[k];
-      const double sig = (as[k] - (sn - bb)) + (p - bb);
-      as[k] = sn;
-      ac[k] = ac[k] + std::fma(wl, v[k], sig + e);
-      ap[k] = ap[k] + std::fabs(p);
-    }
+    ws.v_idx.push_back(j);
   }
+  // N_k: the same operations per component k, over the same keys in the same order, as when they
+  // were interleaved with W's sum above (a separate pass vectorizes across k)
+  dot2_weighted_rows(ws.v_idx.data(), ws.v_idx.size(), ws.w_hi.data(), ws.w_lo.data(), in.V, dv, ws.acc_s.data(),
+                     ws.acc_c.data(), ws.acc_p.data());
   if (in.has_sink) {  // the sink adds to W only (P14)
     ++terms;
     const double wh = ws.sink_hi, wl = ws.sink_lo;

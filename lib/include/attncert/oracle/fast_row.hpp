@@ -42,6 +42,7 @@ struct row_workspace {
   std::vector<double> y_hi, y_lo, y_b;  ///< softcap: y_j = x_j / C and its relative bound
   std::vector<double> f_hi, f_lo, f_b;  ///< softcap: e^{-2|y_j|} per key (0 where not evaluated) and its bound
   std::vector<std::size_t> z_idx;
+  std::vector<std::size_t> v_idx;  ///< step 4: the keys whose weighted values are summed, in order
   // After a successful fast_row: weights w_j = w_hi[j] + w_lo[j] with |w_true - w| <= rho |w|
   // (w_hi[j] == 0: an underflowed weight in [0, 2^-1019], `under` of them), and
   // W_lo_bound <= sum_j w_true_j <= W_hi_bound.
