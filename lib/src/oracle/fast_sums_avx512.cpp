@@ -3,8 +3,11 @@
 //
 // Compiled with -mavx512f besides the fast sources' -mavx2 -mfma -ffp-contract=off when the build
 // has the AVX2 kernel (CMake option ATTNCERT_FAST_KERNEL); fast_kernel.cpp calls these only after
-// exp_batch has checked at run time that the processor and the OS support AVX-512F.  The loops
-// are the header's, lane by lane the same IEEE operations: the same bits as the AVX2 build.
+// exp_batch has checked at run time that the processor and the OS support AVX-512F.  Written with
+// intrinsics so that the accumulators stay in registers across a block of 64 columns or
+// components (the compiler's own vectorization of the header's loops stores them at every step);
+// each lane performs the header loop's IEEE operations in the same order (the comments name
+// them), so the results are the same bits as the AVX2 build's.
 #include "fast_common.hpp"
 
 #if defined(__AVX512F__) && defined(__FMA__)
