@@ -205,6 +205,10 @@ bool row_dq(const row_inputs& in, const row_cotangent& g, std::size_t jbegin, st
   const std::size_t d = in.d;
   out.acc_s.assign(d, 0.0);
   out.acc_c.assign(d, 0.0);
+  out.acc_p.assign(d, 0.0);
+  out.keys.clear();
+  out.mh.resize(jend);
+  out.ml.resize(jend);
   double P = 0, R = 0;
   std::uint32_t n = 0;
   for (std::size_t j = jbegin; j < jend; ++j) {
@@ -214,8 +218,15 @@ bool row_dq(const row_inputs& in, const row_cotangent& g, std::size_t jbegin, st
     R += m.rad * g.kmax[j];
     if (m.hi == 0.0) continue;
     ++n;
-    axpy2(m.hi, m.lo, in.K + j * d, d, out.acc_s.data(), out.acc_c.data());
+    out.keys.push_back(j);
+    out.mh[j] = m.hi;
+    out.ml[j] = m.lo;
   }
+  // Σ_j dU_j k_j: axpy2's operations per component, over the same keys in the same order, as
+  // the forward's value sums run them (eight components at a time with AVX-512F; acc_p, their
+  // Σ|p|, is not used here: P above bounds with max|k_j|)
+  dot2_weighted_rows(out.keys.data(), out.keys.size(), out.mh.data(), out.ml.data(), in.K, d, out.acc_s.data(),
+                     out.acc_c.data(), out.acc_p.data());
   if (!(P <= 0x1p1000) || !(R <= 0x1p1000)) return false;
   ball_ops op;
   const dd_ball sc{in.scale_hi, in.scale_lo, in.scale_rad};

@@ -59,7 +59,9 @@ struct row_backward {
   // scratch (per key)
   std::vector<dd_ball> p, dp, du, a;
   std::vector<double> t_s, t_c, t_P;
-  std::vector<double> acc_s, acc_c;
+  std::vector<double> acc_s, acc_c, acc_p;
+  std::vector<std::size_t> keys;  ///< step F: the keys with dU_j.hi != 0, in order
+  std::vector<double> mh, ml;     ///< step F: dU_j.hi and dU_j.lo by key (read at those keys only)
 };
 
 /// The fast backward of one row: fills out.dq (and out.ds, out.dsink) and adds the row's terms to
