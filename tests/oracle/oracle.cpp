@@ -604,20 +604,23 @@ BOOST_AUTO_TEST_CASE(variant_fast_path_enclosures_are_sound) {
                           << worst_ratio);
 }
 
-// The softcap runs four keys at a time (AVX2 lanes) and the keys past the last group of four
-// one by one (the scalar finish_softcap).  A key's capped score, radius and tanh depend on its own
-// score only, so rotating the keys until each one falls in the scalar tail must give it the same
-// bits as in a vector lane.  The scores cover the branches: 2|y| > 708 (tanh = ±1), tiny scores
-// (1 - e rounds to 0), exact zeros, both signs, and a masked key inside a group.
+// The softcap runs eight keys at a time (AVX-512 lanes) or four (AVX2, also on an AVX-512
+// processor with exp_batch_limit_isa(1)), and the keys past the last full group one by one (the
+// scalar softcap_quotient and finish_softcap).  A key's capped score, radius and tanh depend on
+// its own score only, so rotating the keys until each one falls in the scalar tail must give it
+// the same bits as in a vector lane, at either width; and the two widths must agree.  The scores
+// cover the branches: 2|y| > 708 (tanh = ±1), tiny scores (1 - e rounds to 0), exact zeros, both
+// signs, and a masked key inside a group.
 BOOST_AUTO_TEST_CASE(softcap_lanes_match_the_scalar_softcap_bit_for_bit) {
   auto rng = make_rng(11);
   const double caps[] = {30.0, 0.0625, 3.0, 0x1p-10};
   std::size_t compared = 0;
+  for (const int isa_cap : {2, 1})
   for (double C : caps) {
     // d = 1, q = 1, scale 1/8: key j's score is K_j / 8 = C t_j, so y_j = t_j (exactly for a
     // power-of-two C).  2|y| > 708 gives tanh = ±1; y = 0 gives 1 - e = 0; |y| between 168 and
     // 354 is left out: there the division's product conditions decline the whole row (e < 2^-484).
-    const std::size_t nk = 13, d = 1, dv = 2;  // 13 = 3 groups of four + 1 scalar key
+    const std::size_t nk = 13, d = 1, dv = 2;  // 13 = 3 groups of four + 1, or one of eight + 5 scalar keys
     row_case c = make_row(rng, nk, d, dv);
     const double t[] = {0.7, -1.3, 0.0, 400.0, -2.5, 1e-5, 12.5, -40.0, 100.0, -1e-5, 3.3, -500.0, -0.01};
     c.q = {1.0};
@@ -638,21 +641,30 @@ BOOST_AUTO_TEST_CASE(softcap_lanes_match_the_scalar_softcap_bit_for_bit) {
     struct key_bits {
       double s_hi, s_lo, s_rad, th_hi, th_lo, th_rad;
     };
-    auto run = [&](const row_case& r, std::vector<key_bits>& out) {
+    auto run_at = [&](int cap, const row_case& r, std::vector<key_bits>& out) {
       auto in = r.in();
       in.scale_hi = 0.125;
       in.softcap = C;
       BOOST_TEST_REQUIRE(r.q.size() == 1u);
       oracle::detail::row_workspace ws;
       std::vector<double> hi(dv), lo(dv), rad(dv);
-      if (!oracle::detail::fast_row(in, ws, hi.data(), lo.data(), rad.data())) return false;
+      const int previous = exp_batch_limit_isa(cap);
+      const bool ok = oracle::detail::fast_row(in, ws, hi.data(), lo.data(), rad.data());
+      exp_batch_limit_isa(previous);
+      if (!ok) return false;
       out.clear();
       for (std::size_t j = 0; j < nk; ++j)
         out.push_back({ws.s_hi[j], ws.s_lo[j], ws.s_rad[j], ws.th_hi[j], ws.th_lo[j], ws.th_rad[j]});
       return true;
     };
-    std::vector<key_bits> lanes, tail;
+    auto run = [&](const row_case& r, std::vector<key_bits>& out) { return run_at(isa_cap, r, out); };
+    std::vector<key_bits> lanes, tail, other_width;
     BOOST_TEST_REQUIRE(run(c, lanes), "fast path declined the softcap row, C = " << C);
+    BOOST_TEST_REQUIRE(run_at(3 - isa_cap, c, other_width));
+    for (std::size_t j = 0; j < nk; ++j)
+      if (c.allowed[j])
+        BOOST_TEST(std::memcmp(&lanes[j], &other_width[j], sizeof(key_bits)) == 0,
+                   "key " << j << " (C = " << C << "): the two kernel widths differ");
     for (std::size_t j = 0; j + 1 < nk; ++j) {  // key j at the last position nk - 1: the scalar tail
       if (!c.allowed[j]) continue;
       const std::size_t shift = nk - 1 - j;
@@ -666,7 +678,7 @@ BOOST_AUTO_TEST_CASE(softcap_lanes_match_the_scalar_softcap_bit_for_bit) {
       ++compared;
     }
   }
-  BOOST_TEST(compared == 4u * 11u);
+  BOOST_TEST(compared == 2u * 4u * 11u);
   BOOST_TEST_MESSAGE(compared << " softcapped keys identical in a vector lane and in the scalar tail (vectorized: "
                               << oracle::detail::kernel_vectorized() << ")");
 }

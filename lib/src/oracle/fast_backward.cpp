@@ -17,14 +17,9 @@ namespace attncert::oracle::detail {
 namespace {
 
 constexpr double u = 0x1p-53;
-/// A bound evaluated with at most 256 round-to-nearest operations on nonnegative terms, times
-/// this, is an upper bound of the exact expression ((1 + u)^256 < 1 + 2^-44), as in P11.
-constexpr double round_up_factor = 1.0 + 0x1p-40;
 /// A round-to-nearest running sum of at most 2^24 nonnegative terms, each computed with at most
 /// 8 roundings, times this is an upper bound of the exact sum ((1 - u)^-(2^24 + 8) < 1 + 2^-28).
 constexpr double long_sum_factor = 1.0 + 0x1p-26;
-/// Absolute allowance per operation for a rounding that may fall in the subnormal range.
-constexpr double subnormal_allowance = 0x1p-1070;
 constexpr std::uint32_t max_terms = 1u << 24;
 
 /// An upper bound of |hi + lo| for a normalized double-double (|lo| <= u|hi|).

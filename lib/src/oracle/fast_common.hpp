@@ -18,10 +18,19 @@
 
 #include <cmath>
 #include <cstddef>
+#include <cstdint>
 
 namespace attncert::oracle::detail {
 
 namespace {
+
+/// Multiplying a bound evaluated with at most 256 round-to-nearest operations on nonnegative
+/// terms by this factor makes it an upper bound of the exact expression ((1 + u)^256 < 1 + 2^-44),
+/// as in P11.
+constexpr double round_up_factor = 1.0 + 0x1p-40;
+/// Absolute allowance for the roundings that may fall in the subnormal range (each such
+/// rounding errs by at most 2^-1075 absolutely), per operation counted.
+constexpr double subnormal_allowance = 0x1p-1070;
 
 /// Dot2 (Ogita-Rump-Oishi) of x (d values) with the columns j in [jbegin, jend) of MT (d × n,
 /// row-major: column j is MT[l·n + j]): s[j] + c[j] with P[j] = Σ_l |RN(x_l MT_lj)|, added to what
@@ -76,6 +85,24 @@ void dot2_columns_avx512(const double* x, const double* MT, std::size_t n, std::
                          std::size_t jend, double* s, double* c, double* P);
 void dot2_weighted_rows_avx512(const std::size_t* keys, std::size_t count, const double* w_hi, const double* w_lo,
                                const double* V, std::size_t dv, double* as, double* ac, double* ap);
+
+/// The softcap's arrays, indexed by key (row_workspace's, fast_row.hpp), for its vector passes
+/// (softcap_lanes.hpp): scores x = s_hi + s_lo ± s_rad, y = x / C with its relative bound y_b,
+/// the exponentials' arguments z and results f with bound f_b, tanh th ± th_rad.
+struct softcap_view {
+  double *s_hi, *s_lo, *s_rad;
+  double *y_hi, *y_lo, *y_b;
+  double *z_hi, *z_lo;
+  const double *f_hi, *f_lo, *f_b;
+  double *th_hi, *th_lo, *th_rad;
+  const std::uint8_t* allowed;
+};
+// softcap_lanes.hpp's passes at eight lanes (fast_sums_avx512.cpp; they return jb, doing
+// nothing, when the unit was built without AVX-512).
+std::size_t softcap_quotients_avx512(const softcap_view& sv, double m_hi, double m_lo, std::size_t jb,
+                                     std::size_t je, std::size_t* redo, std::size_t& nredo);
+std::size_t softcap_finish_avx512(const softcap_view& sv, double C, std::size_t jb, std::size_t je,
+                                  std::size_t* redo, std::size_t& nredo);
 
 // fast_kernel.cpp: the loops above, run by the AVX-512F unit when exp_batch runs its AVX-512F
 // kernel (the processor has it, and exp_batch_limit_isa has not capped it: the tests compare the

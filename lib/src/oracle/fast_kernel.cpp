@@ -18,6 +18,7 @@
 #include "attncert/number/exp_batch.hpp"
 #include "fast_common.hpp"
 #include "attncert/number/vector_dd.hpp"
+#include "softcap_lanes.hpp"
 
 namespace attncert::oracle::detail {
 
@@ -25,12 +26,6 @@ namespace {
 
 constexpr double u = 0x1p-53;
 constexpr double inf = std::numeric_limits<double>::infinity();
-/// Multiplying a bound evaluated with at most 256 round-to-nearest operations on nonnegative
-/// terms by this factor makes it an upper bound of the exact expression ((1 + u)^256 < 1 + 2^-44).
-constexpr double round_up_factor = 1.0 + 0x1p-40;
-/// Absolute allowance for the roundings that may fall in the subnormal range (each such
-/// rounding errs by at most 2^-1075 absolutely), per operation counted.
-constexpr double subnormal_allowance = 0x1p-1070;
 
 inline bool is_pow2(double x) {
   if (!(std::isfinite(x)) || x == 0) return false;
@@ -160,11 +155,7 @@ bool finish_softcap(double C, const softcap_y& q, dd e_value, double Be, dd& x, 
   return std::isfinite(rx) && dd_detail::operand_ok(x);
 }
 
-// Softcap, pass 1: y_j = x_j / C for the allowed keys, as div_with_bound(x_j, C) computes it:
-// mul(x_j, m) with Algorithm 18's reciprocal m of C, computed once per row, as are the checks
-// that depend on C alone and on the environment (done by the caller).  With AVX2 four keys at a
-// time, lane by lane the IEEE operations of the scalar loop; a lane whose operand conditions fail
-// goes through softcap_quotient, so the results are bit for bit those of softcap_quotient.
+// Softcap, pass 1, one key: y_j = x_j / C by softcap_quotient (div_with_bound(x_j, C)).
 bool softcap_key_quotient(double C, row_workspace& ws, std::size_t j) {
   softcap_y q;
   if (!softcap_quotient(C, dd{ws.s_hi[j], ws.s_lo[j]}, q)) return false;
@@ -174,53 +165,16 @@ bool softcap_key_quotient(double C, row_workspace& ws, std::size_t j) {
   return true;
 }
 
-bool softcap_quotients(const row_inputs& in, row_workspace& ws, const fast_row_state& st, dd m) {
-  const double* __restrict s = ws.s_hi.data();
-  const double* __restrict c = ws.s_lo.data();
-  std::size_t j = st.jbegin;
-#ifdef ATTNCERT_VECTOR_DD
-  using namespace vector_dd;
-  const vdd vm{vset(m.hi), vset(m.lo)};
-  for (; j + 4 <= st.jend; j += 4) {
-    const vdd x{v_load(s + j), v_load(c + j)};
-    const vdd y = v_mul(x, vm);
-    const int ok = v_bits(v_and(v_operand_ok(x), v_mul_ok(x, vm)));
-    _mm256_storeu_pd(ws.y_hi.data() + j, y.hi);
-    _mm256_storeu_pd(ws.y_lo.data() + j, y.lo);
-    for (std::size_t l = 0; l < 4; ++l) {
-      ws.y_b[j + l] = dd_div_bound;
-      if (!((ok >> l) & 1) && in.allowed[j + l] && !softcap_key_quotient(in.softcap, ws, j + l)) return false;
-    }
-  }
-#else
-  (void)s, (void)c, (void)m;
-#endif
-  for (; j < st.jend; ++j)
-    if (in.allowed[j] && !softcap_key_quotient(in.softcap, ws, j)) return false;
-  return true;
-}
-
-// Softcap, pass 2: e_j = e^{-2|y_j|} for the allowed keys with 2|y_j| <= 708, in one exp_batch
-// over the whole key range, in place (f_hi, f_lo, f_b indexed by key).  The other keys get the
-// argument 0 (their y is not read: it may be stale); finish_softcap and softcap_finish4 test the
-// same condition 2|y| <= 708 and do not use e where it fails, so the value there is never read.
-void softcap_exponentials(const row_inputs& in, row_workspace& ws, const fast_row_state& st) {
-  const std::size_t jb = st.jbegin, je = st.jend;
-  ws.z_hi.resize(je);
-  ws.z_lo.resize(je);
-  ws.f_hi.resize(je);
-  ws.f_lo.resize(je);
-  ws.f_b.resize(je);
-  for (std::size_t j = jb; j < je; ++j) {
-    const double yh = ws.y_hi[j], yl = ws.y_lo[j];
-    const bool negative = yh < 0;
-    const double ah = negative ? -yh : yh, al = negative ? -yl : yl;  // neg(y) when y.hi < 0
-    const bool take = in.allowed[j] && 2 * ah <= 708.0;
-    ws.z_hi[j] = take ? -2 * ah : 0.0;  // exact doubling
-    ws.z_lo[j] = take ? -2 * al : 0.0;
-  }
-  if (je > jb) exp_batch(ws.z_hi.data() + jb, ws.z_lo.data() + jb, je - jb, ws.f_hi.data() + jb, ws.f_lo.data() + jb,
-                         ws.f_b.data() + jb);
+// Softcap, pass 2's argument for one key: z_j = -2|y_j| (exact) for an allowed key with
+// 2|y_j| <= 708, else 0.  finish_softcap tests the same condition and does not read e where it
+// fails, so e's value there (e^0, or e^z of a stale y for a key that is not allowed) is never used.
+void softcap_key_argument(const row_inputs& in, row_workspace& ws, std::size_t j) {
+  const double yh = ws.y_hi[j], yl = ws.y_lo[j];
+  const bool negative = yh < 0;
+  const double ah = negative ? -yh : yh, al = negative ? -yl : yl;  // neg(y) when y.hi < 0
+  const bool take = in.allowed[j] && 2 * ah <= 708.0;
+  ws.z_hi[j] = take ? -2 * ah : 0.0;
+  ws.z_lo[j] = take ? -2 * al : 0.0;
 }
 
 // Softcap, pass 3, one key: finish_softcap, writing x, its radius and tanh back.
@@ -241,117 +195,59 @@ bool softcap_key_finish(double C, row_workspace& ws, std::size_t j) {
   return true;
 }
 
-#ifdef ATTNCERT_VECTOR_DD
-// Pass 3 for keys j..j+3: lane by lane the IEEE operations of finish_softcap (its branches as
-// selects, its conditions as masks).  Writes the lanes that are allowed and whose conditions all
-// hold; the other allowed keys go through finish_softcap itself.
-bool softcap_finish4(const row_inputs& in, row_workspace& ws, std::size_t j) {
-  using namespace vector_dd;
-  const double C = in.softcap;
-  const v4 one = vset(1.0), zero = _mm256_setzero_pd(), vC = vset(C);
-  const vdd y{v_load(ws.y_hi.data() + j), v_load(ws.y_lo.data() + j)};
-  const vdd e{v_load(ws.f_hi.data() + j), v_load(ws.f_lo.data() + j)};
-  const v4 Be = v_load(ws.f_b.data() + j), By = v_load(ws.y_b.data() + j);
-  const vdd x{v_load(ws.s_hi.data() + j), v_load(ws.s_lo.data() + j)};
-  const v4 rx = v_load(ws.s_rad.data() + j);
-  const v4 negative = v_lt(y.hi, zero);
-  const vdd ny = v_neg(y);
-  const vdd a{v_select(negative, ny.hi, y.hi), v_select(negative, ny.lo, y.lo)};
-  const v4 eligible = v_le(_mm256_mul_pd(vset(2.0), a.hi), vset(708.0));
-  // num = 1 - e, den = e + 1 (Algorithm 6); q = num / den (Algorithm 18)
-  const vdd num = v_add(vdd{one, zero}, v_neg(e));
-  const vdd den = v_add(e, vdd{one, zero});
-  const v4 num_zero = v_eq(num.hi, zero);
-  const v4 rt = _mm256_div_pd(one, den.hi);
-  const v4 rh = _mm256_fmadd_pd(_mm256_xor_pd(den.hi, vset(-0.0)), rt, one);
-  const v4 rl = _mm256_mul_pd(_mm256_xor_pd(den.lo, vset(-0.0)), rt);
-  const vdd re = v_fast_two_sum(rh, rl);
-  const vdd rm = v_add(v_mul(re, rt), rt);
-  const vdd q = v_mul(num, rm);
-  const v4 aden = v_abs(den.hi);
-  const v4 div_ok = v_and(v_and(v_and(v_ge(aden, vset(0x1p-1020)), v_le(aden, vset(0x1p1020))),
-                                v_and(v_product_ok(den.hi, rt), v_product_ok(den.lo, rt))),
-                          v_and(v_and(v_mul_fp_ok(re, rt), v_and(v_finite(rm.hi), v_finite(rm.lo))), v_mul_ok(num, rm)));
-  const v4 e_ok = v_and(v_le(Be, vset(0x1p-40)), v_operand_ok(e));
-  const v4 eval_ok = v_and(e_ok, v_or(num_zero, div_ok));
-  const double k0 = (dd_add_bound + dd_add_bound + dd_div_bound) * (1.0 + 0x1p-50);
-  const v4 twoBe = _mm256_mul_pd(vset(2.0), Be);
-  const v4 terr_div = _mm256_mul_pd(_mm256_add_pd(vset(k0), twoBe), vset(round_up_factor));
-  const v4 terr_zero = _mm256_add_pd(_mm256_mul_pd(a.hi, vset(1.0 + 0x1p-50)), twoBe);
-  vdd th{v_select(num_zero, zero, q.hi), v_select(num_zero, zero, q.lo)};
-  th = {v_select(eligible, th.hi, one), v_select(eligible, th.lo, zero)};
-  const v4 terr = v_select(eligible, v_select(num_zero, terr_zero, terr_div), vset(0x1p-1020));
-  const vdd nth = v_neg(th);
-  th = {v_select(negative, nth.hi, th.hi), v_select(negative, nth.lo, th.lo)};
-  const v4 th_rad = _mm256_mul_pd(
-      _mm256_add_pd(_mm256_add_pd(terr, _mm256_mul_pd(_mm256_mul_pd(By, v_abs(y.hi)), vset(1.0 + 0x1p-50))),
-                    _mm256_div_pd(rx, vC)),
-      vset(round_up_factor));
-  const v4 th_nonzero = _mm256_cmp_pd(th.hi, zero, _CMP_NEQ_UQ);
-  const vdd zc = v_mul(th, vC);
-  const v4 mul_ok = v_and(v_operand_ok(th), v_mul_fp_ok(th, vC));
-  const vdd z{v_select(th_nonzero, zc.hi, zero), v_select(th_nonzero, zc.lo, zero)};
-  const v4 Bm = v_select(th_nonzero, vset(dd_mul_fp_bound), zero);
-  const v4 scale = vset(1.0 + 0x1p-50);
-  v4 r = _mm256_add_pd(rx, _mm256_mul_pd(_mm256_mul_pd(By, v_abs(x.hi)), scale));
-  r = _mm256_add_pd(r, _mm256_mul_pd(vset(std::fabs(C)), terr));
-  r = _mm256_add_pd(r, _mm256_mul_pd(_mm256_mul_pd(Bm, v_abs(z.hi)), scale));
-  r = _mm256_mul_pd(_mm256_add_pd(r, vset(subnormal_allowance)), vset(round_up_factor));
-  const v4 ok = v_and(v_and(v_or(_mm256_xor_pd(eligible, _mm256_castsi256_pd(_mm256_set1_epi64x(-1))), eval_ok),
-                            v_or(_mm256_xor_pd(th_nonzero, _mm256_castsi256_pd(_mm256_set1_epi64x(-1))), mul_ok)),
-                      v_and(v_finite(r), v_operand_ok(z)));
-  const int bits = v_bits(ok);
-  alignas(32) double o[6][4];
-  _mm256_store_pd(o[0], z.hi);
-  _mm256_store_pd(o[1], z.lo);
-  _mm256_store_pd(o[2], r);
-  _mm256_store_pd(o[3], th.hi);
-  _mm256_store_pd(o[4], th.lo);
-  _mm256_store_pd(o[5], th_rad);
-  for (std::size_t l = 0; l < 4; ++l) {
-    if (!in.allowed[j + l]) continue;
-    if (!((bits >> l) & 1)) {
-      if (!softcap_key_finish(C, ws, j + l)) return false;
-      continue;
-    }
-    ws.s_hi[j + l] = o[0][l];
-    ws.s_lo[j + l] = o[1][l];
-    ws.s_rad[j + l] = o[2][l];
-    ws.th_hi[j + l] = o[3][l];
-    ws.th_lo[j + l] = o[4][l];
-    ws.th_rad[j + l] = o[5][l];
-  }
-  return true;
-}
-#endif
-
-// Softcap over the allowed keys [jbegin, jend) of s_hi + s_lo ± s_rad, in place: the three passes
-// above.  The environment and C's own conditions are checked once here; when they fail, every key
-// goes through the scalar functions (whose checks then fail as before).
+// Softcap over the allowed keys [jbegin, jend) of s_hi + s_lo ± s_rad, in place, in three passes:
+// (1) y_j = x_j / C and pass 2's arguments, (2) e_j = e^{-2|y_j|} in one exp_batch over the
+// row (bit for bit exp_with_bound, vectorized), (3) finish_softcap.  Passes 1 and 3 run on
+// vector lanes (softcap_lanes.hpp: eight with AVX-512F when exp_batch runs its eight-lane kernel,
+// else four), bit for bit the one-key functions above, which take the keys the lanes leave (the
+// row's tail, and the allowed lanes whose operand conditions fail).  In pass 1 the lanes compute
+// mul(x_j, m) with Algorithm 18's reciprocal m of C, as div_with_bound does; m, the checks that
+// depend on C alone and the environment's are computed once here.  When those fail, every key
+// goes through the one-key functions (whose checks then fail as before).
 bool softcap_scores(const row_inputs& in, row_workspace& ws, const fast_row_state& st) {
   const double C = in.softcap;
-  ws.y_hi.resize(st.jend);
-  ws.y_lo.resize(st.jend);
-  ws.y_b.resize(st.jend);
-  ws.th_hi.resize(st.jend);  // written for every allowed key below; only those are read (P15)
-  ws.th_lo.resize(st.jend);
-  ws.th_rad.resize(st.jend);
+  const std::size_t jb = st.jbegin, je = st.jend;
+  for (std::vector<double>* v : {&ws.y_hi, &ws.y_lo, &ws.y_b, &ws.z_hi, &ws.z_lo, &ws.f_hi, &ws.f_lo, &ws.f_b,
+                                 &ws.th_hi, &ws.th_lo, &ws.th_rad})
+    v->resize(je);  // th_*: written for every allowed key below; only those are read (P15)
+  ws.softcap_redo.resize(je);
   bool row_ok = dd_detail::environment_ok() && dd_detail::operand_ok(dd{C, 0.0});
   const dd m = dd_detail::reciprocal_impl<true>(dd{C, 0.0}, row_ok);
-  if (!row_ok) {
-    for (std::size_t j = st.jbegin; j < st.jend; ++j)
-      if (in.allowed[j] && !softcap_key_quotient(C, ws, j)) return false;
-  } else if (!softcap_quotients(in, ws, st, m)) {
-    return false;
-  }
-  softcap_exponentials(in, ws, st);
-  std::size_t j = st.jbegin;
+  const softcap_view sv{ws.s_hi.data(), ws.s_lo.data(), ws.s_rad.data(), ws.y_hi.data(), ws.y_lo.data(),
+                        ws.y_b.data(),  ws.z_hi.data(), ws.z_lo.data(),  ws.f_hi.data(), ws.f_lo.data(),
+                        ws.f_b.data(),  ws.th_hi.data(), ws.th_lo.data(), ws.th_rad.data(), in.allowed};
+  std::size_t* redo = ws.softcap_redo.data();
+  const bool wide = sums_use_avx512();
+  // pass 1
+  std::size_t nredo = 0, j = jb;
 #ifdef ATTNCERT_VECTOR_DD
   if (row_ok)
-    for (; j + 4 <= st.jend; j += 4)
-      if (!softcap_finish4(in, ws, j)) return false;
+    j = wide ? softcap_quotients_avx512(sv, m.hi, m.lo, jb, je, redo, nredo)
+             : softcap_quotient_lanes<__m256d>(sv, m.hi, m.lo, jb, je, redo, nredo);
+#else
+  (void)m, (void)wide, (void)sv;
 #endif
-  for (; j < st.jend; ++j)
+  for (std::size_t t = 0; t < nredo; ++t) {
+    if (!softcap_key_quotient(C, ws, redo[t])) return false;
+    softcap_key_argument(in, ws, redo[t]);
+  }
+  for (; j < je; ++j) {
+    if (in.allowed[j] && !softcap_key_quotient(C, ws, j)) return false;
+    softcap_key_argument(in, ws, j);
+  }
+  // pass 2
+  if (je > jb) exp_batch(ws.z_hi.data() + jb, ws.z_lo.data() + jb, je - jb, ws.f_hi.data() + jb, ws.f_lo.data() + jb,
+                         ws.f_b.data() + jb);
+  // pass 3
+  nredo = 0;
+  j = jb;
+#ifdef ATTNCERT_VECTOR_DD
+  if (row_ok)
+    j = wide ? softcap_finish_avx512(sv, C, jb, je, redo, nredo) : softcap_finish_lanes<__m256d>(sv, C, jb, je, redo, nredo);
+#endif
+  for (std::size_t t = 0; t < nredo; ++t)
+    if (!softcap_key_finish(C, ws, redo[t])) return false;
+  for (; j < je; ++j)
     if (in.allowed[j] && !softcap_key_finish(C, ws, j)) return false;
   return true;
 }

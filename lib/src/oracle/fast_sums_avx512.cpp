@@ -9,6 +9,7 @@
 // each lane performs the header loop's IEEE operations in the same order (the comments name
 // them), so the results are the same bits as the AVX2 build's.
 #include "fast_common.hpp"
+#include "softcap_lanes.hpp"
 
 #if defined(__AVX512F__) && defined(__FMA__)
 #include <immintrin.h>
@@ -151,6 +152,26 @@ void dot2_weighted_rows_avx512(const std::size_t* keys, std::size_t count, const
   }
 #else
   (void)keys, (void)count, (void)w_hi, (void)w_lo, (void)V, (void)dv, (void)as, (void)ac, (void)ap;
+#endif
+}
+
+std::size_t softcap_quotients_avx512(const softcap_view& sv, double m_hi, double m_lo, std::size_t jb,
+                                     std::size_t je, std::size_t* redo, std::size_t& nredo) {
+#if defined(__AVX512F__) && defined(ATTNCERT_VECTOR_DD)
+  return softcap_quotient_lanes<__m512d>(sv, m_hi, m_lo, jb, je, redo, nredo);
+#else
+  (void)sv, (void)m_hi, (void)m_lo, (void)je, (void)redo, (void)nredo;
+  return jb;
+#endif
+}
+
+std::size_t softcap_finish_avx512(const softcap_view& sv, double C, std::size_t jb, std::size_t je,
+                                  std::size_t* redo, std::size_t& nredo) {
+#if defined(__AVX512F__) && defined(ATTNCERT_VECTOR_DD)
+  return softcap_finish_lanes<__m512d>(sv, C, jb, je, redo, nredo);
+#else
+  (void)sv, (void)C, (void)je, (void)redo, (void)nredo;
+  return jb;
 #endif
 }
 

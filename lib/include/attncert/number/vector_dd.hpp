@@ -38,6 +38,7 @@ inline __m256d splat<__m256d>(double x) { return _mm256_set1_pd(x); }
 inline __m256d vadd(__m256d a, __m256d b) { return _mm256_add_pd(a, b); }
 inline __m256d vsub(__m256d a, __m256d b) { return _mm256_sub_pd(a, b); }
 inline __m256d vmul(__m256d a, __m256d b) { return _mm256_mul_pd(a, b); }
+inline __m256d vdiv(__m256d a, __m256d b) { return _mm256_div_pd(a, b); }
 inline __m256d vfma(__m256d a, __m256d b, __m256d c) { return _mm256_fmadd_pd(a, b, c); }
 inline __m256d vneg(__m256d a) { return _mm256_xor_pd(a, _mm256_set1_pd(-0.0)); }
 inline __m256d vabs(__m256d a) { return _mm256_andnot_pd(_mm256_set1_pd(-0.0), a); }
@@ -57,6 +58,17 @@ inline __m256d mask_or(__m256d a, __m256d b) { return _mm256_or_pd(a, b); }
 inline __m256d mask_andnot(__m256d a, __m256d b) { return _mm256_andnot_pd(a, b); }  // !a & b
 inline __m256d blend(__m256d mask, __m256d yes, __m256d no) { return _mm256_blendv_pd(no, yes, mask); }
 inline __m256d zero_unless(__m256d mask, __m256d a) { return _mm256_and_pd(mask, a); }
+inline __m256d mask_not(__m256d a) { return _mm256_xor_pd(a, _mm256_castsi256_pd(_mm256_set1_epi64x(-1))); }
+/// The lanes' truth values as bits 0-3.
+inline unsigned mask_bits(__m256d mask) { return static_cast<unsigned>(_mm256_movemask_pd(mask)); }
+/// Lanes where the bytes allowed[0..3] are nonzero.
+inline __m256d allowed_mask(const std::uint8_t* allowed, __m256d) {
+  std::int32_t b;
+  __builtin_memcpy(&b, allowed, sizeof b);
+  return _mm256_castsi256_pd(_mm256_cmpgt_epi64(_mm256_cvtepu8_epi64(_mm_cvtsi32_si128(b)), _mm256_setzero_si256()));
+}
+/// p[l] = a[l] for the lanes l of mask; the others are not written.
+inline void store_masked(double* p, __m256d mask, __m256d a) { _mm256_maskstore_pd(p, _mm256_castpd_si256(mask), a); }
 /// 2^k for integer-valued k in [-1022, 1023] (the exponent field (k + 1023) << 52).
 inline __m256d pow2(__m256d k) {
   const __m256i k64 = _mm256_cvtepi32_epi64(_mm256_cvtpd_epi32(k));
@@ -76,6 +88,7 @@ inline __m512d splat<__m512d>(double x) { return _mm512_set1_pd(x); }
 inline __m512d vadd(__m512d a, __m512d b) { return _mm512_add_pd(a, b); }
 inline __m512d vsub(__m512d a, __m512d b) { return _mm512_sub_pd(a, b); }
 inline __m512d vmul(__m512d a, __m512d b) { return _mm512_mul_pd(a, b); }
+inline __m512d vdiv(__m512d a, __m512d b) { return _mm512_div_pd(a, b); }
 inline __m512d vfma(__m512d a, __m512d b, __m512d c) { return _mm512_fmadd_pd(a, b, c); }
 inline __m512d vneg(__m512d a) {
   return _mm512_castsi512_pd(_mm512_xor_si512(_mm512_castpd_si512(a), _mm512_set1_epi64(INT64_MIN)));
@@ -101,6 +114,14 @@ inline __mmask8 mask_or(__mmask8 a, __mmask8 b) { return static_cast<__mmask8>(a
 inline __mmask8 mask_andnot(__mmask8 a, __mmask8 b) { return static_cast<__mmask8>(~a & b); }
 inline __m512d blend(__mmask8 mask, __m512d yes, __m512d no) { return _mm512_mask_blend_pd(mask, no, yes); }
 inline __m512d zero_unless(__mmask8 mask, __m512d a) { return _mm512_maskz_mov_pd(mask, a); }
+inline __mmask8 mask_not(__mmask8 a) { return static_cast<__mmask8>(~a); }
+inline unsigned mask_bits(__mmask8 mask) { return mask; }
+inline __mmask8 allowed_mask(const std::uint8_t* allowed, __m512d) {
+  std::int64_t b;
+  __builtin_memcpy(&b, allowed, sizeof b);
+  return _mm512_cmpneq_epi64_mask(_mm512_maskz_cvtepu8_epi64(0xFF, _mm_cvtsi64_si128(b)), _mm512_setzero_si512());
+}
+inline void store_masked(double* p, __mmask8 mask, __m512d a) { _mm512_mask_storeu_pd(p, mask, a); }
 inline __m512d pow2(__m512d k) {
   const __m512i k64 = _mm512_maskz_cvtepi32_epi64(0xFF, _mm512_maskz_cvtpd_epi32(0xFF, k));
   return _mm512_castsi512_pd(_mm512_maskz_slli_epi64(0xFF, _mm512_add_epi64(k64, _mm512_set1_epi64(1023)), 52));
@@ -170,45 +191,38 @@ inline vdd_t<T> v_neg(vdd_t<T> x) {
   return {vneg(x.hi), vneg(x.lo)};
 }
 
-// ---- four lanes (AVX2): the names the oracle's softcap uses ----------------------------------
-using v4 = __m256d;
-using vdd = vdd_t<__m256d>;
-inline v4 vset(double x) { return _mm256_set1_pd(x); }
-inline v4 v_abs(v4 x) { return vabs(x); }
-inline v4 v_load(const double* p) { return _mm256_loadu_pd(p); }
-inline v4 v_and(v4 a, v4 b) { return _mm256_and_pd(a, b); }
-inline v4 v_or(v4 a, v4 b) { return _mm256_or_pd(a, b); }
-inline v4 v_lt(v4 a, v4 b) { return cmp_lt(a, b); }
-inline v4 v_le(v4 a, v4 b) { return cmp_le(a, b); }
-inline v4 v_ge(v4 a, v4 b) { return cmp_ge(a, b); }
-inline v4 v_eq(v4 a, v4 b) { return cmp_eq(a, b); }
-inline v4 v_select(v4 mask, v4 yes, v4 no) { return blend(mask, yes, no); }
+// ---- the operand checks of number/double_double.hpp (dd_detail), lane by lane -----------------
 /// Lanes where x is finite (false for NaN).
-inline v4 v_finite(v4 x) { return v_lt(v_abs(x), vset(dd_detail::inf)); }
-/// dd_detail::product_ok, lane by lane.
-inline v4 v_product_ok(v4 a, v4 b) {
-  const v4 zero = _mm256_setzero_pd();
-  return v_or(v_or(v_eq(a, zero), v_eq(b, zero)),
-              v_ge(_mm256_mul_pd(v_abs(a), v_abs(b)), vset(dd_detail::product_floor)));
+template <class T>
+inline auto v_finite(T x) {
+  return cmp_lt(vabs(x), splat<T>(dd_detail::inf));
+}
+/// dd_detail::product_ok.
+template <class T>
+inline auto v_product_ok(T a, T b) {
+  const T zero = splat<T>(0.0);
+  return mask_or(mask_or(cmp_eq(a, zero), cmp_eq(b, zero)),
+                 cmp_ge(vmul(vabs(a), vabs(b)), splat<T>(dd_detail::product_floor)));
 }
 /// dd_detail::operand_ok: finite, normalized, |hi| <= 2^1020.
-inline v4 v_operand_ok(vdd x) {
-  return v_and(v_and(v_finite(x.hi), v_finite(x.lo)),
-               v_and(v_eq(_mm256_add_pd(x.hi, x.lo), x.hi), v_le(v_abs(x.hi), vset(dd_detail::magnitude_cap))));
+template <class T>
+inline auto v_operand_ok(vdd_t<T> x) {
+  return mask_and(mask_and(v_finite(x.hi), v_finite(x.lo)),
+                  mask_and(cmp_eq(vadd(x.hi, x.lo), x.hi), cmp_le(vabs(x.hi), splat<T>(dd_detail::magnitude_cap))));
 }
 /// dd_detail::mul_ok(x, y).
-inline v4 v_mul_ok(vdd x, vdd y) {
-  return v_and(v_and(v_le(_mm256_mul_pd(v_abs(x.hi), v_abs(y.hi)), vset(dd_detail::magnitude_cap)),
-                     v_product_ok(x.hi, y.hi)),
-               v_and(v_and(v_product_ok(x.lo, y.lo), v_product_ok(x.hi, y.lo)), v_product_ok(x.lo, y.hi)));
+template <class T>
+inline auto v_mul_ok(vdd_t<T> x, vdd_t<T> y) {
+  return mask_and(mask_and(cmp_le(vmul(vabs(x.hi), vabs(y.hi)), splat<T>(dd_detail::magnitude_cap)),
+                           v_product_ok(x.hi, y.hi)),
+                  mask_and(mask_and(v_product_ok(x.lo, y.lo), v_product_ok(x.hi, y.lo)), v_product_ok(x.lo, y.hi)));
 }
 /// dd_detail::mul_fp_ok(x, y).
-inline v4 v_mul_fp_ok(vdd x, v4 y) {
-  return v_and(v_and(v_finite(y), v_le(_mm256_mul_pd(v_abs(x.hi), v_abs(y)), vset(dd_detail::magnitude_cap))),
-               v_and(v_product_ok(x.hi, y), v_product_ok(x.lo, y)));
+template <class T>
+inline auto v_mul_fp_ok(vdd_t<T> x, T y) {
+  return mask_and(mask_and(v_finite(y), cmp_le(vmul(vabs(x.hi), vabs(y)), splat<T>(dd_detail::magnitude_cap))),
+                  mask_and(v_product_ok(x.hi, y), v_product_ok(x.lo, y)));
 }
-/// The four lanes' truth values as bits 0-3.
-inline int v_bits(v4 mask) { return _mm256_movemask_pd(mask); }
 
 }  // namespace
 }  // namespace attncert::vector_dd

@@ -41,6 +41,7 @@ struct row_workspace {
   std::vector<double> z_hi, z_lo, z_rad, e_hi, e_lo, e_b;
   std::vector<double> y_hi, y_lo, y_b;  ///< softcap: y_j = x_j / C and its relative bound
   std::vector<double> f_hi, f_lo, f_b;  ///< softcap: e^{-2|y_j|} per key (0 where not evaluated) and its bound
+  std::vector<std::size_t> softcap_redo;  ///< softcap: the keys the vector lanes leave to the one-key functions
   std::vector<std::size_t> z_idx;
   std::vector<std::size_t> v_idx;  ///< step 4: the keys whose weighted values are summed, in order
   // After a successful fast_row: weights w_j = w_hi[j] + w_lo[j] with |w_true - w| <= rho |w|
