@@ -114,7 +114,7 @@ inline double max_abs(const double* x, std::size_t n) {
   return m;
 }
 
-// ---- step B: t_j = dO·v_j by Dot2 over dv, four keys at a time through VT ------------------
+// ---- step B: t_j = dO·v_j by Dot2 over dv, eight or four keys at a time through VT --------
 void value_dots(const double* dO, const double* VT, std::size_t nk, std::size_t dv, std::size_t jbegin,
                 std::size_t jend, row_backward& out) {
   out.t_s.assign(jend, 0.0);
