@@ -98,7 +98,7 @@ inline void exp_group(const double* z_hi, const double* z_lo, std::size_t i, dou
 /// vectors at a time while they fill, then one at a time (the same operations per lane).  On this
 /// project's test machine (Zen 5) four vectors took 7.2 ns per exponential at eight lanes and
 /// 13.8 ns at four, against 17.9 and 32.3 ns one vector at a time; six and eight were slower
-/// than four (register spills).
+/// than four (presumably register spills; not examined).
 template <class T>
 std::size_t exp_lanes(const double* z_hi, const double* z_lo, std::size_t n, double* w_hi, double* w_lo,
                       double* bound) {
