@@ -11,6 +11,7 @@
 
 #include <random>
 
+#include "attncert/number/exp_batch.hpp"
 #include "attncert/number/traits.hpp"
 #include "attncert/oracle/backward.hpp"
 #include "attncert/oracle/fast_row.hpp"
@@ -264,6 +265,30 @@ void backward_args(benchmark::internal::Benchmark* b) {
 
 }  // namespace
 
+// ---- exp_batch alone: one row of 1024 arguments in [-20, 0) (double-double), per call; the
+// argument caps the kernel (exp_batch_limit_isa: 2 AVX-512, 1 AVX2, 0 scalar).  Items per second
+// = exponentials per second.
+static void BM_exp_batch(benchmark::State& state) {
+  const std::size_t n = 1024;
+  std::mt19937_64 g(1);
+  std::uniform_real_distribution<double> U(-20.0, 0.0);
+  std::vector<double> zh(n), zl(n), wh(n), wl(n), b(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    zh[i] = U(g);
+    zl[i] = zh[i] * 0x1p-60;
+  }
+  const int previous = attncert::exp_batch_limit_isa(static_cast<int>(state.range(0)));
+  state.SetLabel(attncert::exp_batch_isa());
+  for (auto _ : state) {
+    attncert::exp_batch(zh.data(), zl.data(), n, wh.data(), wl.data(), b.data());
+    benchmark::DoNotOptimize(wh.data());
+    benchmark::ClobberMemory();
+  }
+  attncert::exp_batch_limit_isa(previous);
+  state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations() * n));
+}
+
+BENCHMARK(BM_exp_batch)->Arg(2)->Arg(1)->Arg(0)->MeasureProcessCPUTime();
 BENCHMARK(BM_backward_plain_binary64)->Apply(backward_args)->Unit(benchmark::kMillisecond)->MeasureProcessCPUTime();
 BENCHMARK(BM_backward_oracle)->Apply(backward_args)->Unit(benchmark::kMillisecond)->MeasureProcessCPUTime();
 BENCHMARK(BM_forward_certified)->Apply(backward_args)->Unit(benchmark::kMillisecond)->MeasureProcessCPUTime();
