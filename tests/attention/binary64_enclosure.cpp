@@ -16,7 +16,8 @@
 // A checker self-test shrinks a computed radius by 2^40 and requires the checker to report
 // violations, so the containment check is not vacuous.
 // Random inputs (float32 values: normal samples rounded to float, optionally scaled by a
-// power of two) come from std::mt19937_64 seeded with ATTNCERT_SEED if set, otherwise a fixed
+// power of two; full 53-bit binary64 samples in the Dot2 cancellation test, whose reference
+// runs at 1024 bits) come from std::mt19937_64 seeded with ATTNCERT_SEED if set, otherwise a fixed
 // default; the seed is printed.
 #define BOOST_TEST_MODULE attention_binary64_enclosure
 #include <boost/test/unit_test.hpp>
@@ -37,6 +38,8 @@
 #include <string>
 #include <utility>
 #include <vector>
+
+#include <Eigen/LU>
 
 #include "attncert/attention/binary64_enclosure.hpp"
 #include "attncert/attention/heads.hpp"
@@ -355,6 +358,89 @@ BOOST_AUTO_TEST_CASE(scores_exact_zero) {
   }
 }
 
+namespace {
+
+// A full 53-bit binary64 sample of N(0, 1); when `scaled`, one in eight is multiplied by 2^40 or
+// by 2^-40 (one in sixteen each).
+double random_binary64(std::mt19937_64& rng, bool scaled) {
+  std::normal_distribution<double> nd(0.0, 1.0);
+  std::uniform_int_distribution<int> pick(0, 15);
+  const double x = nd(rng);
+  if (!scaled) return x;
+  const int p = pick(rng);
+  return p == 0 ? std::ldexp(x, 40) : p == 1 ? std::ldexp(x, -40) : x;
+}
+
+// The exact Σ_{l < end} q_il k_jl (Qr: the rationals of Q).
+Q exact_dot(const matrix<Q>& Qr, Eigen::Index i, const matrix<double>& Kd, Eigen::Index j, Eigen::Index end) {
+  Q s(0);
+  for (Eigen::Index l = 0; l < end; ++l) s += Qr(i, l) * Q(Kd(j, l));
+  return s;
+}
+
+// nk key rows that nearly cancel against every row of Qd (nq × d, stages·nq < d): the first
+// d − stages·nq components are random binary64 (a few scaled by 2^±40); then, block after block,
+// the next nq components x solve Q_b x = −r in binary64 (Q_b: those nq columns of Qd, r_i: the
+// exact q_i·k_j so far, rounded).  One stage leaves |q_i·k_j| ≈ u·Σ_l |q_il k_jl| (x is rounded),
+// two leave ≈ u²·Σ_l |q_il k_jl|.
+matrix<double> cancelling_keys(std::mt19937_64& rng, const matrix<double>& Qd, Eigen::Index nk, int stages) {
+  const Eigen::Index nq = Qd.rows(), d = Qd.cols(), nfree = d - stages * nq;
+  const matrix<Q> Qr = to_rational(Qd);
+  matrix<double> Kd = matrix<double>::Zero(nk, d);
+  for (Eigen::Index j = 0; j < nk; ++j) {
+    for (Eigen::Index l = 0; l < nfree; ++l) Kd(j, l) = random_binary64(rng, true);
+    for (int s = 0; s < stages; ++s) {
+      const Eigen::Index b = nfree + s * nq;
+      Eigen::VectorXd r(nq);
+      for (Eigen::Index i = 0; i < nq; ++i) r(i) = -exact_dot(Qr, i, Kd, j, b).convert_to<double>();
+      const Eigen::VectorXd x = Qd.middleCols(b, nq).partialPivLu().solve(r);
+      Kd.row(j).segment(b, nq) = x.transpose();
+    }
+  }
+  return Kd;
+}
+
+}  // namespace
+
+// Dot2 under heavy cancellation: binary64 (not float32) Q and K with full 53-bit entries, d = 64,
+// a few entries scaled by 2^±40, and every key row chosen so that all its scores cancel, to
+// ≈ u·P (one stage) or ≈ u²·P (two stages), P = Σ_l |q_il k_jl| (up to ~2^80).  A naive sum is
+// wrong by far more than u|t| here, and so is Dot2 with two stages (its error is ~u²P).  The
+// reference runs at 1024 bits, where the MPFI dot products are exact (the products' bits span
+// fewer than 400 binary places), so it stays tight however deep the cancellation.
+BOOST_AUTO_TEST_CASE(scores_dot2_heavy_cancellation) {
+  precision_guard g(1024);
+  auto rng = make_rng(21);
+  const Eigen::Index d = 64, nk = 20;
+  long total = 0, cancelling = 0;
+  for (int t = 0; t < 8; ++t) {
+    const Eigen::Index nq = 3 + (t / 2) % 2;
+    const int stages = 1 + t % 2;
+    matrix<double> Qd(nq, d);
+    for (Eigen::Index i = 0; i < nq; ++i)
+      for (Eigen::Index l = 0; l < d; ++l) Qd(i, l) = random_binary64(rng, l < d - 2 * nq);  // the solves' blocks unscaled
+    const matrix<double> Kd = cancelling_keys(rng, Qd, nk, stages);
+    const matrix<Q> Qr = to_rational(Qd);
+    for (Eigen::Index i = 0; i < nq; ++i)
+      for (Eigen::Index j = 0; j < nk; ++j) {
+        double P = 0;
+        for (Eigen::Index l = 0; l < d; ++l) P += std::fabs(Qd(i, l) * Kd(j, l));
+        const double tij = exact_dot(Qr, i, Kd, j, d).convert_to<double>();
+        ++total;
+        if (std::fabs(tij) < 0x1p-20 * P) ++cancelling;
+      }
+    for (const auto& [c, name] : {std::pair{inv_sqrt_d(), std::string("1/sqrt(64)")},
+                                  std::pair{rational_scale(Q(1, 3)), std::string("1/3")}}) {
+      const binary64_enclosure S = enclose_scores_binary64(Qd, Kd, c);
+      require_contains(S, reference_scores(Qd, Kd, c),
+                       "scores cancelling in " + std::to_string(stages) + " stage(s), scale " + name,
+                       describe_scores(Qd, Kd, name));
+    }
+  }
+  BOOST_TEST(cancelling * 10 >= total * 9,
+             cancelling << " of " << total << " scores cancel below 2^-20·Σ|q k|: the case does not stress Dot2");
+}
+
 // =====================================================================================
 // attention, output, residual
 // =====================================================================================
@@ -433,6 +519,19 @@ BOOST_AUTO_TEST_CASE(layer_wide_spread_scores) {
       layer_case(rng, 6, 10, 4, 3, 40.0, rational_scale(Q(1)), "1", M, /*check_spread=*/true);
 }
 
+// Many keys: nk = 300, d = 64, 1/√64, so the row sums are Sum2 sums of up to 300 weights (mask
+// none; a random mask, about 150; causal, top-left aligned, gives rows of 1–3 keys).  N(0, 1)
+// inputs, then small ones (σ = 0.05, 0.1): scores near 0, weights near 1 and tight radii, where
+// the row sum's rounding matters most (a plain running sum there is off by several times the
+// radius: |A − mid| up to ~2.5 rad was measured with Sum2's compensation dropped).
+BOOST_AUTO_TEST_CASE(layer_many_keys) {
+  auto rng = make_rng(34);
+  for (const mask& M : masks_for(rng, 3, 300)) layer_case(rng, 3, 300, 64, 4, 1.0, inv_sqrt_d(), "1/sqrt(64)", M);
+  for (double sigma : {0.05, 0.1})
+    for (int t = 0; t < 3; ++t)
+      for (const mask& M : masks_for(rng, 3, 300)) layer_case(rng, 3, 300, 64, 4, sigma, inv_sqrt_d(), "1/sqrt(64)", M);
+}
+
 // Spread just around the threshold: scores z − max near −708 on both sides.
 BOOST_AUTO_TEST_CASE(attention_near_the_underflow_threshold) {
   precision_guard g(reference_bits);
@@ -491,6 +590,30 @@ BOOST_AUTO_TEST_CASE(attention_radii_are_small) {
       for (Eigen::Index i = 0; i < O.rad.size(); ++i)
         BOOST_TEST(O.rad.data()[i] <= 1e-13 * scale.data()[i] + 1e-300);
     }
+  }
+}
+
+// d = 64, n = 512 (float32 N(0, 1), 1/√64): every score radius is ≤ 4u|mid| (Dot2) and every allowed
+// attention radius ≤ 64u·mid (Sum2), u = 2^-53.  The bounds these replaced gave score radii
+// γ_64‖q‖‖k‖/8 + … ≈ 6e-14 (≈ 500u for |mid| ≈ 1) and attention radii ≥ γ_512·mid ≈ 512u·mid:
+// both fail here.
+BOOST_AUTO_TEST_CASE(radii_are_a_few_ulps_at_d64_n512) {
+  auto rng = make_rng(42);
+  const matrix<double> Qd = random_float32(rng, 4, 64), Kd = random_float32(rng, 512, 64);
+  const binary64_enclosure S = enclose_scores_binary64(Qd, Kd, inv_sqrt_d());
+  double worst = 0;  // largest rad / (4u|mid| + 1e-20)
+  for (Eigen::Index i = 0; i < S.mid.size(); ++i)
+    worst = std::max(worst, S.rad.data()[i] / (4 * 0x1p-53 * std::fabs(S.mid.data()[i]) + 1e-20));
+  BOOST_TEST(worst <= 1.0, "score radius above 4u|mid| + 1e-20 (ratio " << worst << ")");
+  BOOST_TEST_MESSAGE("scores: largest rad / (4u|mid| + 1e-20) = " << worst);
+  for (const mask& M : {mask::none(), mask::causal()}) {
+    const binary64_enclosure A = enclose_attention_binary64(S, M);
+    worst = 0;  // largest rad / (64u·mid + 1e-300) over the allowed entries
+    for (Eigen::Index i = 0; i < A.mid.rows(); ++i)
+      for (Eigen::Index j = 0; j < A.mid.cols(); ++j)
+        if (M.allows(i, j)) worst = std::max(worst, A.rad(i, j) / (64 * 0x1p-53 * A.mid(i, j) + 1e-300));
+    BOOST_TEST(worst <= 1.0, "attention radius above 64u·mid + 1e-300 (ratio " << worst << "), mask " << M.describe());
+    BOOST_TEST_MESSAGE("attention, mask " << M.describe() << ": largest rad / (64u·mid + 1e-300) = " << worst);
   }
 }
 

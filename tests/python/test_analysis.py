@@ -56,15 +56,19 @@ def test_rank_of_qk_with_causal_mask_matches_cli():
 
 
 def test_rank_escalates_undecided_singular_values_on_a_deflated_subspace():
-    # A causal layer of 160 tokens: binary64 leaves its smallest singular values undecided (far below
-    # 1e-16); the deflated escalation decides them (proofs/P16, part D); deflate_max_k=0 leaves them.
+    # A layer of 160 tokens under a causal mask that also lets the first query see the second key:
+    # binary64 leaves its smallest singular values undecided (far below 1e-16), and the attention is not
+    # triangular, so no determinant bounds them; the deflated escalation decides them (proofs/P16, part D);
+    # deflate_max_k=0 leaves them.
     rng = np.random.default_rng(3)
     q, k = (rng.standard_normal((160, 16)).astype(np.float32) for _ in range(2))
-    r = attncert.rank(q=q, k=k, mask="causal", formats="binary64", policies="numpy")
+    mask = np.tril(np.ones((160, 160), dtype=bool))
+    mask[0, 1] = True
+    r = attncert.rank(q=q, k=k, mask=mask, formats="binary64", policies="numpy")
     assert r.report["singular_values_method"] == "binary64+deflated"
     assert r.report["singular_values_certified_positive"] == 160, r.report["notes"]
     assert any("deflated subspace" in n for n in r.report["notes"])
-    off = attncert.rank(q=q, k=k, mask="causal", formats="binary64", policies="numpy", deflate_max_k=0)
+    off = attncert.rank(q=q, k=k, mask=mask, formats="binary64", policies="numpy", deflate_max_k=0)
     assert off.report["singular_values_method"] == "binary64"
     assert off.report["singular_values_certified_positive"] < 160
     for lo_hi, kept in zip(r.report["singular_values"], off.report["singular_values"]):
@@ -73,8 +77,13 @@ def test_rank_escalates_undecided_singular_values_on_a_deflated_subspace():
         attncert.rank(q=q, k=k, mask="causal", deflate_max_k=-1)
     # threads= runs the escalation's products and the MPFI enclosures on several threads: the same
     # enclosures, bit for bit, as on one (number/parallel.hpp)
-    one = attncert.rank(q=q, k=k, mask="causal", formats="binary64", policies="numpy", threads=1)
+    one = attncert.rank(q=q, k=k, mask=mask, formats="binary64", policies="numpy", threads=1)
     assert one.report["singular_values"] == r.report["singular_values"]
+    # the causal mask itself: a triangular attention, decided by binary64 with its determinant (part E)
+    c = attncert.rank(q=q, k=k, mask="causal", formats="binary64", policies="numpy")
+    assert c.report["singular_values_method"] == "binary64", c.report["notes"]
+    assert c.report["singular_values_certified_positive"] == 160
+    assert any("the object is triangular" in n for n in c.report["notes"])
     with pytest.raises(ValueError, match="threads"):
         attncert.rank(q=q, k=k, mask="causal", threads=0)
 

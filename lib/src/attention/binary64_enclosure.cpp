@@ -17,6 +17,7 @@
 #include "attncert/number/double_double.hpp"
 #include "attncert/number/exp_batch.hpp"
 #include "attncert/number/parallel.hpp"
+#include "../number/dot2_loop.hpp"
 
 namespace attncert {
 
@@ -101,18 +102,39 @@ binary64_enclosure enclose_scores_binary64(const matrix<double>& Q, const matrix
   if (Q.cols() != K.cols()) throw input_error("Q and K have different widths");
   const auto [ch, dc] = scale_binary64(c, Q.cols());
   const Eigen::Index nq = Q.rows(), nk = K.rows(), d = Q.cols();
-  // t̂ = fl(Q Kᵀ): |t̂_ij − t_ij| ≤ γ_d Σ_k |q_ik||k_jk| + d·η ≤ γ_d ‖q_i‖‖k_j‖ + d·η (Cauchy–Schwarz).
-  const matrix<double> T = Q * K.transpose();
+  // t_ij = q_i·k_j by Dot2 (Ogita–Rump–Oishi; the oracle's loop and step 1, proofs/P11): p + e =
+  // TwoProd, (s, σ) = TwoSum(s, p), c ← c + (σ + e), P ← P + |p|, across j for one i (K column-major:
+  // its data is the d × n_k row-major MT the loop takes).  |t − (s + c)| ≤ d(d + 1)u²P̂(1 + 2⁻²⁶) + d·2⁻¹⁰⁷⁰ for
+  // d ≤ 2²⁰ when nothing overflows (P̂ ≤ 2^1020 keeps every |product| and partial sum below
+  // 2^1021); t̂ = RN(s + c) adds u(1 + 2u)|t̂| + η.  Otherwise (huge entries, or d > 2²⁰) the entry
+  // falls back to t̂ = fl(q_i·k_j) in order, with |t̂ − t| ≤ γ_d‖q_i‖‖k_j‖ + d·η (Cauchy–Schwarz).
+  const bool dot2_applies = d <= (Eigen::Index{1} << 20);
   std::vector<double> qn(static_cast<std::size_t>(nq)), kn(static_cast<std::size_t>(nk));
   for (Eigen::Index i = 0; i < nq; ++i) qn[static_cast<std::size_t>(i)] = row_norm_up(Q, i);
   for (Eigen::Index j = 0; j < nk; ++j) kn[static_cast<std::size_t>(j)] = row_norm_up(K, j);
   const double gd = gamma_up(static_cast<std::size_t>(d)), deta = up(static_cast<double>(d) * eta);
+  const double dd1 = up(up(static_cast<double>(d) * static_cast<double>(d + 1)) * 0x1p-106);
+  const double dsub = up(static_cast<double>(d) * 0x1p-1070);
   const double ach = std::fabs(ch);
   binary64_enclosure S{matrix<double>(nq, nk), matrix<double>(nq, nk)};
-  for (Eigen::Index j = 0; j < nk; ++j)
-    for (Eigen::Index i = 0; i < nq; ++i) {
-      const double t = T(i, j);
-      const double dt = up(up(gd * up(qn[static_cast<std::size_t>(i)] * kn[static_cast<std::size_t>(j)])) + deta);
+  std::vector<double> sv(static_cast<std::size_t>(nk)), cv(sv.size()), pv(sv.size()), qi(static_cast<std::size_t>(d));
+  for (Eigen::Index i = 0; i < nq; ++i) {
+    std::fill(sv.begin(), sv.end(), 0.0);
+    std::fill(cv.begin(), cv.end(), 0.0);
+    std::fill(pv.begin(), pv.end(), 0.0);
+    for (Eigen::Index l = 0; l < d; ++l) qi[static_cast<std::size_t>(l)] = Q(i, l);
+    dot2_detail::dot2_columns_loop(qi.data(), K.data(), static_cast<std::size_t>(nk), static_cast<std::size_t>(d), 0,
+                                   static_cast<std::size_t>(nk), sv.data(), cv.data(), pv.data());
+    for (Eigen::Index j = 0; j < nk; ++j) {
+      const auto jj = static_cast<std::size_t>(j);
+      double t = sv[jj] + cv[jj], dt = 0;
+      if (dot2_applies && pv[jj] <= 0x1p1020 && std::isfinite(t)) {
+        dt = up(up(up(up(dd1 * up(pv[jj] * (1.0 + 0x1p-26))) + dsub) + up(std::fabs(t) * (unit * (1.0 + 0x1p-51)))) + eta);
+      } else {
+        t = 0;
+        for (Eigen::Index l = 0; l < d; ++l) t += Q(i, l) * K(j, l);
+        dt = up(up(gd * up(qn[static_cast<std::size_t>(i)] * kn[jj])) + deta);
+      }
       // x̂ = fl(ĉ t̂):  |x̂ − c t| ≤ u|x̂|(1 + 2u) + η + |ĉ| δt + δc (|t̂| + δt)
       const double x = ch * t;
       double r = up(up(std::fabs(x) * (unit * (1.0 + 0x1p-51))) + eta);
@@ -122,6 +144,7 @@ binary64_enclosure enclose_scores_binary64(const matrix<double>& Q, const matrix
       S.mid(i, j) = x;
       S.rad(i, j) = r;
     }
+  }
   return S;
 }
 
@@ -130,7 +153,8 @@ binary64_enclosure enclose_attention_binary64(const binary64_enclosure& S, const
   M.check_shape(nq, nk);
   const bool has_rad = S.rad.size() != 0;
   binary64_enclosure A{matrix<double>::Zero(nq, nk), matrix<double>::Zero(nq, nk)};
-  const double gn = gamma_up(static_cast<std::size_t>(nk));
+  const double gn = gamma_up(static_cast<std::size_t>(nk)), g2 = up(gn * gn);
+  if (!(gn < 0x1p-20)) throw input_error("binary64 softmax bound: too many keys");
   const auto n = static_cast<std::size_t>(nk);
   std::vector<double> w(n), rho(n), om(n), dzs(n), zs, zl, eh, el, eb;
   std::vector<std::size_t> idx;
@@ -175,15 +199,23 @@ binary64_enclosure enclose_attention_binary64(const binary64_enclosure& S, const
       const double g = up(up(dz * up(1.0 + dz)) + B);
       rho[k] = up(up(up(g * (1.0 + 0x1p-52)) / down(1.0 - B)) + unit);
     }
-    double sum = 0, err = 0;  // Ŝ = fl(Σ ŵ_j);  err ≥ Σ (ρ_j ŵ_j + ω_j)
+    // Ŝ = RN(s + c) from Sum2 (Ogita–Rump–Oishi): (s, σ) = TwoSum(s, ŵ_j) exactly, c ← c + σ;
+    // for ŵ ≥ 0, |Ŝ − Σŵ| ≤ u·Σŵ + γ_{n−1}²·Σŵ ≤ (u + γ_n²)·Ŝ/(1 − u − γ_n²) (TwoSum is exact with
+    // subnormals).  err ≥ Σ (ρ_j ŵ_j + ω_j).
+    double s_hi = 0, s_lo = 0, err = 0;
     for (Eigen::Index j = 0; j < nk; ++j) {
       const auto k = static_cast<std::size_t>(j);
       if (!M.allows(i, j)) continue;
-      sum += w[k];
+      const dd t = two_sum(s_hi, w[k]);
+      s_hi = t.hi;
+      s_lo += t.lo;
       err = up(err + up(up(rho[k] * w[k]) + om[k]));
     }
-    // |Σ W − Ŝ| ≤ γ_n Ŝ/(1 − γ_n) + err = ε_S;  T = Σ W ≥ Ŝ − ε_S > 0 (Ŝ ≥ 1: the maximum's ŵ is 1)
-    const double eps = up(up(up(gn * sum) / down(1.0 - gn)) + err);
+    const double sum = s_hi + s_lo;
+    // |Σ W − Ŝ| ≤ (u + γ_n²)Ŝ/(1 − u − γ_n²) + err = ε_S;  T = Σ W ≥ Ŝ − ε_S > 0 (Ŝ ≈ Σŵ ≥ 1:
+    // the maximum's ŵ is 1)
+    const double ug = up(unit + g2);
+    const double eps = up(up(up(ug * sum) / down(1.0 - ug)) + err);
     const double tlo = down(sum - eps);
     if (!(tlo > 0)) throw input_error("binary64 softmax bound: the row sum is not separated from 0");
     for (Eigen::Index j = 0; j < nk; ++j) {

@@ -20,6 +20,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "../number/dot2_loop.hpp"
+
 namespace attncert::oracle::detail {
 
 namespace {
@@ -32,26 +34,9 @@ constexpr double round_up_factor = 1.0 + 0x1p-40;
 /// rounding errs by at most 2^-1075 absolutely), per operation counted.
 constexpr double subnormal_allowance = 0x1p-1070;
 
-/// Dot2 (Ogita-Rump-Oishi) of x (d values) with the columns j in [jbegin, jend) of MT (d × n,
-/// row-major: column j is MT[l·n + j]): s[j] + c[j] with P[j] = Σ_l |RN(x_l MT_lj)|, added to what
-/// s, c, P hold (zeros for a fresh sum).  Error bound: proofs/P11-oracle.md step 1.
-inline void dot2_columns_loop(const double* x, const double* MT, std::size_t n, std::size_t d, std::size_t jbegin,
-                              std::size_t jend, double* __restrict s, double* __restrict c, double* __restrict P) {
-  for (std::size_t l = 0; l < d; ++l) {
-    const double xl = x[l];
-    const double* __restrict col = MT + l * n;
-    for (std::size_t j = jbegin; j < jend; ++j) {
-      const double p = xl * col[j];
-      const double e = std::fma(xl, col[j], -p);
-      const double sn = s[j] + p;
-      const double bb = sn - s[j];
-      const double sig = (s[j] - (sn - bb)) + (p - bb);
-      s[j] = sn;
-      c[j] = c[j] + (sig + e);
-      P[j] = P[j] + std::fabs(p);
-    }
-  }
-}
+/// Dot2 of x with the columns j in [jbegin, jend) of MT (number/dot2_loop.hpp; error bound:
+/// proofs/P11-oracle.md step 1).
+using ::attncert::dot2_detail::dot2_columns_loop;
 
 /// Dot2 of the weights (w_hi + w_lo)[j] with the rows j = keys[0], ..., keys[count - 1] of V
 /// (row-major, dv columns), in that order, added to as (sums), ac (compensations) and ap

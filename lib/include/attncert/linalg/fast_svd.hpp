@@ -59,4 +59,37 @@ struct binary64_svd_factors {
 /// As above, and keeps the factors and bounds in `factors` (nothing else changes).
 singular_value_enclosures certified_singular_values_binary64(const binary64_enclosure& A, binary64_svd_factors& factors);
 
+/// The residual bound ρ of `F` (the factors certified_singular_values_binary64 kept for `in`)
+/// computed again with split products instead of one BLAS product (proofs/P16, part B′):
+/// A·V exactly to 128 bits from binary64 slices multiplied by BLAS (detail::split, deflated_svd.hpp),
+/// so ρ loses the γ_n·‖|A||V|‖_F of BLAS's rounding and is about the factors' true residual plus
+/// the enclosure's radius.  Where that is smaller, F.rho and the enclosures `out` (those of
+/// certified_singular_values_binary64, in the same order) are replaced and true is returned;
+/// otherwise nothing changes.  Costs about ten dgemms of A's size: a filter's second stage, run
+/// where the first leaves singular values undecided.  Tier: enclosure.
+/// Errors: std::invalid_argument when the factors do not match `in` or `out`.
+bool tighten_residual_split(const binary64_enclosure& in, binary64_svd_factors& F, singular_value_enclosures& out,
+                            unsigned threads = 1);
+
+/// A lower bound d on |det Ã| for every Ã inside a square triangular enclosure A: every entry
+/// strictly above the diagonal (or every one strictly below it) is exactly [0, 0], midpoint and
+/// radius (as a causal mask leaves them), so det Ã = Π Ã_ii with |Ã_ii| ≥ |mid_ii| − rad_ii.
+/// The product is taken in MPFR at 64 bits rounded down, whose exponent range holds what binary64's
+/// would not (proofs/P16, part E).  An empty rad means radius 0.
+/// Tier: enclosure (a rigorous lower bound).  Returns 0 (nothing claimed) when A is not square,
+/// not triangular, or a diagonal interval contains 0.
+mpfr_float triangular_determinant_lower_bound(const binary64_enclosure& A);
+
+/// Raises the lower ends of the n singular values of an n×n object from a lower bound d > 0 on
+/// |det Ã| for every Ã that sv encloses the singular values of (proofs/P16, part E):
+/// Π_{l≥i} σ_l = |det Ã| / Π_{l<i} σ_l ≥ d / Π_{l<i} hi_l (hi_l the upper end of sigma[l]), and
+/// σ_i is the largest of those n − i factors, so σ_i ≥ (d / Π_{l<i} hi_l)^(1/(n−i)).  Each lower
+/// end becomes the larger of the two (both hold); certified_positive is recounted.  Weak where
+/// the upper ends are loose, but positive wherever they are finite: it decides σ_i > 0 when the
+/// smallest singular values lie below what any working precision resolves.
+/// Tier: enclosure.  Returns how many lower ends were raised.  d ≤ 0 changes nothing.
+/// Errors: std::logic_error if a raised lower end would pass its upper end (impossible unless a
+/// bound elsewhere is wrong: reported as an internal error, never hidden).
+std::size_t raise_lower_ends_by_determinant(const mpfr_float& d, singular_value_enclosures& sv);
+
 }  // namespace attncert
