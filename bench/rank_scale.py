@@ -68,9 +68,10 @@ def main():
         e = r["exact_rank"]
         rank = str(e["lo"]) if e["lo"] == e["hi"] else "[%d, %d]" % (e["lo"], e["hi"])
         stages = ", ".join("%s %.2f" % (k, v) for k, v in r["seconds"].items())
-        print("| %d | %s | %.3f s | %.3f s | %.1f | %s | %d of %d | %.2g | %s |" % (
+        w = r["singular_values_max_relative_width"]  # null when not finite in binary64 (a lower end near 0)
+        print("| %d | %s | %.3f s | %.3f s | %.1f | %s | %d of %d | %s | %s |" % (
             n, args.mask, t_np, t_ac, t_ac / t_np, rank, r["singular_values_certified_positive"], len(r["singular_values"]),
-            r["singular_values_max_relative_width"], stages))
+            "above 1e308" if w is None else "%.2g" % w, stages))
 
 
 if __name__ == "__main__":
