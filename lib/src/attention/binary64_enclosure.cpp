@@ -17,7 +17,7 @@
 #include "attncert/number/double_double.hpp"
 #include "attncert/number/exp_batch.hpp"
 #include "attncert/number/parallel.hpp"
-#include "../number/dot2_loop.hpp"
+#include "attncert/number/dot2_loop.hpp"
 
 namespace attncert {
 

@@ -20,7 +20,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "../number/dot2_loop.hpp"
+#include "attncert/number/dot2_loop.hpp"
 
 namespace attncert::oracle::detail {
 

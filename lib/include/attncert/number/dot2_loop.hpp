@@ -1,9 +1,9 @@
-// lib/src/number/dot2_loop.hpp — the Dot2 loop (Ogita–Rump–Oishi) across many columns, shared by the
-// oracle's fast paths (oracle/fast_common.hpp) and the binary64 scores of the rank analysis
-// (attention/binary64_enclosure.cpp).  Not installed, not API.  Include only from files compiled
-// with -ffp-contract=off: the error-free transformations need every product rounded on its own.
-// The function has internal linkage (the anonymous namespace): each unit keeps its own copy
-// compiled for its own instruction set (see attncert/number/vector_dd.hpp).
+// attncert/number/dot2_loop.hpp — the Dot2 loop (Ogita–Rump–Oishi) across many columns, shared by
+// the oracle's fast paths (oracle/fast_common.hpp) and the binary64 scores of the rank analysis
+// (attention/binary64_enclosure.cpp).  Internal to the library, not API (as vector_dd.hpp).
+// Include only from files compiled with -ffp-contract=off: the error-free transformations need
+// every product rounded on its own.  The function has internal linkage (the anonymous namespace):
+// each unit keeps its own copy compiled for its own instruction set (see vector_dd.hpp).
 #pragma once
 
 #include <cmath>
