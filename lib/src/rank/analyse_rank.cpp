@@ -479,10 +479,20 @@ void enclose_singular_values(const rank_request& req, rank_analysis& a, const st
     // dgemms; P16 part B′) instead of BLAS's worst-case rounding bound.
     // It cannot stop inside: it does not start when --max-seconds leaves less than twice what the
     // binary64 stage took (it took about as long at n = 1024 and 2048 here).
+    // Nor when its working set (the slices of A and V, the level sums, BLAS's operands and
+    // results, the 128-bit product: about 240 bytes per entry of A) passes the physical memory.
     const double took = clock.elapsed() - binary64_start;
+    const double need = 240.0 * static_cast<double>(a.rows) * static_cast<double>(a.cols);
+    const double phys = static_cast<double>(::sysconf(_SC_PHYS_PAGES)) * static_cast<double>(::sysconf(_SC_PAGESIZE));
     if (factors.valid && std::isfinite(seconds_left()) && seconds_left() < 2 * took) {
       a.notes.push_back("singular values: the residual from split products was not computed (less than twice the binary64 "
                         "stage's time left of " + field("max_seconds") + ")");
+    } else if (factors.valid && phys > 0 && need > phys) {
+      std::ostringstream os;
+      os.precision(3);
+      os << "singular values: the residual from split products was not computed (it needs about " << need / 1073741824.0
+         << " GiB, more than this machine's " << phys / 1073741824.0 << " GiB)";
+      a.notes.push_back(os.str());
     } else if (factors.valid) {
       if (req.progress) req.progress("singular values: the binary64 residual again from split products");
       const double r0 = factors.rho;
