@@ -35,12 +35,14 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--n", type=int, nargs="+", default=[1024])
     ap.add_argument("--reps", type=int, default=3)
-    ap.add_argument("--cli", default=os.environ.get("ATTNCERT_CLI", "build/attncert"))
+    ap.add_argument("--cli", default=os.environ.get("ATTNCERT_CLI", "build/attncert"),
+                    help="the attncert binary (made absolute: the runs happen in a temporary folder)")
     ap.add_argument("--mask", choices=["none", "causal"], default="none")
     ap.add_argument("--default-options", action="store_true",
                     help="run attncert rank with its default formats and policies (binary16, bfloat16, binary32, binary64, "
                          "mpfr256 up to 256 rows; five policies) instead of --formats binary64 --policies numpy")
     args = ap.parse_args()
+    args.cli = os.path.abspath(args.cli)
     rng = np.random.default_rng(1)
     print("| n | mask | numpy svd (values) | attncert rank | ratio | exact rank | certified > 0 | max rel. width | stages (s) |")
     print("|---|---|---|---|---|---|---|---|---|")
