@@ -276,8 +276,10 @@ std::size_t raise_lower_ends_by_determinant(const mpfr_float& d, singular_value_
     mpfi_get_left(lo, s);
     mpfi_get_right(hi, s);
     if (mpfr_sgn(b) > 0 && mpfr_cmp(b, lo) > 0) {
-      if (mpfr_cmp(b, hi) > 0)
+      if (mpfr_cmp(b, hi) > 0) {
+        for (mpfr_ptr v : {prefix, q, b, lo, hi}) mpfr_clear(v);
         throw std::logic_error("singular values: the determinant's lower bound passes an upper end (a bound is wrong)");
+      }
       mpfr_prec_t pr = std::max(mpfi_get_prec(s), mpfr_get_prec(b));
       mpfi_set_prec(s, pr);  // clears s: set both ends again
       mpfi_interv_fr(s, b, hi);
