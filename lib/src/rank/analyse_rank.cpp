@@ -421,6 +421,59 @@ double estimate_binary64_path_seconds(long m, long n) {
   return t * (static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(std::min(m, n))) / (256.0 * 256.0 * 256.0);
 }
 
+// The determinant's lower bound of a triangular object (0 otherwise) into det_lo, at its own 64
+// bits (set exactly, not through Boost's assignment, whose precision rules vary by version), and
+// the lower ends it raises in a.singular_values, with a note (proofs/P16, part E).
+void determinant_stage(const binary64_enclosure& enc, rank_analysis& a, mpfr_float& det_lo) {
+  const mpfr_float d = triangular_determinant_lower_bound(enc);
+  mpfr_set_prec(det_lo.backend().data(), mpfr_get_prec(d.backend().data()));
+  mpfr_set(det_lo.backend().data(), d.backend().data(), MPFR_RNDD);
+  if (const std::size_t raised = raise_lower_ends_by_determinant(det_lo, a.singular_values)) {
+    std::ostringstream os;
+    os << "singular values: the object is triangular, |det| >= " << det_lo.str(3)
+       << " (the product of its diagonal's lower ends); with the other singular values' upper ends it raised "
+       << raised << " lower ends: sigma_i >= (|det| / prod_{l<i} sigma_l)^(1/(n-i)) (proofs/P16, part E)";
+    a.notes.push_back(os.str());
+  }
+}
+
+// The filter's second stage: the same factors, their residual from split products (about ten
+// dgemms; P16 part B′) instead of BLAS's worst-case rounding bound; the determinant's bounds
+// again after it.  True when the enclosures were replaced by tighter ones.
+// It cannot stop inside: it does not start when --max-seconds leaves less than twice what the
+// binary64 stage took (`took`; it took about as long at n = 1024 and 2048 here).  Nor when its
+// working set (the slices of A and V, the level sums, BLAS's operands and results, the 128-bit
+// product: about 240 bytes per entry of A) passes the physical memory.  Each skip leaves a note.
+bool split_residual_stage(const rank_request& req, rank_analysis& a, const binary64_enclosure& enc,
+                          binary64_svd_factors& factors, const mpfr_float& det_lo, double took) {
+  if (!factors.valid) return false;
+  const double need = 240.0 * static_cast<double>(a.rows) * static_cast<double>(a.cols);
+  const double phys = static_cast<double>(::sysconf(_SC_PHYS_PAGES)) * static_cast<double>(::sysconf(_SC_PAGESIZE));
+  if (std::isfinite(seconds_left()) && seconds_left() < 2 * took) {
+    a.notes.push_back("singular values: the residual from split products was not computed (less than twice the binary64 "
+                      "stage's time left of " + field("max_seconds") + ")");
+    return false;
+  }
+  if (phys > 0 && need > phys) {
+    std::ostringstream os;
+    os.precision(3);
+    os << "singular values: the residual from split products was not computed (it needs about " << need / 1073741824.0
+       << " GiB, more than this machine's " << phys / 1073741824.0 << " GiB)";
+    a.notes.push_back(os.str());
+    return false;
+  }
+  if (req.progress) req.progress("singular values: the binary64 residual again from split products");
+  const double r0 = factors.rho;
+  if (!tighten_residual_split(enc, factors, a.singular_values, req.threads)) return false;
+  zeros_beyond_the_exact_rank(a, a.singular_values);
+  raise_lower_ends_by_determinant(det_lo, a.singular_values);
+  std::ostringstream os;
+  os.precision(3);
+  os << "singular values: the binary64 residual bound from split products is " << factors.rho << " (BLAS's: " << r0 << ")";
+  a.notes.push_back(os.str());
+  return true;
+}
+
 // Certified singular values, filter then escalate: the binary64 path (LAPACK + residual bound,
 // proofs/P16) first; where it is unavailable or undecided (fewer certified > 0 than the exact
 // rank's lower bound, or wider than sigma_rel_width), Rump's bound in MPFI escalating (Ziv) up
@@ -459,55 +512,15 @@ void enclose_singular_values(const rank_request& req, rank_analysis& a, const st
   if (auto enc = enclose_object_binary64(req, why_not_binary64)) {
     a.singular_values = certified_singular_values_binary64(*enc, factors);
     zeros_beyond_the_exact_rank(a, a.singular_values);
-    {  // set exactly (64 bits), not through Boost's assignment, whose precision rules vary by version
-      const mpfr_float d = triangular_determinant_lower_bound(*enc);
-      mpfr_set_prec(det_lo.backend().data(), mpfr_get_prec(d.backend().data()));
-      mpfr_set(det_lo.backend().data(), d.backend().data(), MPFR_RNDD);
-    }
-    if (const std::size_t raised = raise_lower_ends_by_determinant(det_lo, a.singular_values)) {
-      std::ostringstream os;
-      os << "singular values: the object is triangular, |det| >= " << det_lo.str(3)
-         << " (the product of its diagonal's lower ends); with the other singular values' upper ends it raised "
-         << raised << " lower ends: sigma_i >= (|det| / prod_{l<i} sigma_l)^(1/(n-i)) (proofs/P16, part E)";
-      a.notes.push_back(os.str());
-    }
+    determinant_stage(*enc, a, det_lo);
     a.singular_value_method = "binary64";
     a.singular_value_steps = 1;
     a.singular_values_decided = decided(a.singular_values);
     if (a.singular_values_decided) return finish();
-    // Filter, second stage: the same factors, their residual from split products (about ten
-    // dgemms; P16 part B′) instead of BLAS's worst-case rounding bound.
-    // It cannot stop inside: it does not start when --max-seconds leaves less than twice what the
-    // binary64 stage took (it took about as long at n = 1024 and 2048 here).
-    // Nor when its working set (the slices of A and V, the level sums, BLAS's operands and
-    // results, the 128-bit product: about 240 bytes per entry of A) passes the physical memory.
-    const double took = clock.elapsed() - binary64_start;
-    const double need = 240.0 * static_cast<double>(a.rows) * static_cast<double>(a.cols);
-    const double phys = static_cast<double>(::sysconf(_SC_PHYS_PAGES)) * static_cast<double>(::sysconf(_SC_PAGESIZE));
-    if (factors.valid && std::isfinite(seconds_left()) && seconds_left() < 2 * took) {
-      a.notes.push_back("singular values: the residual from split products was not computed (less than twice the binary64 "
-                        "stage's time left of " + field("max_seconds") + ")");
-    } else if (factors.valid && phys > 0 && need > phys) {
-      std::ostringstream os;
-      os.precision(3);
-      os << "singular values: the residual from split products was not computed (it needs about " << need / 1073741824.0
-         << " GiB, more than this machine's " << phys / 1073741824.0 << " GiB)";
-      a.notes.push_back(os.str());
-    } else if (factors.valid) {
-      if (req.progress) req.progress("singular values: the binary64 residual again from split products");
-      const double r0 = factors.rho;
-      if (tighten_residual_split(*enc, factors, a.singular_values, req.threads)) {
-        zeros_beyond_the_exact_rank(a, a.singular_values);
-        raise_lower_ends_by_determinant(det_lo, a.singular_values);
-        std::ostringstream os;
-        os.precision(3);
-        os << "singular values: the binary64 residual bound from split products is " << factors.rho << " (BLAS's: " << r0
-           << ")";
-        a.notes.push_back(os.str());
-        ++a.singular_value_steps;
-        a.singular_values_decided = decided(a.singular_values);
-        if (a.singular_values_decided) return finish();
-      }
+    if (split_residual_stage(req, a, *enc, factors, det_lo, clock.elapsed() - binary64_start)) {
+      ++a.singular_value_steps;
+      a.singular_values_decided = decided(a.singular_values);
+      if (a.singular_values_decided) return finish();
     }
   }
   const long dim = std::max(a.rows, a.cols);
